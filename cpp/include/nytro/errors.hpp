@@ -1,0 +1,35 @@
+// Error conventions: bad input -> std::invalid_argument, numerical failure ->
+// std::runtime_error, a request larger than the machine's memory -> nytro::out_of_memory.
+// Messages name the argument and the offending value.
+#pragma once
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+
+namespace nytro {
+
+// Raised before allocating when a requested array cannot fit in physical memory
+// (the Python bindings translate it to MemoryError).
+class out_of_memory : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// Total physical memory of this machine in bytes (0 when it cannot be read).
+std::size_t physical_memory_bytes();
+
+// Throws out_of_memory if `bytes` cannot fit in physical memory; `what` names the
+// array in the message, e.g. "K_nm (50000 x 5000 float64)".
+void check_allocation(double bytes, const std::string& what);
+
+// Shape text "n x m <dtype>" used in memory messages.
+template <class T>
+std::string shape_text(double rows, double cols);
+
+// Throws std::invalid_argument(message) unless `condition` holds.
+inline void require(bool condition, const std::string& message) {
+    if (!condition) throw std::invalid_argument(message);
+}
+
+}  // namespace nytro

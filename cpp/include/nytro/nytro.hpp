@@ -1,0 +1,12 @@
+// nytro: NYstrom iTerative RegularizatiOn (Angles, Camoriano, Rudi, Rosasco) and the
+// paper's baselines. Include this one header to use the whole C++ core.
+#pragma once
+
+#include "nytro/centers.hpp"
+#include "nytro/eigen_solver.hpp"
+#include "nytro/errors.hpp"
+#include "nytro/kernel.hpp"
+#include "nytro/nystrom.hpp"
+#include "nytro/options.hpp"
+#include "nytro/solvers.hpp"
+#include "nytro/types.hpp"

@@ -1,0 +1,84 @@
+// Options of the solvers: one plain struct per family, a field a line.
+#pragma once
+
+#include "nytro/types.hpp"
+
+#include <string>
+
+namespace nytro {
+
+// How R with R R^T = pinv(K_mm) is computed (see nystrom.hpp).
+enum class FactorMethod {
+    pivoted,   // rank-revealing pivoted Cholesky (default: fast, same fitted function as qr)
+    qr,        // the paper's text: column-pivoted QR of K_mm, then Cholesky of S^T K_mm S
+    cholesky,  // the authors' code: Cholesky of K_mm + jitter I
+};
+
+// Step size rule of the gradient iterations.
+enum class StepRule {
+    automatic,  // 1 / lambda_max(A^T A): the largest stable step (authors' code)
+    paper,      // gamma / n with gamma = 1 / max_i k(x_i, x_i) (paper's text)
+    fixed,      // the value of IterativeOptions::step_size
+};
+
+// How t is picked from the validation path.
+enum class Stopping {
+    best,      // argmin of the validation RMSE over all max_iter iterations
+    relative,  // paper's text: stop when the RMSE has not improved by more than tol
+               // (relative) over the last `window` iterations; t* = argmin so far
+    window,    // authors' code: least-squares line through the last `window` RMSEs,
+               // stop when the fitted decrease -window*slope < tol (absolute); t* = stop
+};
+
+// How NYTRO's iterations are carried out (same iterates up to rounding).
+enum class Solver {
+    automatic,  // chosen by a cost model from n, m, max_iter and memory
+    direct,     // K_nm stored, one fused pass over it per iteration
+    gram,       // A^T A formed once from streamed row blocks, iterations in m dimensions
+};
+
+// How the Tikhonov methods (KRLS, NKRLS) solve along the lambda grid.
+enum class TikhonovSolver {
+    eigh,      // one eigendecomposition serves every lambda exactly
+    cholesky,  // the paper's form: one Cholesky solve per lambda (eigh fallback if singular)
+};
+
+struct IterativeOptions {
+    Index max_iter = 500;                  // iterations to run at most (t_max)
+    StepRule step_rule = StepRule::automatic;  // see StepRule
+    double step_size = 0.0;                // the step when step_rule == fixed
+    Stopping stopping = Stopping::best;    // see Stopping
+    double tol = -1.0;                     // < 0: 0.05 for relative, 1e-4 for window
+    Index window = 10;                     // iterations the early rules look back
+    int n_threads = 0;                     // <= 0: all cores of the machine
+    Callback callback;                     // progress / interruption, may be empty
+};
+
+struct FactorOptions {
+    FactorMethod method = FactorMethod::pivoted;  // see FactorMethod
+    double rank_tol = -1.0;                // relative rank cut; < 0: m * machine epsilon
+    double jitter = 1e-10;                 // added to the diagonal by FactorMethod::cholesky
+};
+
+struct NytroOptions : IterativeOptions {
+    FactorOptions factor;                  // Nystrom factor
+    Solver solver = Solver::automatic;     // see Solver
+};
+
+struct TikhonovOptions {
+    FactorOptions factor;                  // Nystrom factor (NKRLS only)
+    TikhonovSolver solver = TikhonovSolver::eigh;  // see TikhonovSolver
+    int n_threads = 0;                     // <= 0: all cores of the machine
+    Callback callback;                     // progress / interruption, may be empty
+};
+
+// Parse the option strings used by the Python API; unknown values throw
+// std::invalid_argument naming the argument and the accepted values.
+FactorMethod parse_factor_method(const std::string& value);
+StepRule parse_step_rule(const std::string& value);
+Stopping parse_stopping(const std::string& value);
+Solver parse_solver(const std::string& value);
+TikhonovSolver parse_tikhonov_solver(const std::string& value);
+const char* to_string(Solver solver);
+
+}  // namespace nytro

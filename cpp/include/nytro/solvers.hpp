@@ -1,0 +1,68 @@
+// The paper's estimators, each computing its whole regularisation path and selecting
+// on a hold-out set. Conventions shared by all:
+//   X (n x d), Y (n x q) are the training rows; X_val, Y_val the hold-out rows (pass
+//   0-row matrices for none). Coefficients alpha are over the centres given (the
+//   training rows themselves for the full-kernel methods), so that the prediction is
+//   k(x, centres) alpha. Validation RMSE is sqrt(mean squared error over all n_val x q
+//   entries).
+#pragma once
+
+#include "nytro/options.hpp"
+#include "nytro/types.hpp"
+
+#include <vector>
+
+namespace nytro {
+
+template <class T>
+struct PathResult {
+    Matrix<T> coef;                        // centres x q: alpha at the selected t
+    std::vector<double> validation_rmse;   // RMSE after iterations 1..len (empty without hold-out)
+    Index n_iter = 0;                      // the selected t (max_iter without hold-out)
+    Index iterations_run = 0;              // iterations computed (< max_iter after an early stop)
+    double step_size = 0.0;                // the step actually used
+    Index rank = 0;                        // columns of R (NYTRO) or n (Landweber)
+    Solver solver = Solver::direct;        // the solver that ran
+};
+
+template <class T>
+struct TikhonovResult {
+    Matrix<T> coef;                        // centres x q: alpha at the selected lambda
+    std::vector<double> validation_rmse;   // one per lambda (empty without hold-out)
+    Index selected = 0;                    // index of the selected lambda in the grid
+    Index rank = 0;                        // columns of R (NKRLS) or numerical rank of K
+};
+
+// NYTRO: gradient descent on A = K_nm R, beta_0 = 0, alpha_t = R beta_t, validation
+// RMSE after every iteration; t picked by options.stopping.
+template <class T>
+PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
+                         const MatrixCRef<T>& centers, double sigma,
+                         const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val,
+                         const NytroOptions& options = {});
+
+// Landweber / early stopping on the full kernel: alpha_t = alpha_{t-1} - s (K alpha - y).
+template <class T>
+PathResult<T> landweber_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma,
+                             const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val,
+                             const IterativeOptions& options = {});
+
+// Nystrom KRLS along a lambda grid: alpha = R (A^T A + lambda n I)^-1 A^T y.
+template <class T>
+TikhonovResult<T> nkrls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
+                             const MatrixCRef<T>& centers, double sigma,
+                             const std::vector<double>& lambdas, const MatrixCRef<T>& X_val,
+                             const MatrixCRef<T>& Y_val, const TikhonovOptions& options = {});
+
+// KRLS (Tikhonov on the full kernel) along a lambda grid: alpha = (K + lambda n I)^-1 y.
+template <class T>
+TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma,
+                            const std::vector<double>& lambdas, const MatrixCRef<T>& X_val,
+                            const MatrixCRef<T>& Y_val, const TikhonovOptions& options = {});
+
+// KOLS: alpha = pinv(K) y, singular values below rcond * max cut (rcond < 0: n * eps).
+template <class T>
+Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma, double rcond = -1.0,
+               int n_threads = 0);
+
+}  // namespace nytro

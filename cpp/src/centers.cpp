@@ -1,0 +1,46 @@
+#include "nytro/centers.hpp"
+
+#include "nytro/errors.hpp"
+
+#include <numeric>
+#include <string>
+
+namespace nytro {
+namespace {
+
+// SplitMix64 (Steele, Lea, Flood 2014): tiny, full-period, and easy to replay in Python.
+struct SplitMix64 {
+    std::uint64_t state;
+    std::uint64_t next() {
+        std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+        return z ^ (z >> 31);
+    }
+    // Uniform on [0, bound) by rejection, so no value is favoured.
+    std::uint64_t below(std::uint64_t bound) {
+        const std::uint64_t limit = (~std::uint64_t(0) / bound) * bound;
+        std::uint64_t x;
+        do x = next(); while (x >= limit);
+        return x % bound;
+    }
+};
+
+}  // namespace
+
+std::vector<Index> sample_centers(Index n, Index m, std::uint64_t seed) {
+    require(n >= 1, "n must be >= 1, got " + std::to_string(n));
+    require(m >= 1 && m <= n, "n_centers must be between 1 and n = " + std::to_string(n) +
+                                  ", got " + std::to_string(m));
+    std::vector<Index> order(static_cast<std::size_t>(n));
+    std::iota(order.begin(), order.end(), Index(0));
+    SplitMix64 rng{seed};
+    for (Index i = 0; i < m; ++i) {
+        const Index j = i + static_cast<Index>(rng.below(static_cast<std::uint64_t>(n - i)));
+        std::swap(order[i], order[j]);
+    }
+    order.resize(static_cast<std::size_t>(m));
+    return order;
+}
+
+}  // namespace nytro

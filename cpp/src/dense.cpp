@@ -1,0 +1,127 @@
+#include "dense.hpp"
+
+#include "parallel.hpp"
+
+#include <Eigen/Core>
+
+namespace nytro::detail {
+namespace {
+
+constexpr Index kTile = 256;
+
+Index panels(Index rows) { return (rows + kPanel - 1) / kPanel; }
+
+}  // namespace
+
+template <class T>
+void multiply(const MatrixCRef<T>& A, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads) {
+    parallel_for(panels(A.rows()), n_threads, [&](Index p, int) {
+        const Index r0 = p * kPanel, rows = std::min(kPanel, A.rows() - r0);
+        out.middleRows(r0, rows).noalias() = A.middleRows(r0, rows) * B;
+    });
+}
+
+template <class T>
+void multiply_right(const MatrixCRef<T>& A, const MatrixCRef<T>& R, bool upper, MatrixRef<T> out,
+                    int n_threads) {
+    parallel_for(panels(A.rows()), n_threads, [&](Index p, int) {
+        const Index r0 = p * kPanel, rows = std::min(kPanel, A.rows() - r0);
+        if (upper)
+            out.middleRows(r0, rows).noalias() =
+                A.middleRows(r0, rows) * R.template triangularView<Eigen::Upper>();
+        else
+            out.middleRows(r0, rows).noalias() = A.middleRows(r0, rows) * R;
+    });
+}
+
+template <class T>
+void multiply_left(const MatrixCRef<T>& R, bool upper, const MatrixCRef<T>& B, MatrixRef<T> out,
+                   int n_threads) {
+    const Index k = R.cols();
+    parallel_for(panels(R.rows()), n_threads, [&](Index p, int) {
+        const Index r0 = p * kPanel, rows = std::min(kPanel, R.rows() - r0);
+        auto target = out.middleRows(r0, rows);
+        if (!upper) {
+            target.noalias() = R.middleRows(r0, rows) * B;
+            return;
+        }
+        // Rows r0..r0+rows of an upper triangular R: a triangle on the diagonal, dense
+        // to its right, zero to its left.
+        const Index right = k - r0 - rows;
+        target.noalias() = R.block(r0, r0, rows, rows).template triangularView<Eigen::Upper>() *
+                           B.middleRows(r0, rows);
+        if (right > 0) target.noalias() += R.block(r0, r0 + rows, rows, right) * B.bottomRows(right);
+    });
+}
+
+template <class T>
+void multiply_left_transposed(const MatrixCRef<T>& R, bool upper, const MatrixCRef<T>& B,
+                              MatrixRef<T> out, int n_threads) {
+    const Index k = R.cols();
+    parallel_for(panels(k), n_threads, [&](Index p, int) {
+        const Index c0 = p * kPanel, cols = std::min(kPanel, k - c0);
+        auto target = out.middleRows(c0, cols);
+        if (!upper) {
+            target.noalias() = R.middleCols(c0, cols).transpose() * B;
+            return;
+        }
+        // Columns c0..c0+cols of an upper triangular R: dense above row c0, a triangle
+        // on the diagonal, zero below.
+        target.noalias() = R.block(c0, c0, cols, cols).transpose().template triangularView<Eigen::Lower>() *
+                           B.middleRows(c0, cols);
+        if (c0 > 0) target.noalias() += R.block(0, c0, c0, cols).transpose() * B.topRows(c0);
+    });
+}
+
+template <class T>
+void add_gram_lower(const MatrixCRef<T>& B, MatrixRef<T> G, int n_threads) {
+    const Index k = B.cols(), tiles = (k + kTile - 1) / kTile;
+    // Lower-triangular tile pairs (i >= j), enumerated row by row.
+    parallel_for(tiles * (tiles + 1) / 2, n_threads, [&](Index task, int) {
+        Index i = 0;
+        while ((i + 1) * (i + 2) / 2 <= task) ++i;
+        const Index j = task - i * (i + 1) / 2;
+        const Index r0 = i * kTile, c0 = j * kTile;
+        const Index rows = std::min(kTile, k - r0), cols = std::min(kTile, k - c0);
+        G.block(r0, c0, rows, cols).noalias() +=
+            B.middleCols(r0, rows).transpose() * B.middleCols(c0, cols);
+    });
+}
+
+template <class T>
+void mirror_lower(MatrixRef<T> G) {
+    for (Index i = 0; i < G.rows(); ++i)
+        for (Index j = i + 1; j < G.cols(); ++j) G(i, j) = G(j, i);
+}
+
+template <class T>
+Matrix<T> upper_triangular_inverse(const MatrixCRef<T>& U, int n_threads) {
+    const Index k = U.rows();
+    Matrix<T> R = Matrix<T>::Zero(k, k);
+    // Column block [c0, c0 + cols) of U^-1 is nonzero only in rows 0..c0+cols, and there
+    // it solves the leading triangle of U against the matching identity columns.
+    parallel_for(panels(k), n_threads, [&](Index p, int) {
+        const Index c0 = p * kPanel, cols = std::min(kPanel, k - c0), depth = c0 + cols;
+        Matrix<T> block = Matrix<T>::Zero(depth, cols);
+        block.bottomRows(cols).setIdentity();
+        U.topLeftCorner(depth, depth).template triangularView<Eigen::Upper>().solveInPlace(block);
+        R.block(0, c0, depth, cols) = block;
+    });
+    return R;
+}
+
+#define NYTRO_INSTANTIATE(T)                                                                      \
+    template void multiply<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, MatrixRef<T>, int);    \
+    template void multiply_right<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, bool,            \
+                                    MatrixRef<T>, int);                                          \
+    template void multiply_left<T>(const MatrixCRef<T>&, bool, const MatrixCRef<T>&,             \
+                                   MatrixRef<T>, int);                                           \
+    template void multiply_left_transposed<T>(const MatrixCRef<T>&, bool, const MatrixCRef<T>&,  \
+                                              MatrixRef<T>, int);                                \
+    template void add_gram_lower<T>(const MatrixCRef<T>&, MatrixRef<T>, int);                    \
+    template void mirror_lower<T>(MatrixRef<T>);                                                 \
+    template Matrix<T> upper_triangular_inverse<T>(const MatrixCRef<T>&, int);
+NYTRO_INSTANTIATE(float)
+NYTRO_INSTANTIATE(double)
+
+}  // namespace nytro::detail

@@ -1,0 +1,44 @@
+// Dense products parallelised over fixed panels of rows or tiles. The decomposition
+// depends on the shapes only, never on the thread count, and each panel is one
+// single-threaded Eigen product, so results are bitwise the same for any n_threads.
+#pragma once
+
+#include "nytro/types.hpp"
+
+namespace nytro::detail {
+
+// Rows per panel of the row-parallel products.
+constexpr Index kPanel = 128;
+
+// out = A * B.
+template <class T>
+void multiply(const MatrixCRef<T>& A, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads);
+
+// out = A * R, with R upper triangular when `upper` (its strict lower part is ignored).
+template <class T>
+void multiply_right(const MatrixCRef<T>& A, const MatrixCRef<T>& R, bool upper, MatrixRef<T> out,
+                    int n_threads);
+
+// out = R * B, with R upper triangular when `upper`.
+template <class T>
+void multiply_left(const MatrixCRef<T>& R, bool upper, const MatrixCRef<T>& B, MatrixRef<T> out,
+                   int n_threads);
+
+// out = R^T * B, with R upper triangular when `upper`.
+template <class T>
+void multiply_left_transposed(const MatrixCRef<T>& R, bool upper, const MatrixCRef<T>& B,
+                              MatrixRef<T> out, int n_threads);
+
+// Lower triangle of G += B^T B (a symmetric rank-k update over 256 x 256 tiles).
+template <class T>
+void add_gram_lower(const MatrixCRef<T>& B, MatrixRef<T> G, int n_threads);
+
+// Copy the lower triangle of a square matrix onto its upper triangle.
+template <class T>
+void mirror_lower(MatrixRef<T> G);
+
+// Inverse of an upper triangular matrix (strict lower part of U ignored).
+template <class T>
+Matrix<T> upper_triangular_inverse(const MatrixCRef<T>& U, int n_threads);
+
+}  // namespace nytro::detail

@@ -1,0 +1,37 @@
+#include "nytro/errors.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace nytro {
+
+std::size_t physical_memory_bytes() {
+    const long pages = sysconf(_SC_PHYS_PAGES);
+    const long page_size = sysconf(_SC_PAGE_SIZE);
+    if (pages <= 0 || page_size <= 0) return 0;
+    return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page_size);
+}
+
+void check_allocation(double bytes, const std::string& what) {
+    const double limit = static_cast<double>(physical_memory_bytes());
+    if (limit > 0 && bytes > limit) {
+        char text[160];
+        std::snprintf(text, sizeof text, " needs %.3g GB, more than this machine's %.3g GB of memory",
+                      bytes / 1e9, limit / 1e9);
+        throw out_of_memory(what + text);
+    }
+}
+
+template <class T>
+std::string shape_text(double rows, double cols) {
+    char text[96];
+    std::snprintf(text, sizeof text, "%.0f x %.0f %s", rows, cols,
+                  sizeof(T) == 4 ? "float32" : "float64");
+    return text;
+}
+
+template std::string shape_text<float>(double, double);
+template std::string shape_text<double>(double, double);
+
+}  // namespace nytro

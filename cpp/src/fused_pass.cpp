@@ -1,0 +1,56 @@
+#include "fused_pass.hpp"
+
+#include "parallel.hpp"
+
+#include <algorithm>
+
+namespace nytro::detail {
+
+template <class T>
+FusedPass<T>::FusedPass(const Matrix<T>& K, int n_threads)
+    : K_(K), threads_(resolve_threads(n_threads)) {
+    const Index n = K.rows(), k = std::max<Index>(K.cols(), 1);
+    // About 512 KiB of K per block: it is still in L2 when read the second time.
+    block_rows_ = std::clamp<Index>((Index(1) << 19) / (k * Index(sizeof(T))), 4, 256);
+    slots_ = std::clamp<Index>(n / (4 * block_rows_), 1, 64);
+    partial_.resize(static_cast<std::size_t>(slots_));
+    residual_.resize(static_cast<std::size_t>(threads_));
+}
+
+template <class T>
+void FusedPass<T>::run(const MatrixCRef<T>& a, const MatrixCRef<T>* Y) {
+    const Index n = K_.rows(), k = K_.cols(), q = a.cols();
+    parallel_for(slots_, threads_, [&](Index slot, int thread) {
+        Matrix<T>& share = partial_[slot];
+        Matrix<T>& residual = residual_[thread];
+        share.setZero(k, q);
+        const Index begin = range_begin(n, slots_, slot), end = range_begin(n, slots_, slot + 1);
+        for (Index r0 = begin; r0 < end; r0 += block_rows_) {
+            const Index rows = std::min(block_rows_, end - r0);
+            const auto block = K_.middleRows(r0, rows);
+            residual.resize(rows, q);
+            residual.noalias() = block * a;
+            if (Y) residual -= Y->middleRows(r0, rows);
+            share.noalias() += block.transpose() * residual;
+        }
+    });
+    result_ = partial_[0];
+    for (Index slot = 1; slot < slots_; ++slot) result_ += partial_[slot];
+}
+
+template <class T>
+const Matrix<T>& FusedPass<T>::normal_residual(const MatrixCRef<T>& a, const MatrixCRef<T>& Y) {
+    run(a, &Y);
+    return result_;
+}
+
+template <class T>
+const Matrix<T>& FusedPass<T>::normal(const MatrixCRef<T>& a) {
+    run(a, nullptr);
+    return result_;
+}
+
+template class FusedPass<float>;
+template class FusedPass<double>;
+
+}  // namespace nytro::detail

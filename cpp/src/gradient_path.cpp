@@ -1,0 +1,158 @@
+#include "gradient_path.hpp"
+
+#include "nytro/errors.hpp"
+#include "stopping.hpp"
+
+#include <Eigen/Eigenvalues>
+
+#include <cmath>
+#include <string>
+
+namespace nytro::detail {
+namespace {
+
+constexpr Index kChunk = 16;
+
+std::string text(double value) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.6g", value);
+    return buffer;
+}
+
+}  // namespace
+
+void check_iterative_options(const IterativeOptions& options) {
+    require(options.max_iter >= 1, "max_iter must be >= 1, got " + std::to_string(options.max_iter));
+    require(options.window >= 2, "window must be >= 2, got " + std::to_string(options.window));
+    if (options.step_rule == StepRule::fixed)
+        require(std::isfinite(options.step_size) && options.step_size > 0,
+                "step_size must be a finite number > 0, got " + text(options.step_size));
+    require(options.tol < 0 || std::isfinite(options.tol), "tol must be finite");
+}
+
+double resolve_step(const IterativeOptions& options, Index n, const std::function<double()>& lambda_max) {
+    switch (options.step_rule) {
+        case StepRule::fixed: return options.step_size;
+        case StepRule::paper: return 1.0 / double(n);
+        case StepRule::automatic: {
+            const double top = lambda_max();
+            if (!(top > 0) || !std::isfinite(top))
+                throw std::runtime_error("lambda_max(A^T A) = " + text(top) +
+                                         ": cannot set step_size='auto'");
+            return 1.0 / top;
+        }
+    }
+    return 0;
+}
+
+template <class T>
+void run_gradient_path(const GradientProblem<T>& problem, double step,
+                       const Validation<T>* validation, const IterativeOptions& options,
+                       PathResult<T>& result) {
+    const Index dim = problem.dim, q = problem.q, T_max = options.max_iter;
+    const T s = static_cast<T>(step);
+    Matrix<T> beta = Matrix<T>::Zero(dim, q), grad(dim, q);
+    result.step_size = step;
+    result.validation_rmse.clear();
+
+    auto diverged = [&](Index t) {
+        throw std::runtime_error("the iterations diverged at t=" + std::to_string(t) + " (step_size=" +
+                                 text(step) + "): a stable step is below 2 / lambda_max(A^T A)");
+    };
+
+    if (validation == nullptr) {
+        for (Index t = 1; t <= T_max; ++t) {
+            problem.gradient(beta, grad);
+            beta.noalias() -= s * grad;
+            if (options.callback) options.callback({"iterate", t, T_max});
+        }
+        if (!beta.allFinite()) diverged(T_max);
+        result.coef.resize(problem.alpha_rows, q);
+        problem.to_alpha(beta, result.coef);
+        result.n_iter = result.iterations_run = T_max;
+        return;
+    }
+
+    StoppingRule rule(options.stopping, options.tol, options.window);
+    Matrix<T> chunk(dim, kChunk * q), alphas(problem.alpha_rows, kChunk * q);
+    Matrix<T> selected = Matrix<T>::Zero(problem.alpha_rows, q);
+    std::vector<double> rmse;
+    bool stop = false;
+    Index t = 0;
+    while (t < T_max && !stop) {
+        const Index count = std::min(kChunk, T_max - t);
+        for (Index j = 0; j < count; ++j) {
+            problem.gradient(beta, grad);
+            beta.noalias() -= s * grad;
+            chunk.middleCols(j * q, q) = beta;
+            if (options.callback) options.callback({"iterate", t + j + 1, T_max});
+        }
+        auto block_alphas = alphas.leftCols(count * q);
+        problem.to_alpha(chunk.leftCols(count * q), block_alphas);
+        rmse.clear();
+        validation->rmse(block_alphas, q, rmse, options.n_threads);
+        for (Index j = 0; j < count && !stop; ++j) {
+            ++t;
+            if (!std::isfinite(rmse[j])) diverged(t);
+            const auto verdict = rule.push(rmse[j]);
+            if (verdict.candidate) selected = block_alphas.middleCols(j * q, q);
+            stop = verdict.stop;
+        }
+    }
+    result.validation_rmse = rule.path();
+    result.iterations_run = t;
+    result.n_iter = rule.selected();
+    result.coef = std::move(selected);
+}
+
+template <class T>
+double largest_eigenvalue(Index dim, const std::function<void(const Matrix<T>&, Matrix<T>&)>& apply,
+                          const Callback& callback) {
+    const Index max_steps = std::min<Index>(dim, 120);
+    Eigen::MatrixXd basis(dim, max_steps);
+    std::vector<double> alpha, beta;
+    // Fixed pseudo-random start (a Weyl sequence): deterministic and never orthogonal
+    // to the top eigenvector in practice.
+    Eigen::VectorXd v(dim);
+    for (Index i = 0; i < dim; ++i) v[i] = std::fmod(0.6180339887498949 * double(i + 1), 1.0) - 0.5;
+    v.normalize();
+    Matrix<T> in(dim, 1), out(dim, 1);
+    // The operator is applied in T, so in float32 the Ritz value settles at ~1e-7.
+    const double tolerance = sizeof(T) == 4 ? 1e-6 : 1e-13;
+    double previous = 0;
+    for (Index k = 0; k < max_steps; ++k) {
+        basis.col(k) = v;
+        in = v.cast<T>();
+        apply(in, out);
+        Eigen::VectorXd w = out.col(0).template cast<double>();
+        alpha.push_back(w.dot(v));
+        // Full reorthogonalisation (twice is enough) keeps the Ritz values honest.
+        for (int pass = 0; pass < 2; ++pass)
+            w -= basis.leftCols(k + 1) * (basis.leftCols(k + 1).transpose() * w);
+        Eigen::VectorXd diag = Eigen::Map<Eigen::VectorXd>(alpha.data(), k + 1);
+        Eigen::VectorXd off = Eigen::Map<Eigen::VectorXd>(beta.data(), k);
+        Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> ritz;
+        ritz.computeFromTridiagonal(diag, off, Eigen::EigenvaluesOnly);
+        const double top = ritz.eigenvalues().maxCoeff();
+        const double norm = w.norm();
+        if (callback) callback({"step_size", k + 1, max_steps});
+        if ((k >= 2 && std::abs(top - previous) <= tolerance * std::abs(top)) || norm <= 1e-14 * std::abs(top) ||
+            k + 1 == max_steps)
+            return top;
+        previous = top;
+        beta.push_back(norm);
+        v = w / norm;
+    }
+    return previous;
+}
+
+template void run_gradient_path<float>(const GradientProblem<float>&, double, const Validation<float>*,
+                                       const IterativeOptions&, PathResult<float>&);
+template void run_gradient_path<double>(const GradientProblem<double>&, double, const Validation<double>*,
+                                        const IterativeOptions&, PathResult<double>&);
+template double largest_eigenvalue<float>(Index, const std::function<void(const Matrix<float>&, Matrix<float>&)>&,
+                                          const Callback&);
+template double largest_eigenvalue<double>(Index, const std::function<void(const Matrix<double>&, Matrix<double>&)>&,
+                                           const Callback&);
+
+}  // namespace nytro::detail

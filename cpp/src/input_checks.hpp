@@ -1,0 +1,23 @@
+// Argument checks shared by the solvers; each throws std::invalid_argument naming the
+// argument and the offending value.
+#pragma once
+
+#include "nytro/types.hpp"
+
+#include <vector>
+
+namespace nytro::detail {
+
+// X (n x d, n >= 1), Y (n x q), X_val/Y_val (0 rows, or n_val x d / n_val x q); all finite.
+template <class T>
+void check_training_data(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const MatrixCRef<T>& X_val,
+                         const MatrixCRef<T>& Y_val);
+
+// 1 <= m <= n centres with X's feature count, all finite.
+template <class T>
+void check_centers(const MatrixCRef<T>& centers, const MatrixCRef<T>& X);
+
+// Every lambda finite and > 0; exactly one when there is no hold-out set.
+void check_lambdas(const std::vector<double>& lambdas, bool has_validation);
+
+}  // namespace nytro::detail

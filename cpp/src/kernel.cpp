@@ -1,0 +1,106 @@
+#include "nytro/kernel.hpp"
+
+#include "nytro/errors.hpp"
+#include "parallel.hpp"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace nytro {
+namespace {
+
+// A block of 128 x 512 doubles is 512 KiB: the GEMM result stays in L2 while the exp
+// is applied and the block is written to its final place.
+constexpr Index kRowBlock = 128;
+constexpr Index kColBlock = 512;
+
+template <class T>
+void check_kernel_arguments(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double sigma) {
+    require(std::isfinite(sigma) && sigma > 0,
+            "sigma must be a finite number > 0, got " + std::to_string(sigma));
+    require(X.cols() == Z.cols(), "X has " + std::to_string(X.cols()) +
+                                      " features but the centres have " + std::to_string(Z.cols()));
+}
+
+template <class T>
+Vector<T> squared_norms(const MatrixCRef<T>& X) {
+    return X.rowwise().squaredNorm();
+}
+
+}  // namespace
+
+template <class T>
+void gaussian_kernel_into(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double sigma,
+                          MatrixRef<T> out, int n_threads) {
+    check_kernel_arguments<T>(X, Z, sigma);
+    require(out.rows() == X.rows() && out.cols() == Z.rows(), "kernel output has the wrong shape");
+    const Index n = X.rows(), m = Z.rows();
+    if (n == 0 || m == 0) return;
+    const Vector<T> x_norms = squared_norms<T>(X);
+    const Vector<T> z_norms = squared_norms<T>(Z);
+    const T scale = static_cast<T>(1.0 / (2.0 * sigma * sigma));
+    const Index row_blocks = (n + kRowBlock - 1) / kRowBlock;
+    const Index col_blocks = (m + kColBlock - 1) / kColBlock;
+    const int threads = detail::resolve_threads(n_threads);
+    std::vector<Matrix<T>> scratch(threads);
+    detail::parallel_for(row_blocks * col_blocks, threads, [&](Index task, int thread) {
+        const Index r0 = (task / col_blocks) * kRowBlock, c0 = (task % col_blocks) * kColBlock;
+        const Index rows = std::min(kRowBlock, n - r0), cols = std::min(kColBlock, m - c0);
+        Matrix<T>& dots = scratch[thread];
+        dots.resize(rows, cols);
+        dots.noalias() = X.middleRows(r0, rows) * Z.middleRows(c0, cols).transpose();
+        const auto zn = z_norms.segment(c0, cols).transpose().array();
+        for (Index i = 0; i < rows; ++i) {
+            // -||x - z||^2 = 2 x.z - |x|^2 - |z|^2, clamped at 0 against rounding.
+            out.row(r0 + i).segment(c0, cols).array() =
+                ((T(2) * dots.row(i).array() - zn - x_norms[r0 + i]).min(T(0)) * scale).exp();
+        }
+    });
+}
+
+template <class T>
+Matrix<T> gaussian_kernel(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double sigma,
+                          int n_threads) {
+    check_kernel_arguments<T>(X, Z, sigma);
+    check_allocation(double(X.rows()) * double(Z.rows()) * sizeof(T),
+                     "the kernel matrix (" + shape_text<T>(X.rows(), Z.rows()) + ")");
+    Matrix<T> K(X.rows(), Z.rows());
+    gaussian_kernel_into<T>(X, Z, sigma, K, n_threads);
+    return K;
+}
+
+template <class T>
+Matrix<T> kernel_predict(const MatrixCRef<T>& X, const MatrixCRef<T>& centers,
+                         const MatrixCRef<T>& coef, double sigma, int n_threads,
+                         const Callback& callback) {
+    check_kernel_arguments<T>(X, centers, sigma);
+    require(coef.rows() == centers.rows(), "coef has " + std::to_string(coef.rows()) +
+                                               " rows but there are " +
+                                               std::to_string(centers.rows()) + " centres");
+    const Index n = X.rows(), m = centers.rows();
+    Matrix<T> out(n, coef.cols());
+    // Blocks of about 32 MiB of kernel, so memory stays bounded for any n.
+    const Index block = std::max<Index>(kRowBlock, (Index(1) << 22) / std::max<Index>(m, 1));
+    Matrix<T> K;
+    for (Index r0 = 0; r0 < n; r0 += block) {
+        const Index rows = std::min(block, n - r0);
+        K.resize(rows, m);
+        gaussian_kernel_into<T>(X.middleRows(r0, rows), centers, sigma, K, n_threads);
+        out.middleRows(r0, rows).noalias() = K * coef;
+        if (callback) callback({"predict", r0 + rows, n});
+    }
+    return out;
+}
+
+#define NYTRO_INSTANTIATE(T)                                                                   \
+    template void gaussian_kernel_into<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double, \
+                                          MatrixRef<T>, int);                                 \
+    template Matrix<T> gaussian_kernel<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double, \
+                                          int);                                               \
+    template Matrix<T> kernel_predict<T>(const MatrixCRef<T>&, const MatrixCRef<T>&,          \
+                                         const MatrixCRef<T>&, double, int, const Callback&);
+NYTRO_INSTANTIATE(float)
+NYTRO_INSTANTIATE(double)
+
+}  // namespace nytro

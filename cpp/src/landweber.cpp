@@ -1,0 +1,58 @@
+// Landweber iteration (early stopping on the full kernel), the paper's eq. (8).
+#include "dense.hpp"
+#include "gradient_path.hpp"
+#include "input_checks.hpp"
+#include "nytro/errors.hpp"
+#include "nytro/kernel.hpp"
+#include "nytro/solvers.hpp"
+#include "parallel.hpp"
+
+#include <memory>
+
+namespace nytro {
+
+template <class T>
+PathResult<T> landweber_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma,
+                             const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val,
+                             const IterativeOptions& options) {
+    detail::check_training_data<T>(X, Y, X_val, Y_val);
+    detail::check_iterative_options(options);
+    const int threads = detail::resolve_threads(options.n_threads);
+    const Index n = X.rows(), q = Y.cols();
+    const Matrix<T> K = gaussian_kernel<T>(X, X, sigma, threads);
+    std::unique_ptr<detail::Validation<T>> validation;
+    if (X_val.rows() > 0)
+        validation = std::make_unique<detail::Validation<T>>(detail::Validation<T>::explicit_kernel(
+            gaussian_kernel<T>(X_val, X, sigma, threads), Y_val));
+
+    detail::GradientProblem<T> problem;
+    problem.dim = problem.alpha_rows = n;
+    problem.q = q;
+    // K is symmetric, so the gradient K alpha - y needs one row-parallel product.
+    problem.gradient = [&](const Matrix<T>& alpha, Matrix<T>& grad) {
+        detail::multiply<T>(K, alpha, grad, threads);
+        grad -= Y;
+    };
+    problem.to_alpha = [](const MatrixCRef<T>& betas, MatrixRef<T> alphas) { alphas = betas; };
+    const double step = detail::resolve_step(options, n, [&] {
+        return detail::largest_eigenvalue<T>(
+            n, [&](const Matrix<T>& v, Matrix<T>& out) { detail::multiply<T>(K, v, out, threads); },
+            options.callback);
+    });
+    PathResult<T> result;
+    result.rank = n;
+    result.solver = Solver::direct;
+    IterativeOptions loop = options;
+    loop.n_threads = threads;
+    detail::run_gradient_path<T>(problem, step, validation.get(), loop, result);
+    return result;
+}
+
+template PathResult<float> landweber_path<float>(const MatrixCRef<float>&, const MatrixCRef<float>&, double,
+                                                 const MatrixCRef<float>&, const MatrixCRef<float>&,
+                                                 const IterativeOptions&);
+template PathResult<double> landweber_path<double>(const MatrixCRef<double>&, const MatrixCRef<double>&, double,
+                                                   const MatrixCRef<double>&, const MatrixCRef<double>&,
+                                                   const IterativeOptions&);
+
+}  // namespace nytro

@@ -1,0 +1,186 @@
+#include "nytro/nystrom.hpp"
+
+#include "dense.hpp"
+#include "nytro/eigen_solver.hpp"
+#include "nytro/errors.hpp"
+#include "parallel.hpp"
+
+#include <Eigen/Cholesky>
+#include <Eigen/QR>
+
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <string>
+
+namespace nytro {
+namespace {
+
+template <class T>
+double default_rank_tol(Index m) {
+    return static_cast<double>(m) * std::numeric_limits<T>::epsilon();
+}
+
+template <class T>
+void swap_symmetric(Matrix<T>& W, Index a, Index b) {
+    W.row(a).swap(W.row(b));
+    W.col(a).swap(W.col(b));
+}
+
+// Rank-revealing Cholesky with diagonal pivoting, blocked as in LAPACK's ?pstrf: within
+// a panel of 64 columns each column is finished with a matrix-vector product, and the
+// trailing matrix is updated once per panel with a parallel GEMM. Stops when the largest
+// remaining Schur diagonal is <= rank_tol * max(diag K): a duplicated centre is never
+// picked because its remaining diagonal is zero.
+template <class T>
+NystromFactor<T> pivoted_factor(const MatrixCRef<T>& K, double rank_tol, int n_threads) {
+    const Index m = K.rows(), panel = 64;
+    Matrix<T> W = K;
+    Vector<T> d = K.diagonal();
+    std::vector<Index> order(static_cast<std::size_t>(m));
+    std::iota(order.begin(), order.end(), Index(0));
+    const T threshold = static_cast<T>(rank_tol) * d.maxCoeff();
+    Index rank = 0;
+    bool done = false;
+    for (Index j0 = 0; j0 < m && !done; j0 += panel) {
+        Index j1 = std::min(j0 + panel, m);
+        for (Index j = j0; j < j1; ++j) {
+            Index p = 0;
+            const T largest = d.segment(j, m - j).maxCoeff(&p);
+            p += j;
+            if (!(largest > threshold)) {
+                done = true;
+                j1 = j;
+                break;
+            }
+            if (p != j) {
+                swap_symmetric(W, j, p);
+                std::swap(d[j], d[p]);
+                std::swap(order[j], order[p]);
+            }
+            const T pivot = std::sqrt(largest);
+            W(j, j) = pivot;
+            const Index below = m - j - 1;
+            if (below > 0) {
+                if (j > j0)
+                    W.col(j).tail(below).noalias() -=
+                        W.block(j + 1, j0, below, j - j0) * W.row(j).segment(j0, j - j0).transpose();
+                W.col(j).tail(below) /= pivot;
+                d.tail(below) -= W.col(j).tail(below).cwiseAbs2();
+            }
+            rank = j + 1;
+        }
+        const Index rest = m - j1;
+        if (rest > 0 && j1 > j0) {
+            const Matrix<T> P = W.block(j1, j0, rest, j1 - j0);
+            Matrix<T> update(rest, rest);
+            detail::multiply<T>(P, P.transpose(), update, n_threads);
+            W.bottomRightCorner(rest, rest) -= update;
+        }
+    }
+    if (rank == 0) throw std::runtime_error("K_mm is numerically zero: no Nystrom centre can be used");
+    NystromFactor<T> factor;
+    factor.support.assign(order.begin(), order.begin() + rank);
+    const Matrix<T> U = W.topLeftCorner(rank, rank).transpose();  // L11^T
+    factor.R = detail::upper_triangular_inverse<T>(U, n_threads);
+    factor.upper_triangular = true;
+    return factor;
+}
+
+// The authors' code: R = L^-T with L L^T = K_mm + jitter I.
+template <class T>
+NystromFactor<T> jittered_cholesky_factor(const MatrixCRef<T>& K, double jitter, int n_threads) {
+    const Index m = K.rows();
+    Matrix<T> shifted = K;
+    shifted.diagonal().array() += static_cast<T>(jitter);
+    Eigen::LLT<Matrix<T>> llt(shifted);
+    if (llt.info() != Eigen::Success)
+        throw std::runtime_error("K_mm + jitter*I is not positive definite (jitter=" +
+                                 std::to_string(jitter) + "): use a larger jitter or factor='pivoted'");
+    NystromFactor<T> factor;
+    factor.support.resize(static_cast<std::size_t>(m));
+    std::iota(factor.support.begin(), factor.support.end(), Index(0));
+    const Matrix<T> U = llt.matrixU();
+    factor.R = detail::upper_triangular_inverse<T>(U, n_threads);
+    factor.upper_triangular = true;
+    return factor;
+}
+
+// The paper's text: K_mm P = S D (column-pivoted economic QR, rank k), then
+// T^T T = S^T K_mm S and R = S T^-1. When rounding leaves S^T K_mm S not quite positive
+// definite, its eigendecomposition (positive part) replaces the Cholesky factor.
+template <class T>
+NystromFactor<T> qr_factor(const MatrixCRef<T>& K, double rank_tol) {
+    using ColMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
+    const Index m = K.rows();
+    Eigen::ColPivHouseholderQR<ColMatrix> qr(m, m);
+    qr.setThreshold(static_cast<T>(rank_tol));
+    qr.compute(ColMatrix(K));
+    const Index rank = qr.rank();
+    if (rank == 0) throw std::runtime_error("K_mm is numerically zero: no Nystrom centre can be used");
+    ColMatrix S = ColMatrix::Identity(m, rank);
+    S.applyOnTheLeft(qr.householderQ());
+    const ColMatrix KS = K * S;
+    const ColMatrix M = S.transpose() * KS;
+    NystromFactor<T> factor;
+    factor.support.resize(static_cast<std::size_t>(m));
+    std::iota(factor.support.begin(), factor.support.end(), Index(0));
+    Eigen::LLT<ColMatrix> llt(M);
+    if (llt.info() == Eigen::Success) {
+        const ColMatrix Tu = llt.matrixU();
+        factor.R = Tu.template triangularView<Eigen::Upper>().template solve<Eigen::OnTheRight>(S);
+    } else {
+        Vector<T> w;
+        Matrix<T> V;
+        symmetric_eigen<T>(Matrix<T>(M), w, V);
+        const T cut = static_cast<T>(rank_tol) * w.cwiseAbs().maxCoeff();
+        Index keep = 0;
+        while (keep < w.size() && w[w.size() - 1 - keep] > cut) ++keep;
+        factor.R = S * (V.rightCols(keep) * w.tail(keep).cwiseSqrt().cwiseInverse().asDiagonal());
+    }
+    factor.upper_triangular = false;
+    return factor;
+}
+
+}  // namespace
+
+template <class T>
+Matrix<T> NystromFactor<T>::dense(Index m) const {
+    Matrix<T> full = Matrix<T>::Zero(m, R.cols());
+    for (std::size_t i = 0; i < support.size(); ++i) {
+        if (upper_triangular)
+            full.row(support[i]).tail(R.cols() - Index(i)) = R.row(Index(i)).tail(R.cols() - Index(i));
+        else
+            full.row(support[i]) = R.row(Index(i));
+    }
+    return full;
+}
+
+template <class T>
+NystromFactor<T> nystrom_factor(const MatrixCRef<T>& K_mm, const FactorOptions& options,
+                                int n_threads) {
+    const Index m = K_mm.rows();
+    require(m >= 1 && K_mm.cols() == m, "K_mm must be a non-empty square matrix, got " +
+                                            std::to_string(K_mm.rows()) + " x " +
+                                            std::to_string(K_mm.cols()));
+    require(K_mm.allFinite(), "K_mm contains NaN or infinity");
+    const double rank_tol = options.rank_tol < 0 ? default_rank_tol<T>(m) : options.rank_tol;
+    require(rank_tol < 1, "rank_tol must be < 1, got " + std::to_string(rank_tol));
+    require(options.jitter >= 0 && std::isfinite(options.jitter),
+            "jitter must be finite and >= 0, got " + std::to_string(options.jitter));
+    check_allocation(3.0 * double(m) * double(m) * sizeof(T),
+                     "the Nystrom factor of a " + shape_text<T>(m, m) + " K_mm");
+    switch (options.method) {
+        case FactorMethod::pivoted: return pivoted_factor<T>(K_mm, rank_tol, n_threads);
+        case FactorMethod::cholesky: return jittered_cholesky_factor<T>(K_mm, options.jitter, n_threads);
+        case FactorMethod::qr: return qr_factor<T>(K_mm, rank_tol);
+    }
+    throw std::invalid_argument("unknown factor method");
+}
+
+template struct NystromFactor<float>;
+template struct NystromFactor<double>;
+template NystromFactor<float> nystrom_factor<float>(const MatrixCRef<float>&, const FactorOptions&, int);
+template NystromFactor<double> nystrom_factor<double>(const MatrixCRef<double>&, const FactorOptions&, int);
+
+}  // namespace nytro

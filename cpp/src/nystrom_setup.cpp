@@ -1,0 +1,62 @@
+#include "nystrom_setup.hpp"
+
+#include "dense.hpp"
+#include "nytro/kernel.hpp"
+
+namespace nytro::detail {
+
+template <class T>
+NystromSetup<T> prepare_nystrom(const MatrixCRef<T>& centers, double sigma, const FactorOptions& factor,
+                                const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val, int threads,
+                                const Callback& callback) {
+    NystromSetup<T> setup;
+    const Matrix<T> K_mm = gaussian_kernel<T>(centers, centers, sigma, threads);
+    setup.factor = nystrom_factor<T>(K_mm, factor, threads);
+    if (callback) callback({"factor", 1, 1});
+    const auto& support = setup.factor.support;
+    setup.used.resize(static_cast<Index>(support.size()), centers.cols());
+    for (std::size_t i = 0; i < support.size(); ++i) setup.used.row(Index(i)) = centers.row(support[i]);
+    if (X_val.rows() == 0) return setup;
+    if (Validation<T>::prefer_explicit(X_val.rows(), setup.used.rows())) {
+        setup.validation = std::make_unique<Validation<T>>(Validation<T>::explicit_kernel(
+            gaussian_kernel<T>(X_val, setup.used, sigma, threads), Y_val));
+    } else {
+        auto gram = stream_gram<T>(X_val, Y_val, setup.used, sigma, threads, callback);
+        setup.validation = std::make_unique<Validation<T>>(
+            Validation<T>::quadratic(std::move(gram.G), std::move(gram.B), gram.y_squared, X_val.rows()));
+    }
+    return setup;
+}
+
+template <class T>
+void project_gram(Gram<T>& gram, const NystromFactor<T>& factor, Matrix<T>& H, Matrix<T>& C, int threads) {
+    const Matrix<T>& R = factor.R;
+    const bool upper = factor.upper_triangular;
+    const Index k = factor.rank();
+    Matrix<T> GR(R.rows(), k);
+    multiply_right<T>(gram.G, R, upper, GR, threads);
+    gram.G = Matrix<T>();
+    H.resize(k, k);
+    multiply_left_transposed<T>(R, upper, GR, H, threads);
+    mirror_lower<T>(H);  // exact symmetry for the eigensolvers and Cholesky
+    C.resize(k, gram.B.cols());
+    multiply_left_transposed<T>(R, upper, gram.B, C, threads);
+}
+
+template <class T>
+Matrix<T> scatter_rows(const Matrix<T>& coef, const std::vector<Index>& support, Index m) {
+    Matrix<T> full = Matrix<T>::Zero(m, coef.cols());
+    for (std::size_t i = 0; i < support.size(); ++i) full.row(support[i]) = coef.row(Index(i));
+    return full;
+}
+
+#define NYTRO_INSTANTIATE(T)                                                                          \
+    template NystromSetup<T> prepare_nystrom<T>(const MatrixCRef<T>&, double, const FactorOptions&,  \
+                                                const MatrixCRef<T>&, const MatrixCRef<T>&, int,     \
+                                                const Callback&);                                     \
+    template void project_gram<T>(Gram<T>&, const NystromFactor<T>&, Matrix<T>&, Matrix<T>&, int);   \
+    template Matrix<T> scatter_rows<T>(const Matrix<T>&, const std::vector<Index>&, Index);
+NYTRO_INSTANTIATE(float)
+NYTRO_INSTANTIATE(double)
+
+}  // namespace nytro::detail

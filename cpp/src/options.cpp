@@ -1,0 +1,56 @@
+#include "nytro/options.hpp"
+
+#include <stdexcept>
+
+namespace nytro {
+namespace {
+
+[[noreturn]] void unknown(const char* argument, const std::string& value, const char* accepted) {
+    throw std::invalid_argument(std::string(argument) + "='" + value + "' is not one of " + accepted);
+}
+
+}  // namespace
+
+FactorMethod parse_factor_method(const std::string& value) {
+    if (value == "pivoted") return FactorMethod::pivoted;
+    if (value == "qr") return FactorMethod::qr;
+    if (value == "cholesky") return FactorMethod::cholesky;
+    unknown("factor", value, "'pivoted', 'qr', 'cholesky'");
+}
+
+StepRule parse_step_rule(const std::string& value) {
+    if (value == "auto") return StepRule::automatic;
+    if (value == "paper") return StepRule::paper;
+    unknown("step_size", value, "'auto', 'paper' or a positive float");
+}
+
+Stopping parse_stopping(const std::string& value) {
+    if (value == "best") return Stopping::best;
+    if (value == "relative") return Stopping::relative;
+    if (value == "window") return Stopping::window;
+    unknown("stopping", value, "'best', 'relative', 'window'");
+}
+
+Solver parse_solver(const std::string& value) {
+    if (value == "auto") return Solver::automatic;
+    if (value == "direct") return Solver::direct;
+    if (value == "gram") return Solver::gram;
+    unknown("solver", value, "'auto', 'direct', 'gram'");
+}
+
+TikhonovSolver parse_tikhonov_solver(const std::string& value) {
+    if (value == "eigh") return TikhonovSolver::eigh;
+    if (value == "cholesky") return TikhonovSolver::cholesky;
+    unknown("solver", value, "'eigh', 'cholesky'");
+}
+
+const char* to_string(Solver solver) {
+    switch (solver) {
+        case Solver::automatic: return "auto";
+        case Solver::direct: return "direct";
+        case Solver::gram: return "gram";
+    }
+    return "?";
+}
+
+}  // namespace nytro

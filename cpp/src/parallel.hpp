@@ -1,0 +1,50 @@
+// OpenMP helpers. Every parallel region names its thread count (never global OpenMP
+// state), and no exception escapes a region: the first one thrown inside is captured,
+// the remaining tasks are skipped, and it is rethrown on the calling thread.
+#pragma once
+
+#include "nytro/types.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+
+namespace nytro::detail {
+
+// n_threads <= 0 means every core available to this process.
+int resolve_threads(int n_threads);
+
+// The calling thread's index inside a parallel region (0 outside one).
+int omp_thread_index();
+
+// body(task, thread) for task in [0, n_tasks), dynamically scheduled. `thread` is in
+// [0, threads) and indexes per-thread scratch space.
+template <class Body>
+void parallel_for(Index n_tasks, int n_threads, Body&& body) {
+    const int threads = static_cast<int>(std::min<Index>(resolve_threads(n_threads), n_tasks));
+    if (threads <= 1) {
+        for (Index task = 0; task < n_tasks; ++task) body(task, 0);
+        return;
+    }
+    std::exception_ptr error;
+    std::mutex error_mutex;
+    std::atomic<bool> failed{false};
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (Index task = 0; task < n_tasks; ++task) {
+        if (failed.load(std::memory_order_relaxed)) continue;
+        try {
+            body(task, omp_thread_index());
+        } catch (...) {
+            std::lock_guard<std::mutex> lock(error_mutex);
+            if (!error) error = std::current_exception();
+            failed.store(true, std::memory_order_relaxed);
+        }
+    }
+    if (error) std::rethrow_exception(error);
+}
+
+// Split [0, n) into `parts` near-equal contiguous ranges; part p is [begin, end).
+inline Index range_begin(Index n, Index parts, Index p) { return n * p / parts; }
+
+}  // namespace nytro::detail

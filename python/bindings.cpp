@@ -1,0 +1,258 @@
+// The only pybind11 file: NumPy in, NumPy out. The Python layer (nytro/_api.py) checks
+// arguments and hands over C-contiguous float32/float64 arrays, which are mapped
+// without copies; results are moved into NumPy arrays. The GIL is released around all
+// C++ work and re-acquired only in the progress callback, which also turns Ctrl-C into
+// KeyboardInterrupt between iterations.
+#include <pybind11/functional.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <nytro/nytro.hpp>
+
+#include <chrono>
+#include <string>
+
+namespace py = pybind11;
+using nytro::Index;
+using nytro::Matrix;
+
+namespace {
+
+template <class T>
+using Array = py::array_t<T, py::array::c_style>;
+
+template <class T>
+Eigen::Map<const Matrix<T>> view(const Array<T>& a) {
+    if (a.ndim() != 2) throw std::invalid_argument("expected a 2-D array, got " + std::to_string(a.ndim()) + "-D");
+    return {a.data(), a.shape(0), a.shape(1)};
+}
+
+template <class T>
+py::array_t<T> to_numpy(Matrix<T>&& m) {
+    auto* owned = new Matrix<T>(std::move(m));
+    py::capsule owner(owned, [](void* p) { delete static_cast<Matrix<T>*>(p); });
+    return py::array_t<T>({owned->rows(), owned->cols()},
+                          {owned->cols() * Index(sizeof(T)), Index(sizeof(T))}, owned->data(), owner);
+}
+
+// Progress callback seen by the core: every 20 ms at most it takes the GIL, lets Python
+// run pending signal handlers (Ctrl-C raises here) and calls the user's progress
+// function, if any, with (stage, done, total).
+nytro::Callback make_callback(py::object progress) {
+    using Clock = std::chrono::steady_clock;
+    auto last = std::make_shared<Clock::time_point>(Clock::now());
+    return [progress, last](const nytro::Progress& p) {
+        const auto now = Clock::now();
+        if (now - *last < std::chrono::milliseconds(20) && p.done != p.total) return;
+        *last = now;
+        py::gil_scoped_acquire gil;
+        if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+        if (!progress.is_none()) progress(p.stage, p.done, p.total);
+    };
+}
+
+template <class T>
+py::dict path_dict(nytro::PathResult<T>&& r) {
+    py::dict d;
+    d["coef"] = to_numpy<T>(std::move(r.coef));
+    d["validation_rmse"] = py::array_t<double>(r.validation_rmse.size(), r.validation_rmse.data());
+    d["n_iter"] = r.n_iter;
+    d["iterations_run"] = r.iterations_run;
+    d["step_size"] = r.step_size;
+    d["rank"] = r.rank;
+    d["solver"] = std::string(nytro::to_string(r.solver));
+    return d;
+}
+
+template <class T>
+py::dict tikhonov_dict(nytro::TikhonovResult<T>&& r) {
+    py::dict d;
+    d["coef"] = to_numpy<T>(std::move(r.coef));
+    d["validation_rmse"] = py::array_t<double>(r.validation_rmse.size(), r.validation_rmse.data());
+    d["selected"] = r.selected;
+    d["rank"] = r.rank;
+    return d;
+}
+
+nytro::FactorOptions factor_options(const std::string& method, double rank_tol, double jitter) {
+    nytro::FactorOptions f;
+    f.method = nytro::parse_factor_method(method);
+    f.rank_tol = rank_tol;
+    f.jitter = jitter;
+    return f;
+}
+
+void iterative_options(nytro::IterativeOptions& o, Index max_iter, const std::string& step_rule,
+                       double step_size, const std::string& stopping, double tol, Index window,
+                       int n_threads, py::object progress) {
+    o.max_iter = max_iter;
+    if (step_rule == "fixed") {
+        o.step_rule = nytro::StepRule::fixed;
+        o.step_size = step_size;
+    } else {
+        o.step_rule = nytro::parse_step_rule(step_rule);
+    }
+    o.stopping = nytro::parse_stopping(stopping);
+    o.tol = tol;
+    o.window = window;
+    o.n_threads = n_threads;
+    o.callback = make_callback(std::move(progress));
+}
+
+template <class T>
+void define(py::module_& m, const std::string& suffix) {
+    m.def(("gaussian_kernel_" + suffix).c_str(),
+          [](const Array<T>& X, const Array<T>& Z, double sigma, int n_threads) {
+              auto x = view(X), z = view(Z);
+              Matrix<T> K;
+              {
+                  py::gil_scoped_release release;
+                  K = nytro::gaussian_kernel<T>(x, z, sigma, n_threads);
+              }
+              return to_numpy<T>(std::move(K));
+          },
+          py::arg("X"), py::arg("Z"), py::arg("sigma"), py::arg("n_threads"));
+
+    m.def(("kernel_predict_" + suffix).c_str(),
+          [](const Array<T>& X, const Array<T>& centers, const Array<T>& coef, double sigma, int n_threads,
+             py::object progress) {
+              auto x = view(X), c = view(centers), a = view(coef);
+              auto callback = make_callback(std::move(progress));
+              Matrix<T> out;
+              {
+                  py::gil_scoped_release release;
+                  out = nytro::kernel_predict<T>(x, c, a, sigma, n_threads, callback);
+              }
+              return to_numpy<T>(std::move(out));
+          },
+          py::arg("X"), py::arg("centers"), py::arg("coef"), py::arg("sigma"), py::arg("n_threads"),
+          py::arg("progress") = py::none());
+
+    m.def(("nystrom_factor_" + suffix).c_str(),
+          [](const Array<T>& K_mm, const std::string& method, double rank_tol, double jitter, int n_threads) {
+              auto k = view(K_mm);
+              Matrix<T> R;
+              {
+                  py::gil_scoped_release release;
+                  const auto f = nytro::nystrom_factor<T>(k, factor_options(method, rank_tol, jitter), n_threads);
+                  R = f.dense(k.rows());
+              }
+              return to_numpy<T>(std::move(R));
+          },
+          py::arg("K_mm"), py::arg("method"), py::arg("rank_tol"), py::arg("jitter"), py::arg("n_threads"));
+
+    m.def(("nytro_path_" + suffix).c_str(),
+          [](const Array<T>& X, const Array<T>& Y, const Array<T>& centers, double sigma, const Array<T>& X_val,
+             const Array<T>& Y_val, Index max_iter, const std::string& step_rule, double step_size,
+             const std::string& stopping, double tol, Index window, const std::string& factor, double rank_tol,
+             double jitter, const std::string& solver, int n_threads, py::object progress) {
+              nytro::NytroOptions o;
+              iterative_options(o, max_iter, step_rule, step_size, stopping, tol, window, n_threads,
+                                std::move(progress));
+              o.factor = factor_options(factor, rank_tol, jitter);
+              o.solver = nytro::parse_solver(solver);
+              auto x = view(X), y = view(Y), c = view(centers), xv = view(X_val), yv = view(Y_val);
+              nytro::PathResult<T> r;
+              {
+                  py::gil_scoped_release release;
+                  r = nytro::nytro_path<T>(x, y, c, sigma, xv, yv, o);
+              }
+              return path_dict<T>(std::move(r));
+          });
+
+    m.def(("landweber_path_" + suffix).c_str(),
+          [](const Array<T>& X, const Array<T>& Y, double sigma, const Array<T>& X_val, const Array<T>& Y_val,
+             Index max_iter, const std::string& step_rule, double step_size, const std::string& stopping,
+             double tol, Index window, int n_threads, py::object progress) {
+              nytro::IterativeOptions o;
+              iterative_options(o, max_iter, step_rule, step_size, stopping, tol, window, n_threads,
+                                std::move(progress));
+              auto x = view(X), y = view(Y), xv = view(X_val), yv = view(Y_val);
+              nytro::PathResult<T> r;
+              {
+                  py::gil_scoped_release release;
+                  r = nytro::landweber_path<T>(x, y, sigma, xv, yv, o);
+              }
+              return path_dict<T>(std::move(r));
+          });
+
+    m.def(("nkrls_path_" + suffix).c_str(),
+          [](const Array<T>& X, const Array<T>& Y, const Array<T>& centers, double sigma,
+             const std::vector<double>& lambdas, const Array<T>& X_val, const Array<T>& Y_val,
+             const std::string& factor, double rank_tol, double jitter, const std::string& solver, int n_threads,
+             py::object progress) {
+              nytro::TikhonovOptions o;
+              o.factor = factor_options(factor, rank_tol, jitter);
+              o.solver = nytro::parse_tikhonov_solver(solver);
+              o.n_threads = n_threads;
+              o.callback = make_callback(std::move(progress));
+              auto x = view(X), y = view(Y), c = view(centers), xv = view(X_val), yv = view(Y_val);
+              nytro::TikhonovResult<T> r;
+              {
+                  py::gil_scoped_release release;
+                  r = nytro::nkrls_path<T>(x, y, c, sigma, lambdas, xv, yv, o);
+              }
+              return tikhonov_dict<T>(std::move(r));
+          });
+
+    m.def(("krls_path_" + suffix).c_str(),
+          [](const Array<T>& X, const Array<T>& Y, double sigma, const std::vector<double>& lambdas,
+             const Array<T>& X_val, const Array<T>& Y_val, const std::string& solver, int n_threads,
+             py::object progress) {
+              nytro::TikhonovOptions o;
+              o.solver = nytro::parse_tikhonov_solver(solver);
+              o.n_threads = n_threads;
+              o.callback = make_callback(std::move(progress));
+              auto x = view(X), y = view(Y), xv = view(X_val), yv = view(Y_val);
+              nytro::TikhonovResult<T> r;
+              {
+                  py::gil_scoped_release release;
+                  r = nytro::krls_path<T>(x, y, sigma, lambdas, xv, yv, o);
+              }
+              return tikhonov_dict<T>(std::move(r));
+          });
+
+    m.def(("kols_" + suffix).c_str(),
+          [](const Array<T>& X, const Array<T>& Y, double sigma, double rcond, int n_threads) {
+              auto x = view(X), y = view(Y);
+              Matrix<T> coef;
+              {
+                  py::gil_scoped_release release;
+                  coef = nytro::kols<T>(x, y, sigma, rcond, n_threads);
+              }
+              return to_numpy<T>(std::move(coef));
+          });
+}
+
+// SciPy exports its LAPACK to Cython as PyCapsules; taking ?syevd from there gives the
+// core a fast eigensolver without linking any LAPACK at build time.
+void register_scipy_lapack() {
+    try {
+        py::dict capi = py::module_::import("scipy.linalg.cython_lapack").attr("__pyx_capi__");
+        auto pointer = [&](const char* name) {
+            py::object capsule = capi[name];
+            return PyCapsule_GetPointer(capsule.ptr(), PyCapsule_GetName(capsule.ptr()));
+        };
+        nytro::set_lapack_syevd(reinterpret_cast<nytro::dsyevd_fn>(pointer("dsyevd")),
+                                reinterpret_cast<nytro::ssyevd_fn>(pointer("ssyevd")));
+    } catch (const py::error_already_set&) {
+        PyErr_Clear();  // no SciPy: Eigen's eigensolver is used
+    }
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+    m.doc() = "nytro C++ core (use the functions in nytro, which check their arguments)";
+    py::register_exception<nytro::out_of_memory>(m, "OutOfMemory", PyExc_MemoryError);
+    define<float>(m, "float32");
+    define<double>(m, "float64");
+    m.def("sample_centers", [](Index n, Index m_centers, std::uint64_t seed) {
+        const auto idx = nytro::sample_centers(n, m_centers, seed);
+        return py::array_t<std::int64_t>(idx.size(), reinterpret_cast<const std::int64_t*>(idx.data()));
+    });
+    m.def("has_lapack", &nytro::has_lapack_syevd);
+    m.def("physical_memory_bytes", &nytro::physical_memory_bytes);
+    register_scipy_lapack();
+}
