@@ -1,0 +1,23 @@
+"""nytro: NYstrom iTerative RegularizatiOn for large-scale kernel least squares.
+
+NYTRO (Angles, Camoriano, Rudi, Rosasco, "NYTRO: When Subsampling Meets Early
+Stopping", AISTATS 2016) runs early-stopped gradient descent on a Nystrom-subsampled
+kernel: memory O(n m), and one run gives the whole regularisation path. This package
+has NYTRO and the paper's baselines as scikit-learn estimators backed by a C++ core,
+and ``nytro.reference``, the same routines in plain NumPy.
+"""
+from ._api import (gaussian_kernel, kernel_predict, kols, krls_path, landweber_path, nkrls_path,
+                   nystrom_factor, nytro_path, sample_centers)
+from ._checks import paper_lambdas
+from ._results import PathResult, TikhonovResult
+from .estimators import (KOLSRegressor, KRLSRegressor, LandweberRegressor, NystromKRLSRegressor,
+                         NytroRegressor)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "NytroRegressor", "NystromKRLSRegressor", "KRLSRegressor", "LandweberRegressor", "KOLSRegressor",
+    "gaussian_kernel", "kernel_predict", "sample_centers", "nystrom_factor", "nytro_path",
+    "landweber_path", "nkrls_path", "krls_path", "kols", "paper_lambdas", "PathResult",
+    "TikhonovResult", "__version__",
+]

@@ -1,0 +1,175 @@
+"""The C++-backed functions: check arguments, hand contiguous arrays to nytro._core,
+wrap the results. nytro.reference has the same functions written in plain NumPy."""
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+from . import _checks as chk
+from . import _core
+from ._results import PathResult, TikhonovResult
+
+
+def _native(name: str, dtype: np.dtype):
+    return getattr(_core, f"{name}_{dtype.name}")
+
+
+@contextlib.contextmanager
+def _blas_threads(n_threads):
+    """Cap the LAPACK/BLAS pool (SciPy's, used for eigendecompositions) at n_threads."""
+    if n_threads is None:
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+    with threadpool_limits(limits=n_threads, user_api="blas"):
+        yield
+
+
+def _training_data(X, y, X_val, y_val, dtype, centers=None):
+    dt = chk.compute_dtype(dtype, X)
+    X = chk.as_matrix(X, "X", dt)
+    Y, one_d = chk.as_targets(y, "y", X.shape[0], dt)
+    Xv, Yv = chk.check_holdout(X_val, y_val, X.shape[1], Y.shape[1], dt)
+    if centers is not None:
+        centers = chk.as_matrix(centers, "centers", dt)
+        if centers.shape[1] != X.shape[1]:
+            raise ValueError(f"centers have {centers.shape[1]} features but X has {X.shape[1]}")
+        if centers.shape[0] > X.shape[0]:
+            raise ValueError(f"there are more centres ({centers.shape[0]}) than training rows ({X.shape[0]})")
+    return dt, X, Y, one_d, Xv, Yv, centers
+
+
+def _coef(coef: np.ndarray, one_d: bool) -> np.ndarray:
+    return coef[:, 0] if one_d else coef
+
+
+def _path_result(raw: dict, one_d: bool) -> PathResult:
+    return PathResult(coef=_coef(raw["coef"], one_d), validation_rmse=raw["validation_rmse"],
+                      n_iter=int(raw["n_iter"]), iterations_run=int(raw["iterations_run"]),
+                      step_size=float(raw["step_size"]), rank=int(raw["rank"]), solver=raw["solver"])
+
+
+def _tikhonov_result(raw: dict, lambdas: list, one_d: bool) -> TikhonovResult:
+    selected = int(raw["selected"])
+    return TikhonovResult(coef=_coef(raw["coef"], one_d), validation_rmse=raw["validation_rmse"],
+                          lambda_=float(lambdas[selected]), selected=selected, rank=int(raw["rank"]))
+
+
+def gaussian_kernel(X, Z, sigma, *, n_threads=None, dtype=None):
+    """K[i, j] = exp(-||X[i] - Z[j]||^2 / (2 sigma^2)), fused and blocked in C++."""
+    dt = chk.compute_dtype(dtype, X, Z)
+    X = chk.as_matrix(X, "X", dt)
+    Z = chk.as_matrix(Z, "Z", dt)
+    if X.shape[1] != Z.shape[1]:
+        raise ValueError(f"X has {X.shape[1]} features but Z has {Z.shape[1]}")
+    return _native("gaussian_kernel", dt)(X, Z, chk.check_sigma(sigma), chk.check_n_threads(n_threads))
+
+
+def kernel_predict(X, centers, coef, sigma, *, n_threads=None, progress=None):
+    """gaussian_kernel(X, centers, sigma) @ coef, streaming rows of X (no n x m kernel kept)."""
+    coef = np.asarray(coef)
+    dt = chk.compute_dtype(None, centers, coef)
+    X = chk.as_matrix(X, "X", dt)
+    centers = chk.as_matrix(centers, "centers", dt)
+    one_d = coef.ndim == 1
+    coef = chk.as_matrix(coef.reshape(-1, 1) if one_d else coef, "coef", dt)
+    if X.shape[1] != centers.shape[1]:
+        raise ValueError(f"X has {X.shape[1]} features but the centres have {centers.shape[1]}")
+    if coef.shape[0] != centers.shape[0]:
+        raise ValueError(f"coef has {coef.shape[0]} rows but there are {centers.shape[0]} centres")
+    out = _native("kernel_predict", dt)(X, centers, coef, chk.check_sigma(sigma),
+                                        chk.check_n_threads(n_threads), progress)
+    return out[:, 0] if one_d else out
+
+
+def sample_centers(n, m, seed):
+    """m distinct indices drawn uniformly from range(n) (SplitMix64 + partial Fisher-Yates)."""
+    n = chk.check_int("n", n, 1)
+    m = chk.check_int("n_centers", m, 1)
+    if m > n:
+        raise ValueError(f"n_centers={m} must be <= n={n}")
+    seed = chk.check_int("seed", seed, 0)
+    if seed >= 2**64:
+        raise ValueError(f"seed must be < 2**64, got {seed}")
+    return _core.sample_centers(n, m, seed)
+
+
+def nystrom_factor(K_mm, *, method="pivoted", rank_tol=None, jitter=1e-10, n_threads=None):
+    """R (m x k) with R R^T K_mm R R^T = R R^T and K_mm R R^T K_mm = K_mm (see nystrom.hpp)."""
+    dt = chk.compute_dtype(None, K_mm)
+    K_mm = chk.as_matrix(K_mm, "K_mm", dt)
+    if K_mm.shape[0] != K_mm.shape[1]:
+        raise ValueError(f"K_mm must be square, got shape {K_mm.shape}")
+    chk.check_choice("method", method, chk.FACTOR_METHODS)
+    rank_tol = chk.check_optional_positive("rank_tol", rank_tol, -1.0)
+    jitter = chk.check_optional_positive("jitter", jitter, 1e-10)
+    with _blas_threads(n_threads):
+        return _native("nystrom_factor", dt)(K_mm, method, rank_tol, jitter, chk.check_n_threads(n_threads))
+
+
+def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, max_iter=500, step_size="auto",
+               stopping="best", tol=None, window=10, factor="pivoted", rank_tol=None, jitter=1e-10,
+               solver="auto", n_threads=None, progress=None, dtype=None) -> PathResult:
+    """NYTRO's gradient path on A = K_nm R with validation RMSE at every iteration."""
+    dt, X, Y, one_d, Xv, Yv, centers = _training_data(X, y, X_val, y_val, dtype, centers)
+    step_rule, step_value = chk.check_step_size(step_size)
+    chk.check_choice("stopping", stopping, chk.STOPPING_RULES)
+    chk.check_choice("factor", factor, chk.FACTOR_METHODS)
+    chk.check_choice("solver", solver, chk.NYTRO_SOLVERS)
+    raw = _native("nytro_path", dt)(
+        X, Y, centers, chk.check_sigma(sigma), Xv, Yv, chk.check_int("max_iter", max_iter, 1), step_rule,
+        step_value, stopping, chk.check_tol(tol), chk.check_int("window", window, 2), factor,
+        chk.check_optional_positive("rank_tol", rank_tol, -1.0), chk.check_optional_positive("jitter", jitter, 1e-10),
+        solver, chk.check_n_threads(n_threads), progress)
+    return _path_result(raw, one_d)
+
+
+def landweber_path(X, y, sigma, *, X_val=None, y_val=None, max_iter=500, step_size="paper",
+                   stopping="best", tol=None, window=10, n_threads=None, progress=None,
+                   dtype=None) -> PathResult:
+    """Landweber iteration (early stopping) on the full n x n kernel."""
+    dt, X, Y, one_d, Xv, Yv, _ = _training_data(X, y, X_val, y_val, dtype)
+    step_rule, step_value = chk.check_step_size(step_size)
+    chk.check_choice("stopping", stopping, chk.STOPPING_RULES)
+    raw = _native("landweber_path", dt)(
+        X, Y, chk.check_sigma(sigma), Xv, Yv, chk.check_int("max_iter", max_iter, 1), step_rule, step_value,
+        stopping, chk.check_tol(tol), chk.check_int("window", window, 2), chk.check_n_threads(n_threads), progress)
+    return _path_result(raw, one_d)
+
+
+def nkrls_path(X, y, centers, sigma, *, lambdas=None, X_val=None, y_val=None, factor="pivoted",
+               rank_tol=None, jitter=1e-10, solver="eigh", n_threads=None, progress=None,
+               dtype=None) -> TikhonovResult:
+    """Nystrom KRLS along a lambda grid (default: the paper's 100 values in [1e-15, 1])."""
+    dt, X, Y, one_d, Xv, Yv, centers = _training_data(X, y, X_val, y_val, dtype, centers)
+    lambdas = chk.check_lambdas(lambdas)
+    chk.check_choice("factor", factor, chk.FACTOR_METHODS)
+    chk.check_choice("solver", solver, chk.TIKHONOV_SOLVERS)
+    with _blas_threads(n_threads):
+        raw = _native("nkrls_path", dt)(
+            X, Y, centers, chk.check_sigma(sigma), lambdas, Xv, Yv, factor,
+            chk.check_optional_positive("rank_tol", rank_tol, -1.0),
+            chk.check_optional_positive("jitter", jitter, 1e-10), solver, chk.check_n_threads(n_threads), progress)
+    return _tikhonov_result(raw, lambdas, one_d)
+
+
+def krls_path(X, y, sigma, *, lambdas=None, X_val=None, y_val=None, solver="eigh", n_threads=None,
+              progress=None, dtype=None) -> TikhonovResult:
+    """KRLS (Tikhonov on the full kernel) along a lambda grid."""
+    dt, X, Y, one_d, Xv, Yv, _ = _training_data(X, y, X_val, y_val, dtype)
+    lambdas = chk.check_lambdas(lambdas)
+    chk.check_choice("solver", solver, chk.TIKHONOV_SOLVERS)
+    with _blas_threads(n_threads):
+        raw = _native("krls_path", dt)(X, Y, chk.check_sigma(sigma), lambdas, Xv, Yv, solver,
+                                       chk.check_n_threads(n_threads), progress)
+    return _tikhonov_result(raw, lambdas, one_d)
+
+
+def kols(X, y, sigma, *, rcond=None, n_threads=None, dtype=None):
+    """KOLS: alpha = pinv(K) y (eigenvalues below rcond * max dropped; rcond=None: n * eps)."""
+    dt, X, Y, one_d, _, _, _ = _training_data(X, y, None, None, dtype)
+    rcond = chk.check_optional_positive("rcond", rcond, -1.0)
+    with _blas_threads(n_threads):
+        coef = _native("kols", dt)(X, Y, chk.check_sigma(sigma), rcond, chk.check_n_threads(n_threads))
+    return _coef(coef, one_d)

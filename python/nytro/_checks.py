@@ -1,0 +1,156 @@
+"""Argument checks shared by the functions and the estimators.
+
+Every failure is a ValueError (TypeError for a wrong kind of object) whose message
+names the argument and the offending value.
+"""
+from __future__ import annotations
+
+import numbers
+import os
+
+import numpy as np
+
+STEP_RULES = ("auto", "paper")
+STOPPING_RULES = ("best", "relative", "window")
+FACTOR_METHODS = ("pivoted", "qr", "cholesky")
+NYTRO_SOLVERS = ("auto", "direct", "gram")
+TIKHONOV_SOLVERS = ("eigh", "cholesky")
+DTYPES = (None, "float32", "float64")
+
+
+def paper_lambdas() -> np.ndarray:
+    """The paper's grid: 100 values log-spaced in [1e-15, 1] (multiplied by n inside)."""
+    return np.logspace(-15, 0, 100)
+
+
+def compute_dtype(dtype, *arrays) -> np.dtype:
+    """float32 when asked, or when every given array is float32; float64 otherwise."""
+    check_choice("dtype", dtype, DTYPES)
+    if dtype is not None:
+        return np.dtype(dtype)
+    given = [a for a in arrays if a is not None]
+    if given and all(np.asarray(a).dtype == np.float32 for a in given):
+        return np.dtype(np.float32)
+    return np.dtype(np.float64)
+
+
+def as_matrix(a, name: str, dtype: np.dtype, *, allow_empty: bool = False) -> np.ndarray:
+    """A C-contiguous 2-D array of `dtype` (no copy when it already is one), finite."""
+    arr = np.asarray(a)
+    if arr.dtype == object or np.iscomplexobj(arr) or not (
+            np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
+        raise ValueError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array (n_samples, n_features), got shape {arr.shape}")
+    if not allow_empty and (arr.shape[0] == 0 or arr.shape[1] == 0):
+        raise ValueError(f"{name} is empty (shape {arr.shape})")
+    arr = np.ascontiguousarray(arr, dtype=dtype)
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains NaN or infinity")
+    return arr
+
+
+def as_targets(y, name: str, n_rows: int, dtype: np.dtype):
+    """Targets as a C-contiguous (n, q) array, plus whether they were 1-D."""
+    arr = np.asarray(y)
+    if arr.ndim not in (1, 2):
+        raise ValueError(f"{name} must be 1-D (n_samples,) or 2-D (n_samples, n_outputs), got shape {arr.shape}")
+    one_d = arr.ndim == 1
+    arr = as_matrix(arr.reshape(-1, 1) if one_d else arr, name, dtype, allow_empty=n_rows == 0)
+    if arr.shape[0] != n_rows:
+        raise ValueError(f"{name} has {arr.shape[0]} rows but X has {n_rows}")
+    return arr, one_d
+
+
+def check_sigma(sigma) -> float:
+    if isinstance(sigma, bool) or not isinstance(sigma, numbers.Real):
+        raise ValueError(f"sigma must be a real number, got {sigma!r}")
+    sigma = float(sigma)
+    if not np.isfinite(sigma) or sigma <= 0:
+        raise ValueError(f"sigma must be a finite number > 0, got {sigma}")
+    return sigma
+
+
+def check_int(name: str, value, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
+    return int(value)
+
+
+def check_choice(name: str, value, choices) -> None:
+    if value not in choices:
+        shown = ", ".join(repr(c) for c in choices)
+        raise ValueError(f"{name}={value!r} is not one of {shown}")
+
+
+def check_step_size(step_size):
+    """("auto"|"paper", 0.0) or ("fixed", value)."""
+    if isinstance(step_size, str):
+        check_choice("step_size", step_size, STEP_RULES)
+        return step_size, 0.0
+    if isinstance(step_size, bool) or not isinstance(step_size, numbers.Real):
+        raise ValueError(f"step_size must be 'auto', 'paper' or a positive float, got {step_size!r}")
+    value = float(step_size)
+    if not np.isfinite(value) or value <= 0:
+        raise ValueError(f"step_size must be a finite number > 0, got {value}")
+    return "fixed", value
+
+
+def check_tol(tol) -> float:
+    """-1.0 (the rule's default) for None."""
+    if tol is None:
+        return -1.0
+    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not np.isfinite(tol) or tol < 0:
+        raise ValueError(f"tol must be None or a finite number >= 0, got {tol!r}")
+    return float(tol)
+
+
+def check_optional_positive(name: str, value, default: float) -> float:
+    """`default` for None; otherwise a finite number >= 0."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be None or a finite number >= 0, got {value!r}")
+    return float(value)
+
+
+def check_lambdas(lambdas) -> list:
+    if lambdas is None:
+        return paper_lambdas().tolist()
+    arr = np.atleast_1d(np.asarray(lambdas, dtype=float) if not isinstance(lambdas, str) else np.nan)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"lambdas must be a non-empty 1-D sequence of numbers > 0, got {lambdas!r}")
+    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise ValueError(f"lambdas must be finite and > 0, got {lambdas!r}")
+    return arr.tolist()
+
+
+def check_n_threads(n_threads) -> int:
+    """0 (all cores) for None."""
+    if n_threads is None:
+        return 0
+    return check_int("n_threads", n_threads, 1)
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def check_holdout(X_val, y_val, n_features: int, n_outputs: int, dtype: np.dtype):
+    """(X_val, Y_val) as arrays, 0-row arrays when neither is given."""
+    if (X_val is None) != (y_val is None):
+        raise ValueError("X_val and y_val must be given together")
+    if X_val is None:
+        return np.zeros((0, n_features), dtype), np.zeros((0, n_outputs), dtype)
+    X_val = as_matrix(X_val, "X_val", dtype)
+    if X_val.shape[1] != n_features:
+        raise ValueError(f"X_val has {X_val.shape[1]} features but X has {n_features}")
+    Y_val, _ = as_targets(y_val, "y_val", X_val.shape[0], dtype)
+    if Y_val.shape[1] != n_outputs:
+        raise ValueError(f"y_val has {Y_val.shape[1]} outputs but y has {n_outputs}")
+    return X_val, Y_val

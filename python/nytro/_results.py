@@ -1,0 +1,49 @@
+"""Result records returned by the path functions (C++-backed and reference alike)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class PathResult:
+    """A gradient path (NYTRO, Landweber) and the iteration selected on it.
+
+    coef            : (m,) or (m, q) coefficients alpha at the selected t, over the
+                      centres given (the training rows for Landweber); prediction is
+                      ``gaussian_kernel(X, centers, sigma) @ coef``.
+    validation_rmse : RMSE on the hold-out set after iterations 1, 2, ... (empty
+                      without a hold-out set).
+    n_iter          : the selected t (max_iter without a hold-out set).
+    iterations_run  : iterations computed (fewer than max_iter after an early stop).
+    step_size       : the step actually used.
+    rank            : columns of the Nystrom factor R (n for Landweber).
+    solver          : "direct" or "gram" ("reference" for nytro.reference).
+    """
+
+    coef: np.ndarray
+    validation_rmse: np.ndarray
+    n_iter: int
+    iterations_run: int
+    step_size: float
+    rank: int
+    solver: str
+
+
+@dataclass
+class TikhonovResult:
+    """A Tikhonov path (KRLS, NKRLS) over a lambda grid and the lambda selected on it.
+
+    coef            : (m,) or (m, q) coefficients alpha at the selected lambda.
+    validation_rmse : one hold-out RMSE per lambda (empty without a hold-out set).
+    lambda_         : the selected lambda (before multiplication by n).
+    selected        : its index in the grid.
+    rank            : columns of R (NKRLS) or n (KRLS).
+    """
+
+    coef: np.ndarray
+    validation_rmse: np.ndarray
+    lambda_: float
+    selected: int
+    rank: int

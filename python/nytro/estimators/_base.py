@@ -1,0 +1,83 @@
+"""What the five estimators share: input validation, the hold-out split, the compute
+dtype, progress reporting and prediction as k(X, centers_) @ coef_."""
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .. import _checks as chk
+from .._api import kernel_predict
+
+
+class ProgressPrinter:
+    """Prints "stage done/total" to stderr at most every `every` seconds."""
+
+    def __init__(self, name: str, every: float = 1.0):
+        self.name, self.every, self.last = name, every, 0.0
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - self.last >= self.every or done == total:
+            self.last = now
+            print(f"[{self.name}] {stage} {done}/{total}", file=sys.stderr, flush=True)
+
+
+class KernelRegressorBase(RegressorMixin, BaseEstimator):
+    """Base of the estimators; subclasses implement `_fit_path(X, Y, rng)`."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = True
+        return tags
+
+    # -- fitting ---------------------------------------------------------------
+    def _validated(self, X, y):
+        dtype = chk.compute_dtype(getattr(self, "dtype", None), X if hasattr(X, "dtype") else None)
+        X, y = validate_data(self, X, y, dtype=dtype, multi_output=True, y_numeric=True, order="C")
+        Y = np.ascontiguousarray(y.reshape(-1, 1) if y.ndim == 1 else y, dtype=dtype)
+        self._one_output = y.ndim == 1
+        return X, Y
+
+    def _progress(self):
+        return ProgressPrinter(type(self).__name__) if self.verbose else None
+
+    def _split(self, X, Y, rng, needed_train: int = 1):
+        """(X_train, Y_train, X_val, Y_val); validation parts have 0 rows without hold-out."""
+        n = X.shape[0]
+        fraction = self.validation_fraction
+        if fraction is None:
+            return X, Y, X[:0], Y[:0]
+        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction < 1:
+            raise ValueError(f"validation_fraction must be None or in (0, 1), got {fraction!r}")
+        n_val = int(round(fraction * n))
+        if n_val < 1 or n - n_val < needed_train:
+            raise ValueError(
+                f"validation_fraction={fraction} leaves {n - n_val} training and {n_val} validation "
+                f"rows of n_samples={n}; at least {needed_train} training and 1 validation row are needed")
+        order = rng.permutation(n)
+        train, val = np.sort(order[n_val:]), np.sort(order[:n_val])
+        return X[train], Y[train], X[val], Y[val]
+
+    def _finish(self, coef):
+        self.coef_ = coef[:, 0] if self._one_output else coef
+        del self._one_output
+        return self
+
+    def fit(self, X, y):
+        """Fit on (X, y), selecting the regularisation on a hold-out part of them."""
+        X, Y = self._validated(X, y)
+        rng = check_random_state(getattr(self, "random_state", None))
+        return self._finish(self._fit_path(X, Y, rng))
+
+    # -- prediction --------------------------------------------------------------
+    def predict(self, X):
+        """k(X, centers_) @ coef_, with the kernel streamed in row blocks."""
+        check_is_fitted(self, "coef_")
+        X = validate_data(self, X, reset=False, dtype=self.coef_.dtype, order="C")
+        return kernel_predict(X, self.centers_, self.coef_, self.sigma, n_threads=self.n_threads)

@@ -1,0 +1,33 @@
+"""KOLSRegressor: kernel ordinary least squares, alpha = pinv(K) y (no regularisation)."""
+from __future__ import annotations
+
+from .._api import kols
+from ._base import KernelRegressorBase
+
+
+class KOLSRegressor(KernelRegressorBase):
+    """KOLS: alpha = pinv(K) y on all training rows, the paper's unregularised baseline.
+    Memory O(n^2).
+
+    Parameters
+    ----------
+    sigma : float, default=1.0
+        Bandwidth of the Gaussian kernel.
+    rcond : float or None, default=None
+        Eigenvalues of K at or below rcond * max are treated as 0 (None: n * machine eps).
+    n_threads, dtype : as in NytroRegressor.
+
+    Attributes
+    ----------
+    centers_ : the training rows; coef_ : pinv(K) y.
+    """
+
+    def __init__(self, sigma=1.0, *, rcond=None, n_threads=None, dtype=None):
+        self.sigma = sigma
+        self.rcond = rcond
+        self.n_threads = n_threads
+        self.dtype = dtype
+
+    def _fit_path(self, X, Y, rng):
+        self.centers_ = X
+        return kols(X, Y, self.sigma, rcond=self.rcond, n_threads=self.n_threads)

@@ -1,0 +1,276 @@
+"""Plain-NumPy versions of every core routine, written to be read and used by the tests.
+
+Each function has the signature of its C++-backed twin in ``nytro`` and returns the
+same result up to rounding. The arguments that only steer how the C++ core computes
+(``solver``, ``n_threads``, ``progress``) are accepted and ignored: there is one way
+to compute everything here, the most direct one.
+
+Symbols follow the paper: K_nm = k(X, centres), R R^T = pinv(K_mm) (or the reflexive
+generalised inverse of the pivoted factor), A = K_nm R, beta the iterate in the k
+coordinates of A, alpha = R beta the coefficients over the centres.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg
+
+from . import _checks as chk
+from ._results import PathResult, TikhonovResult
+
+_MASK64 = (1 << 64) - 1
+
+
+# --------------------------------------------------------------------------- kernel
+def gaussian_kernel(X, Z, sigma, *, n_threads=None, dtype=None):
+    """K[i, j] = exp(-||X[i] - Z[j]||^2 / (2 sigma^2))."""
+    dt = chk.compute_dtype(dtype, X, Z)
+    X = chk.as_matrix(X, "X", dt)
+    Z = chk.as_matrix(Z, "Z", dt)
+    sigma = chk.check_sigma(sigma)
+    squared = (X * X).sum(1)[:, None] + (Z * Z).sum(1)[None, :] - 2 * X @ Z.T
+    return np.exp(-np.maximum(squared, 0) / dt.type(2 * sigma * sigma)).astype(dt, copy=False)
+
+
+def kernel_predict(X, centers, coef, sigma, *, n_threads=None, progress=None):
+    return gaussian_kernel(X, centers, sigma) @ np.asarray(coef)
+
+
+# ---------------------------------------------------------------------- centres
+def _splitmix64(state: int):
+    while True:
+        state = (state + 0x9E3779B97F4A7C15) & _MASK64
+        z = state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+        yield z ^ (z >> 31)
+
+
+def sample_centers(n, m, seed):
+    """m distinct indices from range(n): partial Fisher-Yates driven by SplitMix64."""
+    stream = _splitmix64(int(seed))
+    order = np.arange(n, dtype=np.int64)
+    for i in range(m):
+        bound = n - i
+        limit = (_MASK64 // bound) * bound  # reject the top so no value is favoured
+        x = next(stream)
+        while x >= limit:
+            x = next(stream)
+        j = i + x % bound
+        order[i], order[j] = order[j], order[i]
+    return order[:m].copy()
+
+
+# ----------------------------------------------------------------- Nystrom factor
+def _pivoted_cholesky(K, rank_tol):
+    """Diagonal-pivoted Cholesky K[P, P] ~ L L^T, stopped when the largest remaining
+    Schur diagonal is <= rank_tol * max(diag K). Returns (pivots, L) with L k x k."""
+    m = K.shape[0]
+    A = K.astype(np.float64 if K.dtype == np.float64 else K.dtype, copy=True)
+    d = np.diag(A).copy()
+    order = np.arange(m)
+    L = np.zeros_like(A)
+    threshold = rank_tol * d.max()
+    k = 0
+    for j in range(m):
+        p = j + int(np.argmax(d[j:]))
+        if not d[p] > threshold:
+            break
+        for arr in (order, d):
+            arr[[j, p]] = arr[[p, j]]
+        L[[j, p], :j] = L[[p, j], :j]
+        A[[j, p], :] = A[[p, j], :]
+        A[:, [j, p]] = A[:, [p, j]]
+        L[j, j] = np.sqrt(d[j])
+        L[j + 1:, j] = (A[j + 1:, j] - L[j + 1:, :j] @ L[j, :j]) / L[j, j]
+        d[j + 1:] -= L[j + 1:, j] ** 2
+        k = j + 1
+    if k == 0:
+        raise RuntimeError("K_mm is numerically zero: no Nystrom centre can be used")
+    return order[:k], L[:k, :k]
+
+
+def nystrom_factor(K_mm, *, method="pivoted", rank_tol=None, jitter=1e-10, n_threads=None):
+    """R (m x k) with R R^T K_mm R R^T = R R^T and K_mm R R^T K_mm = K_mm.
+
+    pivoted : pivoted Cholesky on the k pivots J; R[J] = L^-T, other rows 0.
+    qr      : the paper's text: K_mm P = S D (pivoted QR, rank k), T^T T = S^T K_mm S,
+              R = S T^-1, i.e. R R^T = pinv(K_mm).
+    cholesky: the authors' code: L L^T = K_mm + jitter I, R = L^-T.
+    """
+    dt = chk.compute_dtype(None, K_mm)
+    K = chk.as_matrix(K_mm, "K_mm", dt)
+    m = K.shape[0]
+    chk.check_choice("method", method, chk.FACTOR_METHODS)
+    tol = m * np.finfo(dt).eps if rank_tol is None else float(rank_tol)
+    if method == "pivoted":
+        pivots, L = _pivoted_cholesky(K, tol)
+        R = np.zeros((m, len(pivots)), dtype=dt)
+        R[pivots] = scipy.linalg.solve_triangular(L, np.eye(len(pivots), dtype=dt), lower=True).T
+        return R
+    if method == "cholesky":
+        L = np.linalg.cholesky(K + jitter * np.eye(m, dtype=dt))
+        return scipy.linalg.solve_triangular(L, np.eye(m, dtype=dt), lower=True).T
+    Q, D, _ = scipy.linalg.qr(K, pivoting=True, mode="economic")
+    diag = np.abs(np.diag(D))
+    k = int(np.sum(diag > tol * diag[0]))
+    S = Q[:, :k]
+    M = S.T @ K @ S
+    try:
+        T = np.linalg.cholesky(M).T
+        return scipy.linalg.solve_triangular(T, S.T, trans="T", lower=False).T
+    except np.linalg.LinAlgError:
+        w, V = np.linalg.eigh(M)
+        keep = w > tol * np.abs(w).max()
+        return S @ V[:, keep] / np.sqrt(w[keep])
+
+
+# ------------------------------------------------------------------ stopping rules
+def _select(path, stopping, tol, window):
+    """Apply a stopping rule to a validation path: (t_selected, t_stopped), 1-based.
+
+    best     : argmin over the whole path.
+    relative : stop at the first t > window where the best RMSE inside the last
+               `window` iterations improves on the best before them by <= tol
+               (relative); select the argmin up to the stop.
+    window   : stop at the first t >= window where a least-squares line through the
+               last `window` RMSEs falls by less than tol over the window; select t.
+    """
+    path = np.asarray(path)
+    if stopping == "best":
+        return int(np.argmin(path)) + 1, len(path)
+    if stopping == "relative":
+        tol = 0.05 if tol is None else tol
+        for t in range(window + 1, len(path) + 1):
+            before, inside = path[:t - window].min(), path[t - window:t].min()
+            if before - inside <= tol * before:
+                return int(np.argmin(path[:t])) + 1, t
+        return int(np.argmin(path)) + 1, len(path)
+    tol = 1e-4 if tol is None else tol
+    x = np.arange(window, dtype=float)
+    for t in range(window, len(path) + 1):
+        slope = np.polyfit(x, path[t - window:t], 1)[0]
+        if -window * slope < tol:
+            return t, t
+    return len(path), len(path)
+
+
+def _rmse(predictions, targets):
+    return float(np.sqrt(np.mean((predictions.astype(np.float64) - targets) ** 2)))
+
+
+def _step(step_size, n, gram):
+    if step_size == "paper":
+        return 1.0 / n  # gamma / n with gamma = 1 / max_i k(x_i, x_i) = 1 (Gaussian)
+    if step_size == "auto":
+        return 1.0 / float(np.linalg.eigvalsh(gram.astype(np.float64))[-1])
+    return float(step_size)
+
+
+def _gradient_path(gradient, to_alpha, dim, q, dtype, step, max_iter, predict_val, Y_val,
+                   stopping, tol, window):
+    """beta_t = beta_{t-1} - step * gradient(beta_{t-1}) from beta_0 = 0, recording the
+    validation RMSE of alpha_t = to_alpha(beta_t); returns (alpha*, path, t*, t_run)."""
+    beta = np.zeros((dim, q), dtype=dtype)
+    alphas, path = [], []
+    for _ in range(max_iter):
+        beta = beta - dtype.type(step) * gradient(beta)
+        if predict_val is not None:
+            alpha = to_alpha(beta)
+            alphas.append(alpha)
+            path.append(_rmse(predict_val(alpha), Y_val))
+    if predict_val is None:
+        return to_alpha(beta), np.zeros(0), max_iter, max_iter
+    selected, stopped = _select(path, stopping, tol, window)
+    return alphas[selected - 1], np.asarray(path[:stopped]), selected, stopped
+
+
+def _prepare(X, y, X_val, y_val, dtype, centers=None):
+    dt = chk.compute_dtype(dtype, X)
+    X = chk.as_matrix(X, "X", dt)
+    Y, one_d = chk.as_targets(y, "y", X.shape[0], dt)
+    Xv, Yv = chk.check_holdout(X_val, y_val, X.shape[1], Y.shape[1], dt)
+    if centers is not None:
+        centers = chk.as_matrix(centers, "centers", dt)
+    return dt, X, Y, one_d, Xv, Yv, centers
+
+
+def _out(coef, one_d):
+    return coef[:, 0] if one_d else coef
+
+
+# ----------------------------------------------------------------------- NYTRO
+def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, max_iter=500, step_size="auto",
+               stopping="best", tol=None, window=10, factor="pivoted", rank_tol=None, jitter=1e-10,
+               solver="auto", n_threads=None, progress=None, dtype=None) -> PathResult:
+    """NYTRO (paper, eq. 13): beta_t = beta_{t-1} - step A^T (A beta_{t-1} - y)."""
+    dt, X, Y, one_d, Xv, Yv, C = _prepare(X, y, X_val, y_val, dtype, centers)
+    R = nystrom_factor(gaussian_kernel(C, C, sigma), method=factor, rank_tol=rank_tol, jitter=jitter)
+    A = gaussian_kernel(X, C, sigma) @ R
+    step = _step(step_size, X.shape[0], A.T @ A)
+    K_val = gaussian_kernel(Xv, C, sigma) if len(Xv) else None
+    alpha, path, selected, run = _gradient_path(
+        lambda beta: A.T @ (A @ beta - Y), lambda beta: R @ beta, R.shape[1], Y.shape[1], dt, step,
+        max_iter, (lambda alpha: K_val @ alpha) if K_val is not None else None, Yv, stopping, tol, window)
+    return PathResult(_out(alpha, one_d), path, selected, run, step, R.shape[1], "reference")
+
+
+def landweber_path(X, y, sigma, *, X_val=None, y_val=None, max_iter=500, step_size="paper",
+                   stopping="best", tol=None, window=10, n_threads=None, progress=None,
+                   dtype=None) -> PathResult:
+    """Landweber (paper, eq. 8): alpha_t = alpha_{t-1} - step (K alpha_{t-1} - y)."""
+    dt, X, Y, one_d, Xv, Yv, _ = _prepare(X, y, X_val, y_val, dtype)
+    K = gaussian_kernel(X, X, sigma)
+    step = _step(step_size, X.shape[0], K)
+    K_val = gaussian_kernel(Xv, X, sigma) if len(Xv) else None
+    alpha, path, selected, run = _gradient_path(
+        lambda alpha: K @ alpha - Y, lambda alpha: alpha, X.shape[0], Y.shape[1], dt, step, max_iter,
+        (lambda alpha: K_val @ alpha) if K_val is not None else None, Yv, stopping, tol, window)
+    return PathResult(_out(alpha, one_d), path, selected, run, step, X.shape[0], "reference")
+
+
+# -------------------------------------------------------------------- Tikhonov
+def _tikhonov(gram, rhs, lambdas, n, lift, predict_val, Y_val, one_d, rank):
+    """alpha(lambda) = lift((gram + lambda n I)^+ rhs) for each lambda, by one eigh;
+    negative rounding-level eigenvalues are clipped at 0 (pseudo-inverse semantics)."""
+    w, V = np.linalg.eigh(gram)
+    w = np.maximum(w.astype(np.float64), 0)
+    projected = V.T @ rhs
+    coefs = [lift(V @ (projected / (w + lam * n)[:, None]).astype(gram.dtype)) for lam in lambdas]
+    if predict_val is None:
+        return TikhonovResult(_out(coefs[0], one_d), np.zeros(0), float(lambdas[0]), 0, rank)
+    path = np.array([_rmse(predict_val(c), Y_val) for c in coefs])
+    best = int(np.argmin(path))
+    return TikhonovResult(_out(coefs[best], one_d), path, float(lambdas[best]), best, rank)
+
+
+def nkrls_path(X, y, centers, sigma, *, lambdas=None, X_val=None, y_val=None, factor="pivoted",
+               rank_tol=None, jitter=1e-10, solver="eigh", n_threads=None, progress=None,
+               dtype=None) -> TikhonovResult:
+    """Nystrom KRLS (paper, eq. 12): alpha = R (A^T A + lambda n I)^-1 A^T y."""
+    dt, X, Y, one_d, Xv, Yv, C = _prepare(X, y, X_val, y_val, dtype, centers)
+    lambdas = chk.check_lambdas(lambdas)
+    R = nystrom_factor(gaussian_kernel(C, C, sigma), method=factor, rank_tol=rank_tol, jitter=jitter)
+    A = gaussian_kernel(X, C, sigma) @ R
+    K_val = gaussian_kernel(Xv, C, sigma) if len(Xv) else None
+    return _tikhonov(A.T @ A, A.T @ Y, lambdas, X.shape[0], lambda beta: R @ beta,
+                     (lambda a: K_val @ a) if K_val is not None else None, Yv, one_d, R.shape[1])
+
+
+def krls_path(X, y, sigma, *, lambdas=None, X_val=None, y_val=None, solver="eigh", n_threads=None,
+              progress=None, dtype=None) -> TikhonovResult:
+    """KRLS (paper, eq. 6): alpha = (K + lambda n I)^-1 y."""
+    dt, X, Y, one_d, Xv, Yv, _ = _prepare(X, y, X_val, y_val, dtype)
+    lambdas = chk.check_lambdas(lambdas)
+    K_val = gaussian_kernel(Xv, X, sigma) if len(Xv) else None
+    return _tikhonov(gaussian_kernel(X, X, sigma), Y, lambdas, X.shape[0], lambda a: a,
+                     (lambda a: K_val @ a) if K_val is not None else None, Yv, one_d, X.shape[0])
+
+
+def kols(X, y, sigma, *, rcond=None, n_threads=None, dtype=None):
+    """KOLS (paper, eq. 3): alpha = pinv(K) y, eigenvalues <= rcond * max dropped."""
+    dt, X, Y, one_d, _, _, _ = _prepare(X, y, None, None, dtype)
+    K = gaussian_kernel(X, X, sigma)
+    w, V = np.linalg.eigh(K)
+    cut = (X.shape[0] * np.finfo(dt).eps if rcond is None else rcond) * np.abs(w).max()
+    inverse = np.where(w > cut, 1 / np.where(w > cut, w, 1), 0).astype(dt)
+    return _out(V @ (inverse[:, None] * (V.T @ Y)), one_d)
