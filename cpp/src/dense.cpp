@@ -11,13 +11,30 @@ constexpr Index kTile = 256;
 
 Index panels(Index rows) { return (rows + kPanel - 1) / kPanel; }
 
+// out (+)= lhs * B. A single right-hand column goes through Eigen's matrix-vector
+// kernels: as a dynamic row-major matrix it would take the GEMM path, several times
+// slower for one column, and that is the shape of every iteration of the paths.
+template <class Lhs, class T>
+void product(const Lhs& lhs, const MatrixCRef<T>& B, MatrixRef<T> out, bool accumulate = false) {
+    if (B.cols() == 1 && B.outerStride() == 1 && out.outerStride() == 1) {
+        const Eigen::Map<const Vector<T>> b(B.data(), B.rows());
+        Eigen::Map<Vector<T>> o(out.data(), out.rows());
+        if (accumulate) o.noalias() += lhs * b;
+        else o.noalias() = lhs * b;
+    } else if (accumulate) {
+        out.noalias() += lhs * B;
+    } else {
+        out.noalias() = lhs * B;
+    }
+}
+
 }  // namespace
 
 template <class T>
 void multiply(const MatrixCRef<T>& A, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads) {
     parallel_for(panels(A.rows()), n_threads, [&](Index p, int) {
         const Index r0 = p * kPanel, rows = std::min(kPanel, A.rows() - r0);
-        out.middleRows(r0, rows).noalias() = A.middleRows(r0, rows) * B;
+        product<decltype(A.middleRows(r0, rows)), T>(A.middleRows(r0, rows), B, out.middleRows(r0, rows));
     });
 }
 
@@ -42,15 +59,18 @@ void multiply_left(const MatrixCRef<T>& R, bool upper, const MatrixCRef<T>& B, M
         const Index r0 = p * kPanel, rows = std::min(kPanel, R.rows() - r0);
         auto target = out.middleRows(r0, rows);
         if (!upper) {
-            target.noalias() = R.middleRows(r0, rows) * B;
+            product<decltype(R.middleRows(r0, rows)), T>(R.middleRows(r0, rows), B, target);
             return;
         }
         // Rows r0..r0+rows of an upper triangular R: a triangle on the diagonal, dense
         // to its right, zero to its left.
         const Index right = k - r0 - rows;
-        target.noalias() = R.block(r0, r0, rows, rows).template triangularView<Eigen::Upper>() *
-                           B.middleRows(r0, rows);
-        if (right > 0) target.noalias() += R.block(r0, r0 + rows, rows, right) * B.bottomRows(right);
+        const auto triangle = R.block(r0, r0, rows, rows).template triangularView<Eigen::Upper>();
+        product<decltype(triangle), T>(triangle, B.middleRows(r0, rows), target);
+        if (right > 0) {
+            const auto dense = R.block(r0, r0 + rows, rows, right);
+            product<decltype(dense), T>(dense, B.bottomRows(right), target, true);
+        }
     });
 }
 
@@ -62,29 +82,34 @@ void multiply_left_transposed(const MatrixCRef<T>& R, bool upper, const MatrixCR
         const Index c0 = p * kPanel, cols = std::min(kPanel, k - c0);
         auto target = out.middleRows(c0, cols);
         if (!upper) {
-            target.noalias() = R.middleCols(c0, cols).transpose() * B;
+            const auto columns = R.middleCols(c0, cols).transpose();
+            product<decltype(columns), T>(columns, B, target);
             return;
         }
         // Columns c0..c0+cols of an upper triangular R: dense above row c0, a triangle
         // on the diagonal, zero below.
-        target.noalias() = R.block(c0, c0, cols, cols).transpose().template triangularView<Eigen::Lower>() *
-                           B.middleRows(c0, cols);
-        if (c0 > 0) target.noalias() += R.block(0, c0, c0, cols).transpose() * B.topRows(c0);
+        const auto triangle = R.block(c0, c0, cols, cols).transpose().template triangularView<Eigen::Lower>();
+        product<decltype(triangle), T>(triangle, B.middleRows(c0, cols), target);
+        if (c0 > 0) {
+            const auto dense = R.block(0, c0, c0, cols).transpose();
+            product<decltype(dense), T>(dense, B.topRows(c0), target, true);
+        }
     });
 }
 
 template <class T>
-void add_gram_lower(const MatrixCRef<T>& B, MatrixRef<T> G, int n_threads) {
+void rank_update(const MatrixCRef<T>& B, MatrixRef<T> G, T scale, bool upper, int n_threads) {
     const Index k = B.cols(), tiles = (k + kTile - 1) / kTile;
-    // Lower-triangular tile pairs (i >= j), enumerated row by row.
+    // Tile pairs (i >= j) of the lower triangle, enumerated row by row; the upper
+    // triangle uses the transposed pair.
     parallel_for(tiles * (tiles + 1) / 2, n_threads, [&](Index task, int) {
         Index i = 0;
         while ((i + 1) * (i + 2) / 2 <= task) ++i;
-        const Index j = task - i * (i + 1) / 2;
+        Index j = task - i * (i + 1) / 2;
+        if (upper) std::swap(i, j);
         const Index r0 = i * kTile, c0 = j * kTile;
         const Index rows = std::min(kTile, k - r0), cols = std::min(kTile, k - c0);
-        G.block(r0, c0, rows, cols).noalias() +=
-            B.middleCols(r0, rows).transpose() * B.middleCols(c0, cols);
+        G.block(r0, c0, rows, cols).noalias() += scale * (B.middleCols(r0, rows).transpose() * B.middleCols(c0, cols));
     });
 }
 
@@ -118,7 +143,7 @@ Matrix<T> upper_triangular_inverse(const MatrixCRef<T>& U, int n_threads) {
                                    MatrixRef<T>, int);                                           \
     template void multiply_left_transposed<T>(const MatrixCRef<T>&, bool, const MatrixCRef<T>&,  \
                                               MatrixRef<T>, int);                                \
-    template void add_gram_lower<T>(const MatrixCRef<T>&, MatrixRef<T>, int);                    \
+    template void rank_update<T>(const MatrixCRef<T>&, MatrixRef<T>, T, bool, int);               \
     template void mirror_lower<T>(MatrixRef<T>);                                                 \
     template Matrix<T> upper_triangular_inverse<T>(const MatrixCRef<T>&, int);
 NYTRO_INSTANTIATE(float)

@@ -29,9 +29,10 @@ template <class T>
 void multiply_left_transposed(const MatrixCRef<T>& R, bool upper, const MatrixCRef<T>& B,
                               MatrixRef<T> out, int n_threads);
 
-// Lower triangle of G += B^T B (a symmetric rank-k update over 256 x 256 tiles).
+// One triangle of G += scale * B^T B (a symmetric rank-k update over 256 x 256 tiles,
+// tiles crossing the diagonal computed whole). `upper` picks the triangle.
 template <class T>
-void add_gram_lower(const MatrixCRef<T>& B, MatrixRef<T> G, int n_threads);
+void rank_update(const MatrixCRef<T>& B, MatrixRef<T> G, T scale, bool upper, int n_threads);
 
 // Copy the lower triangle of a square matrix onto its upper triangle.
 template <class T>

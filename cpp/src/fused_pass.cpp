@@ -11,7 +11,8 @@ FusedPass<T>::FusedPass(const Matrix<T>& K, int n_threads)
     : K_(K), threads_(resolve_threads(n_threads)) {
     const Index n = K.rows(), k = std::max<Index>(K.cols(), 1);
     // About 512 KiB of K per block: it is still in L2 when read the second time.
-    block_rows_ = std::clamp<Index>((Index(1) << 19) / (k * Index(sizeof(T))), 4, 256);
+    // Blocks of 16 rows: read from memory by the first product, from L1/L2 by the second.
+    block_rows_ = std::clamp<Index>((Index(1) << 18) / (k * Index(sizeof(T))), 4, 16);
     slots_ = std::clamp<Index>(n / (4 * block_rows_), 1, 64);
     partial_.resize(static_cast<std::size_t>(slots_));
     residual_.resize(static_cast<std::size_t>(threads_));
@@ -20,18 +21,29 @@ FusedPass<T>::FusedPass(const Matrix<T>& K, int n_threads)
 template <class T>
 void FusedPass<T>::run(const MatrixCRef<T>& a, const MatrixCRef<T>* Y) {
     const Index n = K_.rows(), k = K_.cols(), q = a.cols();
+    // One output: vectors, so Eigen uses its matrix-vector kernels (the GEMM path that a
+    // one-column row-major matrix would take is several times slower).
+    const bool vector = q == 1 && a.outerStride() == 1 && (!Y || Y->outerStride() == 1);
     parallel_for(slots_, threads_, [&](Index slot, int thread) {
         Matrix<T>& share = partial_[slot];
         Matrix<T>& residual = residual_[thread];
         share.setZero(k, q);
+        residual.resize(block_rows_, q);
         const Index begin = range_begin(n, slots_, slot), end = range_begin(n, slots_, slot + 1);
         for (Index r0 = begin; r0 < end; r0 += block_rows_) {
             const Index rows = std::min(block_rows_, end - r0);
             const auto block = K_.middleRows(r0, rows);
-            residual.resize(rows, q);
-            residual.noalias() = block * a;
-            if (Y) residual -= Y->middleRows(r0, rows);
-            share.noalias() += block.transpose() * residual;
+            if (vector) {
+                Eigen::Map<Vector<T>> r(residual.data(), rows);
+                r.noalias() = block * Eigen::Map<const Vector<T>>(a.data(), k);
+                if (Y) r -= Eigen::Map<const Vector<T>>(Y->data() + r0, rows);
+                Eigen::Map<Vector<T>>(share.data(), k).noalias() += block.transpose() * r;
+            } else {
+                auto r = residual.topRows(rows);
+                r.noalias() = block * a;
+                if (Y) r -= Y->middleRows(r0, rows);
+                share.noalias() += block.transpose() * r;
+            }
         }
     });
     result_ = partial_[0];

@@ -28,7 +28,7 @@ Gram<T> stream_gram(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const Matrix
         const Index rows = std::min(block, n - r0);
         auto K_block = K.topRows(rows);
         gaussian_kernel_into<T>(X.middleRows(r0, rows), centers, sigma, K_block, n_threads);
-        add_gram_lower<T>(K_block, gram.G, n_threads);
+        rank_update<T>(K_block, gram.G, T(1), false, n_threads);
         gram.B.noalias() += K_block.transpose() * Y.middleRows(r0, rows);
         if (callback) callback({"gram", r0 + rows, n});
     }

@@ -21,17 +21,24 @@ double default_rank_tol(Index m) {
     return static_cast<double>(m) * std::numeric_limits<T>::epsilon();
 }
 
+// Symmetric swap of indices a < b in a matrix of which only the upper triangle of the
+// trailing part (rows and columns >= a) is kept, and of the finished rows 0..a-1 of U
+// (the columns a and b there), as LAPACK's ?pstrf does for its stored triangle.
 template <class T>
-void swap_symmetric(Matrix<T>& W, Index a, Index b) {
-    W.row(a).swap(W.row(b));
-    W.col(a).swap(W.col(b));
+void swap_pivot(Matrix<T>& W, Index a, Index b) {
+    const Index m = W.rows();
+    W.col(a).head(a).swap(W.col(b).head(a));
+    std::swap(W(a, a), W(b, b));
+    for (Index i = a + 1; i < b; ++i) std::swap(W(a, i), W(i, b));
+    if (b + 1 < m) W.row(a).tail(m - b - 1).swap(W.row(b).tail(m - b - 1));
 }
 
-// Rank-revealing Cholesky with diagonal pivoting, blocked as in LAPACK's ?pstrf: within
-// a panel of 64 columns each column is finished with a matrix-vector product, and the
-// trailing matrix is updated once per panel with a parallel GEMM. Stops when the largest
-// remaining Schur diagonal is <= rank_tol * max(diag K): a duplicated centre is never
-// picked because its remaining diagonal is zero.
+// Rank-revealing Cholesky with diagonal pivoting, K[P, P] = U^T U, blocked as in
+// LAPACK's ?pstrf and kept in the upper triangle so that a row of U (a column of L) is
+// contiguous in row-major storage. Within a panel of 64 rows each row is finished with a
+// matrix-vector product; the trailing triangle is updated once per panel by a parallel
+// rank-64 update. Stops when the largest remaining Schur diagonal is <= rank_tol *
+// max(diag K): a duplicated centre is never picked, its remaining diagonal being zero.
 template <class T>
 NystromFactor<T> pivoted_factor(const MatrixCRef<T>& K, double rank_tol, int n_threads) {
     const Index m = K.rows(), panel = 64;
@@ -54,35 +61,31 @@ NystromFactor<T> pivoted_factor(const MatrixCRef<T>& K, double rank_tol, int n_t
                 break;
             }
             if (p != j) {
-                swap_symmetric(W, j, p);
+                swap_pivot(W, j, p);
                 std::swap(d[j], d[p]);
                 std::swap(order[j], order[p]);
             }
             const T pivot = std::sqrt(largest);
             W(j, j) = pivot;
-            const Index below = m - j - 1;
-            if (below > 0) {
+            const Index right = m - j - 1;
+            if (right > 0) {
                 if (j > j0)
-                    W.col(j).tail(below).noalias() -=
-                        W.block(j + 1, j0, below, j - j0) * W.row(j).segment(j0, j - j0).transpose();
-                W.col(j).tail(below) /= pivot;
-                d.tail(below) -= W.col(j).tail(below).cwiseAbs2();
+                    W.row(j).tail(right).noalias() -=
+                        W.col(j).segment(j0, j - j0).transpose() * W.block(j0, j + 1, j - j0, right);
+                W.row(j).tail(right) /= pivot;
+                d.tail(right) -= W.row(j).tail(right).transpose().cwiseAbs2();
             }
             rank = j + 1;
         }
         const Index rest = m - j1;
-        if (rest > 0 && j1 > j0) {
-            const Matrix<T> P = W.block(j1, j0, rest, j1 - j0);
-            Matrix<T> update(rest, rest);
-            detail::multiply<T>(P, P.transpose(), update, n_threads);
-            W.bottomRightCorner(rest, rest) -= update;
-        }
+        if (rest > 0 && j1 > j0)
+            detail::rank_update<T>(W.block(j0, j1, j1 - j0, rest), W.bottomRightCorner(rest, rest), T(-1), true,
+                                   n_threads);
     }
     if (rank == 0) throw std::runtime_error("K_mm is numerically zero: no Nystrom centre can be used");
     NystromFactor<T> factor;
     factor.support.assign(order.begin(), order.begin() + rank);
-    const Matrix<T> U = W.topLeftCorner(rank, rank).transpose();  // L11^T
-    factor.R = detail::upper_triangular_inverse<T>(U, n_threads);
+    factor.R = detail::upper_triangular_inverse<T>(W.topLeftCorner(rank, rank), n_threads);
     factor.upper_triangular = true;
     return factor;
 }
