@@ -20,10 +20,10 @@ PathResult<T> landweber_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, dou
     const int threads = detail::resolve_threads(options.n_threads);
     const Index n = X.rows(), q = Y.cols();
     const Matrix<T> K = gaussian_kernel<T>(X, X, sigma, threads);
+    const Matrix<T> centers = X;
     std::unique_ptr<detail::Validation<T>> validation;
     if (X_val.rows() > 0)
-        validation = std::make_unique<detail::Validation<T>>(detail::Validation<T>::explicit_kernel(
-            gaussian_kernel<T>(X_val, X, sigma, threads), Y_val));
+        validation = std::make_unique<detail::Validation<T>>(X_val, Y_val, centers, sigma, threads);
 
     detail::GradientProblem<T> problem;
     problem.dim = problem.alpha_rows = n;

@@ -16,15 +16,8 @@ NystromSetup<T> prepare_nystrom(const MatrixCRef<T>& centers, double sigma, cons
     const auto& support = setup.factor.support;
     setup.used.resize(static_cast<Index>(support.size()), centers.cols());
     for (std::size_t i = 0; i < support.size(); ++i) setup.used.row(Index(i)) = centers.row(support[i]);
-    if (X_val.rows() == 0) return setup;
-    if (Validation<T>::prefer_explicit(X_val.rows(), setup.used.rows())) {
-        setup.validation = std::make_unique<Validation<T>>(Validation<T>::explicit_kernel(
-            gaussian_kernel<T>(X_val, setup.used, sigma, threads), Y_val));
-    } else {
-        auto gram = stream_gram<T>(X_val, Y_val, setup.used, sigma, threads, callback);
-        setup.validation = std::make_unique<Validation<T>>(
-            Validation<T>::quadratic(std::move(gram.G), std::move(gram.B), gram.y_squared, X_val.rows()));
-    }
+    if (X_val.rows() > 0)
+        setup.validation = std::make_unique<Validation<T>>(X_val, Y_val, setup.used, sigma, threads);
     return setup;
 }
 

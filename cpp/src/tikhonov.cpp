@@ -129,10 +129,10 @@ TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, doub
     const Matrix<T> Yc = Y;
     ShiftedSolves<T> solves(K, Yc, options.solver);
     const Matrix<T> alphas = solves.solve_all(scaled(lambdas, X.rows()), options.callback);
+    const Matrix<T> centers = X;
     std::unique_ptr<detail::Validation<T>> validation;
     if (X_val.rows() > 0)
-        validation = std::make_unique<detail::Validation<T>>(
-            detail::Validation<T>::explicit_kernel(gaussian_kernel<T>(X_val, X, sigma, threads), Y_val));
+        validation = std::make_unique<detail::Validation<T>>(X_val, Y_val, centers, sigma, threads);
     TikhonovResult<T> result;
     result.rank = X.rows();
     select<T>(alphas, Y.cols(), validation.get(), threads, result);

@@ -1,9 +1,12 @@
-// Validation RMSE of many coefficient vectors at once. Two representations:
-//   explicit : K_val = k(X_val, centres) is stored; predictions are one GEMM.
-//   quadratic: only G_val = K_val^T K_val, B_val = K_val^T Y_val and ||Y_val||^2 are
-//              stored (memory O(m^2) for any n_val), and ||K_val a - y||^2 =
-//              a^T G_val a - 2 a^T b + y^T y.
-// The explicit form is cheaper while n_val <= m; solvers pick with prefer_explicit().
+// Validation RMSE of many coefficient vectors at once: predictions K_val a are formed
+// explicitly and compared with Y_val. K_val = k(X_val, centres) is stored when it fits
+// a quarter of the machine's memory, and otherwise recomputed in row blocks at each call
+// (memory O(block x m) for any n_val).
+//
+// The tempting shortcut ||K_val a - y||^2 = a^T G_val a - 2 a^T b + y^T y (store only
+// the m x m Gram matrix) is not used: it cancels catastrophically when ||a|| is large,
+// which is exactly the case of the tiny lambdas and late iterations the selection has to
+// reject (seen on cpuSmall: a garbage lambda with test RMSE 6e6 looked best).
 #pragma once
 
 #include "nytro/types.hpp"
@@ -15,20 +18,23 @@ namespace nytro::detail {
 template <class T>
 class Validation {
 public:
-    static Validation explicit_kernel(Matrix<T> K_val, Matrix<T> Y_val);
-    static Validation quadratic(Matrix<T> G_val, Matrix<T> B_val, double y_squared, Index n_val);
-    static bool prefer_explicit(Index n_val, Index m) { return n_val <= m; }
+    Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val, const Matrix<T>& centers, double sigma,
+               int n_threads);
 
     // alphas holds c coefficient blocks of q columns each (block j = columns [jq, jq+q));
     // appends c RMSEs to `out`.
     void rmse(const MatrixCRef<T>& alphas, Index q, std::vector<double>& out, int n_threads) const;
 
+    bool stored() const { return K_val_.size() > 0; }
+
 private:
-    bool explicit_ = true;
-    Matrix<T> K_or_G_;  // K_val (n_val x m) or G_val (m x m)
-    Matrix<T> Y_or_B_;  // Y_val (n_val x q) or B_val (m x q)
-    double y_squared_ = 0;
-    Index n_val_ = 0;
+    void add_squared_errors(const MatrixCRef<T>& K_block, Index r0, const MatrixCRef<T>& alphas, Index q,
+                            std::vector<double>& squared, int n_threads) const;
+
+    Matrix<T> K_val_;          // n_val x m when stored, else empty
+    Matrix<T> X_val_, Y_val_;  // kept for the streamed form and the targets
+    const Matrix<T>* centers_;
+    double sigma_;
 };
 
 }  // namespace nytro::detail
