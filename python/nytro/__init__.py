@@ -10,6 +10,7 @@ from ._api import (gaussian_kernel, kernel_predict, kols, krls_path, landweber_p
                    nystrom_factor, nytro_path, sample_centers)
 from ._checks import paper_lambdas
 from ._results import PathResult, TikhonovResult
+from . import datasets
 from .estimators import (KOLSRegressor, KRLSRegressor, LandweberRegressor, NystromKRLSRegressor,
                          NytroRegressor)
 
