@@ -83,9 +83,11 @@ nytro::FactorOptions factor_options(const std::string& method, double rank_tol, 
     return f;
 }
 
-void iterative_options(nytro::IterativeOptions& o, Index max_iter, const std::string& step_rule,
-                       double step_size, const std::string& stopping, double tol, Index window,
-                       int n_threads, py::object progress) {
+void iterative_options(nytro::IterativeOptions& o, const std::string& method, double nu, Index max_iter,
+                       const std::string& step_rule, double step_size, const std::string& stopping, double tol,
+                       Index window, int n_threads, py::object progress) {
+    o.method = nytro::parse_method(method);
+    o.nu = nu;
     o.max_iter = max_iter;
     if (step_rule == "fixed") {
         o.step_rule = nytro::StepRule::fixed;
@@ -144,11 +146,12 @@ void define(py::module_& m, const std::string& suffix) {
 
     m.def(("nytro_path_" + suffix).c_str(),
           [](const Array<T>& X, const Array<T>& Y, const Array<T>& centers, double sigma, const Array<T>& X_val,
-             const Array<T>& Y_val, Index max_iter, const std::string& step_rule, double step_size,
-             const std::string& stopping, double tol, Index window, const std::string& factor, double rank_tol,
-             double jitter, const std::string& solver, int n_threads, py::object progress) {
+             const Array<T>& Y_val, const std::string& method, double nu, Index max_iter,
+             const std::string& step_rule, double step_size, const std::string& stopping, double tol, Index window,
+             const std::string& factor, double rank_tol, double jitter, const std::string& solver, int n_threads,
+             py::object progress) {
               nytro::NytroOptions o;
-              iterative_options(o, max_iter, step_rule, step_size, stopping, tol, window, n_threads,
+              iterative_options(o, method, nu, max_iter, step_rule, step_size, stopping, tol, window, n_threads,
                                 std::move(progress));
               o.factor = factor_options(factor, rank_tol, jitter);
               o.solver = nytro::parse_solver(solver);
@@ -163,10 +166,10 @@ void define(py::module_& m, const std::string& suffix) {
 
     m.def(("landweber_path_" + suffix).c_str(),
           [](const Array<T>& X, const Array<T>& Y, double sigma, const Array<T>& X_val, const Array<T>& Y_val,
-             Index max_iter, const std::string& step_rule, double step_size, const std::string& stopping,
-             double tol, Index window, int n_threads, py::object progress) {
+             const std::string& method, double nu, Index max_iter, const std::string& step_rule, double step_size,
+             const std::string& stopping, double tol, Index window, int n_threads, py::object progress) {
               nytro::IterativeOptions o;
-              iterative_options(o, max_iter, step_rule, step_size, stopping, tol, window, n_threads,
+              iterative_options(o, method, nu, max_iter, step_rule, step_size, stopping, tol, window, n_threads,
                                 std::move(progress));
               auto x = view(X), y = view(Y), xv = view(X_val), yv = view(Y_val);
               nytro::PathResult<T> r;

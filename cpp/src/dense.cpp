@@ -32,7 +32,8 @@ void product(const Lhs& lhs, const MatrixCRef<T>& B, MatrixRef<T> out, bool accu
 
 template <class T>
 void multiply(const MatrixCRef<T>& A, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads) {
-    parallel_for(panels(A.rows()), n_threads, [&](Index p, int) {
+    const double flops = 2.0 * A.rows() * A.cols() * B.cols();
+    parallel_for(panels(A.rows()), threads_for(flops, n_threads), [&](Index p, int) {
         const Index r0 = p * kPanel, rows = std::min(kPanel, A.rows() - r0);
         product<decltype(A.middleRows(r0, rows)), T>(A.middleRows(r0, rows), B, out.middleRows(r0, rows));
     });
@@ -41,7 +42,8 @@ void multiply(const MatrixCRef<T>& A, const MatrixCRef<T>& B, MatrixRef<T> out, 
 template <class T>
 void multiply_right(const MatrixCRef<T>& A, const MatrixCRef<T>& R, bool upper, MatrixRef<T> out,
                     int n_threads) {
-    parallel_for(panels(A.rows()), n_threads, [&](Index p, int) {
+    const double flops = 2.0 * A.rows() * R.rows() * R.cols();
+    parallel_for(panels(A.rows()), threads_for(flops, n_threads), [&](Index p, int) {
         const Index r0 = p * kPanel, rows = std::min(kPanel, A.rows() - r0);
         if (upper)
             out.middleRows(r0, rows).noalias() =
@@ -55,7 +57,8 @@ template <class T>
 void multiply_left(const MatrixCRef<T>& R, bool upper, const MatrixCRef<T>& B, MatrixRef<T> out,
                    int n_threads) {
     const Index k = R.cols();
-    parallel_for(panels(R.rows()), n_threads, [&](Index p, int) {
+    const double flops = 2.0 * R.rows() * k * B.cols();
+    parallel_for(panels(R.rows()), threads_for(flops, n_threads), [&](Index p, int) {
         const Index r0 = p * kPanel, rows = std::min(kPanel, R.rows() - r0);
         auto target = out.middleRows(r0, rows);
         if (!upper) {
@@ -78,7 +81,8 @@ template <class T>
 void multiply_left_transposed(const MatrixCRef<T>& R, bool upper, const MatrixCRef<T>& B,
                               MatrixRef<T> out, int n_threads) {
     const Index k = R.cols();
-    parallel_for(panels(k), n_threads, [&](Index p, int) {
+    const double flops = 2.0 * R.rows() * k * B.cols();
+    parallel_for(panels(k), threads_for(flops, n_threads), [&](Index p, int) {
         const Index c0 = p * kPanel, cols = std::min(kPanel, k - c0);
         auto target = out.middleRows(c0, cols);
         if (!upper) {
@@ -102,7 +106,8 @@ void rank_update(const MatrixCRef<T>& B, MatrixRef<T> G, T scale, bool upper, in
     const Index k = B.cols(), tiles = (k + kTile - 1) / kTile;
     // Tile pairs (i >= j) of the lower triangle, enumerated row by row; the upper
     // triangle uses the transposed pair.
-    parallel_for(tiles * (tiles + 1) / 2, n_threads, [&](Index task, int) {
+    const double flops = double(B.rows()) * k * k;
+    parallel_for(tiles * (tiles + 1) / 2, threads_for(flops, n_threads), [&](Index task, int) {
         Index i = 0;
         while ((i + 1) * (i + 2) / 2 <= task) ++i;
         Index j = task - i * (i + 1) / 2;
@@ -125,7 +130,8 @@ Matrix<T> upper_triangular_inverse(const MatrixCRef<T>& U, int n_threads) {
     Matrix<T> R = Matrix<T>::Zero(k, k);
     // Column block [c0, c0 + cols) of U^-1 is nonzero only in rows 0..c0+cols, and there
     // it solves the leading triangle of U against the matching identity columns.
-    parallel_for(panels(k), n_threads, [&](Index p, int) {
+    const double flops = double(k) * k * k / 3.0;
+    parallel_for(panels(k), threads_for(flops, n_threads), [&](Index p, int) {
         const Index c0 = p * kPanel, cols = std::min(kPanel, k - c0), depth = c0 + cols;
         Matrix<T> block = Matrix<T>::Zero(depth, cols);
         block.bottomRows(cols).setIdentity();

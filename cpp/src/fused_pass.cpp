@@ -8,7 +8,7 @@ namespace nytro::detail {
 
 template <class T>
 FusedPass<T>::FusedPass(const Matrix<T>& K, int n_threads)
-    : K_(K), threads_(resolve_threads(n_threads)) {
+    : K_(K), threads_(threads_for(4.0 * K.rows() * K.cols(), resolve_threads(n_threads))) {
     const Index n = K.rows(), k = std::max<Index>(K.cols(), 1);
     // About 512 KiB of K per block: it is still in L2 when read the second time.
     // Blocks of 16 rows: read from memory by the first product, from L1/L2 by the second.

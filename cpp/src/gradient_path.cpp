@@ -22,6 +22,7 @@ std::string text(double value) {
 }  // namespace
 
 void check_iterative_options(const IterativeOptions& options) {
+    require(options.nu > 0 && std::isfinite(options.nu), "nu must be a finite number > 0, got " + text(options.nu));
     require(options.max_iter >= 1, "max_iter must be >= 1, got " + std::to_string(options.max_iter));
     require(options.window >= 2, "window must be >= 2, got " + std::to_string(options.window));
     if (options.step_rule == StepRule::fixed)
@@ -31,6 +32,7 @@ void check_iterative_options(const IterativeOptions& options) {
 }
 
 double resolve_step(const IterativeOptions& options, Index n, const std::function<double()>& lambda_max) {
+    if (options.method == Method::cg) return 0.0;
     switch (options.step_rule) {
         case StepRule::fixed: return options.step_size;
         case StepRule::paper: return 1.0 / double(n);
@@ -45,13 +47,85 @@ double resolve_step(const IterativeOptions& options, Index n, const std::functio
     return 0;
 }
 
+// One iterative regulariser for H beta = c, advanced a step at a time from beta_0 = 0.
 template <class T>
-void run_gradient_path(const GradientProblem<T>& problem, double step,
-                       const Validation<T>* validation, const IterativeOptions& options,
-                       PathResult<T>& result) {
-    const Index dim = problem.dim, q = problem.q, T_max = options.max_iter;
-    const T s = static_cast<T>(step);
-    Matrix<T> beta = Matrix<T>::Zero(dim, q), grad(dim, q);
+class Iterates {
+public:
+    Iterates(const LinearProblem<T>& problem, Method method, double step, double nu)
+        : problem_(problem), method_(method), step_(static_cast<T>(step)), nu_(nu),
+          beta_(Matrix<T>::Zero(problem.dim, problem.q)), product_(problem.dim, problem.q) {
+        if (method_ == Method::nu) previous_ = beta_;
+        if (method_ == Method::cg) {
+            residual_ = problem.rhs;
+            direction_ = residual_;
+            rr_ = residual_.template cast<double>().colwise().squaredNorm();
+        }
+    }
+
+    // beta_t for t = 1, 2, ... in turn.
+    const Matrix<T>& next() {
+        ++t_;
+        switch (method_) {
+            case Method::gd: gradient_step(); break;
+            case Method::nu: nu_step(); break;
+            case Method::cg: cg_step(); break;
+        }
+        return beta_;
+    }
+
+private:
+    // beta <- beta + s (c - H beta)
+    void gradient_step() {
+        problem_.apply(beta_, product_);
+        beta_.noalias() += step_ * (problem_.rhs - product_);
+    }
+
+    // Brakhage's nu-method (Engl, Hanke, Neubauer, Regularization of Inverse Problems,
+    // sec. 6.3): beta_t = beta_{t-1} + mu_t (beta_{t-1} - beta_{t-2}) + omega_t s (c - H beta_{t-1}).
+    void nu_step() {
+        const double k = double(t_), v = nu_;
+        double mu = 0, omega = (4 * v + 2) / (4 * v + 1);
+        if (t_ > 1) {
+            mu = (k - 1) * (2 * k - 3) * (2 * k + 2 * v - 1) /
+                 ((k + 2 * v - 1) * (2 * k + 4 * v - 1) * (2 * k + 2 * v - 3));
+            omega = 4 * (2 * k + 2 * v - 1) * (k + v - 1) / ((k + 2 * v - 1) * (2 * k + 4 * v - 1));
+        }
+        problem_.apply(beta_, product_);
+        update_ = static_cast<T>(mu) * (beta_ - previous_) + static_cast<T>(omega) * step_ * (problem_.rhs - product_);
+        previous_ = beta_;
+        beta_ += update_;
+    }
+
+    // Conjugate gradients on H beta = c, one independent recursion per output column.
+    void cg_step() {
+        problem_.apply(direction_, product_);
+        for (Index j = 0; j < beta_.cols(); ++j) {
+            const double curvature =
+                direction_.col(j).template cast<double>().dot(product_.col(j).template cast<double>());
+            if (!(curvature > 0) || rr_[j] == 0) continue;  // converged: the iterate stays put
+            const T a = static_cast<T>(rr_[j] / curvature);
+            beta_.col(j) += a * direction_.col(j);
+            residual_.col(j) -= a * product_.col(j);
+            const double rr_new = residual_.col(j).template cast<double>().squaredNorm();
+            direction_.col(j) = residual_.col(j) + static_cast<T>(rr_new / rr_[j]) * direction_.col(j);
+            rr_[j] = rr_new;
+        }
+    }
+
+    const LinearProblem<T>& problem_;
+    Method method_;
+    T step_;
+    double nu_;
+    Index t_ = 0;
+    Matrix<T> beta_, product_, previous_, update_, residual_, direction_;
+    Eigen::RowVectorXd rr_;
+};
+
+template <class T>
+void run_path(const LinearProblem<T>& problem, double step, const Validation<T>* validation,
+              const IterativeOptions& options, PathResult<T>& result) {
+    const Index q = problem.q, T_max = options.max_iter;
+    Iterates<T> iterates(problem, options.method, step, options.nu);
     result.step_size = step;
     result.validation_rmse.clear();
 
@@ -61,20 +135,20 @@ void run_gradient_path(const GradientProblem<T>& problem, double step,
     };
 
     if (validation == nullptr) {
+        const Matrix<T>* beta = nullptr;
         for (Index t = 1; t <= T_max; ++t) {
-            problem.gradient(beta, grad);
-            beta.noalias() -= s * grad;
+            beta = &iterates.next();
             if (options.callback) options.callback({"iterate", t, T_max});
         }
-        if (!beta.allFinite()) diverged(T_max);
+        if (!beta->allFinite()) diverged(T_max);
         result.coef.resize(problem.alpha_rows, q);
-        problem.to_alpha(beta, result.coef);
+        problem.to_alpha(*beta, result.coef);
         result.n_iter = result.iterations_run = T_max;
         return;
     }
 
     StoppingRule rule(options.stopping, options.tol, options.window);
-    Matrix<T> chunk(dim, kChunk * q), alphas(problem.alpha_rows, kChunk * q);
+    Matrix<T> chunk(problem.dim, kChunk * q), alphas(problem.alpha_rows, kChunk * q);
     Matrix<T> selected = Matrix<T>::Zero(problem.alpha_rows, q);
     std::vector<double> rmse;
     bool stop = false;
@@ -82,9 +156,7 @@ void run_gradient_path(const GradientProblem<T>& problem, double step,
     while (t < T_max && !stop) {
         const Index count = std::min(kChunk, T_max - t);
         for (Index j = 0; j < count; ++j) {
-            problem.gradient(beta, grad);
-            beta.noalias() -= s * grad;
-            chunk.middleCols(j * q, q) = beta;
+            chunk.middleCols(j * q, q) = iterates.next();
             if (options.callback) options.callback({"iterate", t + j + 1, T_max});
         }
         auto block_alphas = alphas.leftCols(count * q);
@@ -146,10 +218,10 @@ double largest_eigenvalue(Index dim, const std::function<void(const Matrix<T>&, 
     return previous;
 }
 
-template void run_gradient_path<float>(const GradientProblem<float>&, double, const Validation<float>*,
-                                       const IterativeOptions&, PathResult<float>&);
-template void run_gradient_path<double>(const GradientProblem<double>&, double, const Validation<double>*,
-                                        const IterativeOptions&, PathResult<double>&);
+template void run_path<float>(const LinearProblem<float>&, double, const Validation<float>*,
+                              const IterativeOptions&, PathResult<float>&);
+template void run_path<double>(const LinearProblem<double>&, double, const Validation<double>*,
+                               const IterativeOptions&, PathResult<double>&);
 template double largest_eigenvalue<float>(Index, const std::function<void(const Matrix<float>&, Matrix<float>&)>&,
                                           const Callback&);
 template double largest_eigenvalue<double>(Index, const std::function<void(const Matrix<double>&, Matrix<double>&)>&,

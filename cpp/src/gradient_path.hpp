@@ -1,8 +1,9 @@
-// The gradient-descent path shared by NYTRO and Landweber: beta_0 = 0,
-// beta_t = beta_{t-1} - step * gradient(beta_{t-1}), the validation RMSE of every
-// iterate, and the stopping rule that picks t. Iterates are buffered in chunks of
-// kChunk so that mapping them to coefficients and predicting the validation set are
-// matrix-matrix products rather than one matrix-vector product per iteration.
+// The iterative path shared by NYTRO and Landweber: iterates beta_1, beta_2, ... of an
+// iterative regulariser (gd, nu or cg; see nytro::Method) for H beta = c from beta_0 = 0,
+// the validation RMSE of every iterate, and the stopping rule that picks t. Iterates
+// are buffered in chunks of 16 so that mapping them to coefficients and predicting the
+// validation set are matrix-matrix products rather than one matrix-vector product per
+// iteration.
 #pragma once
 
 #include "nytro/solvers.hpp"
@@ -13,26 +14,26 @@
 namespace nytro::detail {
 
 template <class T>
-struct GradientProblem {
+struct LinearProblem {
     Index dim = 0;         // rows of an iterate
     Index q = 1;           // columns of an iterate (outputs)
     Index alpha_rows = 0;  // rows of the coefficients an iterate maps to
-    // grad = gradient at beta (both dim x q).
-    std::function<void(const Matrix<T>& beta, Matrix<T>& grad)> gradient;
+    // out = H p for p, out both dim x q (H symmetric positive semidefinite).
+    std::function<void(const Matrix<T>& p, Matrix<T>& out)> apply;
+    Matrix<T> rhs;         // c, dim x q
     // alphas = coefficients of a block of iterates (dim x c*q -> alpha_rows x c*q).
     std::function<void(const MatrixCRef<T>& betas, MatrixRef<T> alphas)> to_alpha;
 };
 
 // Runs the path; fills coef, validation_rmse, n_iter, iterations_run, step_size.
+// `step` (<= 1 / lambda_max(H) for stability of gd and nu) is ignored by cg.
 template <class T>
-void run_gradient_path(const GradientProblem<T>& problem, double step,
-                       const Validation<T>* validation, const IterativeOptions& options,
-                       PathResult<T>& result);
+void run_path(const LinearProblem<T>& problem, double step, const Validation<T>* validation,
+              const IterativeOptions& options, PathResult<T>& result);
 
 // lambda_max of a symmetric positive semidefinite operator of size dim (applied to
-// dim x 1 matrices), by Lanczos with
-// full reorthogonalisation from a fixed start vector (so it is deterministic), to
-// relative accuracy ~1e-12 for a separated top eigenvalue.
+// dim x 1 matrices), by Lanczos with full reorthogonalisation from a fixed start vector
+// (so it is deterministic), to relative accuracy ~1e-12 for a separated top eigenvalue.
 template <class T>
 double largest_eigenvalue(Index dim, const std::function<void(const Matrix<T>&, Matrix<T>&)>& apply,
                           const Callback& callback);
@@ -41,7 +42,8 @@ double largest_eigenvalue(Index dim, const std::function<void(const Matrix<T>&, 
 void check_iterative_options(const IterativeOptions& options);
 
 // The step from options: fixed, paper (gamma / n with gamma = 1 / max_i k(x_i, x_i) = 1
-// for the Gaussian kernel) or auto (1 / lambda_max, computed by `lambda_max`).
+// for the Gaussian kernel) or auto (1 / lambda_max, computed by `lambda_max`). cg needs
+// no step (0 is returned without computing lambda_max).
 double resolve_step(const IterativeOptions& options, Index n, const std::function<double()>& lambda_max);
 
 }  // namespace nytro::detail

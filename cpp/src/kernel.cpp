@@ -42,7 +42,7 @@ void gaussian_kernel_into(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double
     const T scale = static_cast<T>(1.0 / (2.0 * sigma * sigma));
     const Index row_blocks = (n + kRowBlock - 1) / kRowBlock;
     const Index col_blocks = (m + kColBlock - 1) / kColBlock;
-    const int threads = detail::resolve_threads(n_threads);
+    const int threads = detail::threads_for(2.0 * n * m * (X.cols() + 10), detail::resolve_threads(n_threads));
     std::vector<Matrix<T>> scratch(threads);
     detail::parallel_for(row_blocks * col_blocks, threads, [&](Index task, int thread) {
         const Index r0 = (task / col_blocks) * kRowBlock, c0 = (task % col_blocks) * kColBlock;

@@ -25,26 +25,22 @@ PathResult<T> landweber_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, dou
     if (X_val.rows() > 0)
         validation = std::make_unique<detail::Validation<T>>(X_val, Y_val, centers, sigma, threads);
 
-    detail::GradientProblem<T> problem;
+    // The iterations solve K alpha = y directly (K is symmetric positive semidefinite).
+    detail::LinearProblem<T> problem;
     problem.dim = problem.alpha_rows = n;
     problem.q = q;
-    // K is symmetric, so the gradient K alpha - y needs one row-parallel product.
-    problem.gradient = [&](const Matrix<T>& alpha, Matrix<T>& grad) {
-        detail::multiply<T>(K, alpha, grad, threads);
-        grad -= Y;
-    };
+    problem.apply = [&](const Matrix<T>& p, Matrix<T>& out) { detail::multiply<T>(K, p, out, threads); };
+    problem.rhs = Y;
     problem.to_alpha = [](const MatrixCRef<T>& betas, MatrixRef<T> alphas) { alphas = betas; };
     const double step = detail::resolve_step(options, n, [&] {
-        return detail::largest_eigenvalue<T>(
-            n, [&](const Matrix<T>& v, Matrix<T>& out) { detail::multiply<T>(K, v, out, threads); },
-            options.callback);
+        return detail::largest_eigenvalue<T>(n, problem.apply, options.callback);
     });
     PathResult<T> result;
     result.rank = n;
     result.solver = Solver::direct;
     IterativeOptions loop = options;
     loop.n_threads = threads;
-    detail::run_gradient_path<T>(problem, step, validation.get(), loop, result);
+    detail::run_path<T>(problem, step, validation.get(), loop, result);
     return result;
 }
 

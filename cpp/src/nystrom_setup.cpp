@@ -1,6 +1,5 @@
 #include "nystrom_setup.hpp"
 
-#include "dense.hpp"
 #include "nytro/kernel.hpp"
 
 namespace nytro::detail {
@@ -22,21 +21,6 @@ NystromSetup<T> prepare_nystrom(const MatrixCRef<T>& centers, double sigma, cons
 }
 
 template <class T>
-void project_gram(Gram<T>& gram, const NystromFactor<T>& factor, Matrix<T>& H, Matrix<T>& C, int threads) {
-    const Matrix<T>& R = factor.R;
-    const bool upper = factor.upper_triangular;
-    const Index k = factor.rank();
-    Matrix<T> GR(R.rows(), k);
-    multiply_right<T>(gram.G, R, upper, GR, threads);
-    gram.G = Matrix<T>();
-    H.resize(k, k);
-    multiply_left_transposed<T>(R, upper, GR, H, threads);
-    mirror_lower<T>(H);  // exact symmetry for the eigensolvers and Cholesky
-    C.resize(k, gram.B.cols());
-    multiply_left_transposed<T>(R, upper, gram.B, C, threads);
-}
-
-template <class T>
 Matrix<T> scatter_rows(const Matrix<T>& coef, const std::vector<Index>& support, Index m) {
     Matrix<T> full = Matrix<T>::Zero(m, coef.cols());
     for (std::size_t i = 0; i < support.size(); ++i) full.row(support[i]) = coef.row(Index(i));
@@ -47,7 +31,6 @@ Matrix<T> scatter_rows(const Matrix<T>& coef, const std::vector<Index>& support,
     template NystromSetup<T> prepare_nystrom<T>(const MatrixCRef<T>&, double, const FactorOptions&,  \
                                                 const MatrixCRef<T>&, const MatrixCRef<T>&, int,     \
                                                 const Callback&);                                     \
-    template void project_gram<T>(Gram<T>&, const NystromFactor<T>&, Matrix<T>&, Matrix<T>&, int);   \
     template Matrix<T> scatter_rows<T>(const Matrix<T>&, const std::vector<Index>&, Index);
 NYTRO_INSTANTIATE(float)
 NYTRO_INSTANTIATE(double)

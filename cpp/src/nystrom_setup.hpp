@@ -1,8 +1,7 @@
 // The steps NYTRO and NKRLS share: kernel of the centres, the factor, the centres the
-// factor keeps, the hold-out representation, and the projection of the Gram matrix.
+// factor keeps, and the hold-out set.
 #pragma once
 
-#include "gram.hpp"
 #include "nytro/nystrom.hpp"
 #include "validation.hpp"
 
@@ -21,11 +20,6 @@ template <class T>
 NystromSetup<T> prepare_nystrom(const MatrixCRef<T>& centers, double sigma, const FactorOptions& factor,
                                 const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val, int threads,
                                 const Callback& callback);
-
-// H = R^T G R and C = R^T B (the normal equations in the k coordinates of A = K R).
-// Releases gram.G on the way to keep the peak at two m x m matrices.
-template <class T>
-void project_gram(Gram<T>& gram, const NystromFactor<T>& factor, Matrix<T>& H, Matrix<T>& C, int threads);
 
 // Coefficients over the support rows, scattered back to all m centres (0 elsewhere).
 template <class T>

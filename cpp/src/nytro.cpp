@@ -1,7 +1,9 @@
-// NYTRO: gradient descent on A = K_nm R (paper, eq. 13), by the direct or Gram solver.
+// NYTRO: an iterative regulariser on A = K_nm R (paper, eq. 13), by the direct or Gram
+// solver. Both present the same linear problem H beta = c with H = A^T A, c = A^T y.
 #include "dense.hpp"
 #include "fused_pass.hpp"
 #include "gradient_path.hpp"
+#include "gram.hpp"
 #include "input_checks.hpp"
 #include "nystrom_setup.hpp"
 #include "nytro/errors.hpp"
@@ -22,78 +24,61 @@ constexpr double kBytesPerSecond = 3e10;
 template <class T>
 Solver choose_solver(Index n, Index k, Index max_iter, bool upper) {
     const double t_max = double(max_iter), size = sizeof(T), kk = double(k) * double(k);
-    // gram: K^T K (n k^2 flops with the symmetric half), R^T G R (2 k^3 triangular,
-    // 4 k^3 dense), then one k x k matrix-vector product per iteration.
-    const double gram = (double(n) * kk + (upper ? 2.0 : 4.0) * kk * double(k)) / kFlopsPerSecond +
-                        t_max * kk * size / kBytesPerSecond;
+    // gram: A = K R per block (n k^2 triangular, 2 n k^2 dense) and A^T A (n k^2 with the
+    // symmetric half), then one k x k matrix-vector product per iteration.
+    const double gram = (upper ? 2.0 : 3.0) * double(n) * kk / kFlopsPerSecond + t_max * kk * size / kBytesPerSecond;
     // direct: a pass over the stored n x k kernel and two products with R per iteration.
     const double direct = t_max * (double(n) * double(k) + (upper ? 1.0 : 2.0) * kk) * size / kBytesPerSecond;
     if (double(n) * double(k) * size > 0.5 * double(physical_memory_bytes())) return Solver::gram;
     return direct <= gram ? Solver::direct : Solver::gram;
 }
 
-// Direct: iterate on alpha = R beta, alpha <- alpha - s R R^T K^T (K alpha - y), so an
-// iteration reads the stored K once (fused pass) plus two products with R.
+// Direct: K_nm stored; H p = R^T K^T K R p with one fused pass over K per product.
 template <class T>
 struct DirectSolver {
-    Matrix<T> K;
+    Matrix<T> K, lifted;
     std::unique_ptr<detail::FusedPass<T>> pass;
-    Matrix<T> scratch;
 
-    void build(detail::GradientProblem<T>& problem, std::function<double()>& lambda_max,
-               const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const detail::NystromSetup<T>& setup,
-               double sigma, int threads, const Callback& callback) {
+    void build(detail::LinearProblem<T>& problem, const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
+               const detail::NystromSetup<T>& setup, double sigma, int threads) {
         const Matrix<T>& R = setup.factor.R;
         const bool upper = setup.factor.upper_triangular;
-        const Index k = setup.factor.rank(), q = Y.cols();
         K = gaussian_kernel<T>(X, setup.used, sigma, threads);
         pass = std::make_unique<detail::FusedPass<T>>(K, threads);
-        scratch.resize(k, q);
-        problem.dim = setup.used.rows();
-        problem.gradient = [this, &R, upper, &Y, threads](const Matrix<T>& alpha, Matrix<T>& grad) {
-            const Matrix<T>& normal = pass->normal_residual(alpha, Y);
-            detail::multiply_left_transposed<T>(R, upper, normal, scratch, threads);
-            detail::multiply_left<T>(R, upper, scratch, grad, threads);
+        lifted.resize(R.rows(), Y.cols());
+        problem.dim = setup.factor.rank();
+        problem.apply = [this, &R, upper, threads](const Matrix<T>& p, Matrix<T>& out) {
+            detail::multiply_left<T>(R, upper, p, lifted, threads);
+            detail::multiply_left_transposed<T>(R, upper, pass->normal(lifted), out, threads);
         };
-        problem.to_alpha = [](const MatrixCRef<T>& betas, MatrixRef<T> alphas) { alphas = betas; };
-        lambda_max = [this, &R, upper, k, threads, callback] {
-            Matrix<T> lifted(R.rows(), 1);
-            return detail::largest_eigenvalue<T>(
-                k,
-                [&](const Matrix<T>& v, Matrix<T>& out) {
-                    detail::multiply_left<T>(R, upper, v, lifted, threads);
-                    detail::multiply_left_transposed<T>(R, upper, pass->normal(lifted), out, threads);
-                },
-                callback);
+        // c = R^T K^T y, from the pass with a zero iterate: K^T (K 0 - y) = -K^T y.
+        const Matrix<T> zero = Matrix<T>::Zero(R.rows(), Y.cols());
+        problem.rhs.resize(problem.dim, Y.cols());
+        detail::multiply_left_transposed<T>(R, upper, -pass->normal_residual(zero, Y), problem.rhs, threads);
+        problem.to_alpha = [&R, upper, threads](const MatrixCRef<T>& betas, MatrixRef<T> alphas) {
+            detail::multiply_left<T>(R, upper, betas, alphas, threads);
         };
     }
 };
 
-// Gram: H = A^T A and C = A^T y formed once from streamed kernel blocks (K_nm never
-// stored), then beta <- beta - s (H beta - C) in k dimensions.
+// Gram: H = A^T A and C = A^T y accumulated once from streamed kernel blocks (K_nm never
+// stored), then every product is a k x k matrix-vector product.
 template <class T>
 struct GramSolver {
-    Matrix<T> H, C;
+    detail::NormalEquations<T> normal;
 
-    void build(detail::GradientProblem<T>& problem, std::function<double()>& lambda_max,
-               const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const detail::NystromSetup<T>& setup,
-               double sigma, int threads, const Callback& callback) {
-        auto gram = detail::stream_gram<T>(X, Y, setup.used, sigma, threads, callback);
-        detail::project_gram<T>(gram, setup.factor, H, C, threads);
+    void build(detail::LinearProblem<T>& problem, const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
+               const detail::NystromSetup<T>& setup, double sigma, int threads, const Callback& callback) {
+        normal = detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor, sigma, threads, callback);
         const Matrix<T>& R = setup.factor.R;
         const bool upper = setup.factor.upper_triangular;
-        problem.dim = H.rows();
-        problem.gradient = [this, threads](const Matrix<T>& beta, Matrix<T>& grad) {
-            detail::multiply<T>(H, beta, grad, threads);
-            grad -= C;
+        problem.dim = normal.H.rows();
+        problem.apply = [this, threads](const Matrix<T>& p, Matrix<T>& out) {
+            detail::multiply<T>(normal.H, p, out, threads);
         };
+        problem.rhs = normal.C;
         problem.to_alpha = [&R, upper, threads](const MatrixCRef<T>& betas, MatrixRef<T> alphas) {
             detail::multiply_left<T>(R, upper, betas, alphas, threads);
-        };
-        lambda_max = [this, threads, callback] {
-            return detail::largest_eigenvalue<T>(
-                H.rows(), [&](const Matrix<T>& v, Matrix<T>& out) { detail::multiply<T>(H, v, out, threads); },
-                callback);
         };
     }
 };
@@ -117,21 +102,22 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
                         : choose_solver<T>(X.rows(), setup.used.rows(), options.max_iter,
                                            setup.factor.upper_triangular);
 
-    detail::GradientProblem<T> problem;
+    detail::LinearProblem<T> problem;
     problem.q = Y.cols();
     problem.alpha_rows = setup.used.rows();
-    std::function<double()> lambda_max;
     DirectSolver<T> direct;
     GramSolver<T> gram;
     if (result.solver == Solver::direct)
-        direct.build(problem, lambda_max, X, Y, setup, sigma, threads, options.callback);
+        direct.build(problem, X, Y, setup, sigma, threads);
     else
-        gram.build(problem, lambda_max, X, Y, setup, sigma, threads, options.callback);
+        gram.build(problem, X, Y, setup, sigma, threads, options.callback);
 
-    const double step = detail::resolve_step(options, X.rows(), lambda_max);
+    const double step = detail::resolve_step(options, X.rows(), [&] {
+        return detail::largest_eigenvalue<T>(problem.dim, problem.apply, options.callback);
+    });
     IterativeOptions loop = options;
     loop.n_threads = threads;
-    detail::run_gradient_path<T>(problem, step, setup.validation.get(), loop, result);
+    detail::run_path<T>(problem, step, setup.validation.get(), loop, result);
     result.coef = detail::scatter_rows<T>(result.coef, setup.factor.support, centers.rows());
     return result;
 }

@@ -18,6 +18,13 @@ FactorMethod parse_factor_method(const std::string& value) {
     unknown("factor", value, "'pivoted', 'qr', 'cholesky'");
 }
 
+Method parse_method(const std::string& value) {
+    if (value == "gd") return Method::gd;
+    if (value == "nu") return Method::nu;
+    if (value == "cg") return Method::cg;
+    unknown("method", value, "'gd', 'nu', 'cg'");
+}
+
 StepRule parse_step_rule(const std::string& value) {
     if (value == "auto") return StepRule::automatic;
     if (value == "paper") return StepRule::paper;

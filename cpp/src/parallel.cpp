@@ -2,11 +2,13 @@
 
 #include <omp.h>
 
+#include <algorithm>
+
 namespace nytro::detail {
 
 int resolve_threads(int n_threads) {
-    if (n_threads > 0) return n_threads;
-    return omp_get_num_procs();
+    const int cores = omp_get_num_procs();
+    return n_threads > 0 ? std::min(n_threads, cores) : cores;
 }
 
 int omp_thread_index() { return omp_get_thread_num(); }

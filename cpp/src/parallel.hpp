@@ -12,8 +12,13 @@
 
 namespace nytro::detail {
 
-// n_threads <= 0 means every core available to this process.
+// The thread count to use: n_threads, or every core available to this process when
+// n_threads <= 0, never more than those cores (oversubscribed OpenMP teams spin against
+// each other and run many times slower).
 int resolve_threads(int n_threads);
+
+// `threads`, or 1 when `flops` of work is too little to pay for waking a team.
+inline int threads_for(double flops, int threads) { return flops < 2e5 ? 1 : threads; }
 
 // The calling thread's index inside a parallel region (0 outside one).
 int omp_thread_index();

@@ -2,6 +2,7 @@
 // KOLS (eq. 3) as the pseudo-inverse limit.
 #include "dense.hpp"
 #include "input_checks.hpp"
+#include "gram.hpp"
 #include "nystrom_setup.hpp"
 #include "nytro/eigen_solver.hpp"
 #include "nytro/errors.hpp"
@@ -103,10 +104,9 @@ TikhonovResult<T> nkrls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, con
     const Index q = Y.cols();
     const auto setup = detail::prepare_nystrom<T>(centers, sigma, options.factor, X_val, Y_val, threads,
                                                   options.callback);
-    auto gram = detail::stream_gram<T>(X, Y, setup.used, sigma, threads, options.callback);
-    Matrix<T> H, C;
-    detail::project_gram<T>(gram, setup.factor, H, C, threads);
-    ShiftedSolves<T> solves(H, C, options.solver);
+    const auto normal =
+        detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor, sigma, threads, options.callback);
+    ShiftedSolves<T> solves(normal.H, normal.C, options.solver);
     const Matrix<T> betas = solves.solve_all(scaled(lambdas, X.rows()), options.callback);
     Matrix<T> alphas(setup.used.rows(), betas.cols());
     detail::multiply_left<T>(setup.factor.R, setup.factor.upper_triangular, betas, alphas, threads);

@@ -12,7 +12,7 @@ namespace nytro::detail {
 template <class T>
 Validation<T>::Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val, const Matrix<T>& centers,
                           double sigma, int n_threads)
-    : X_val_(X_val), Y_val_(Y_val), centers_(&centers), sigma_(sigma) {
+    : X_val_(X_val), Y_val_(Y_val), centers_(centers), sigma_(sigma) {
     const double bytes = double(X_val.rows()) * double(centers.rows()) * sizeof(T);
     if (bytes <= 0.25 * double(physical_memory_bytes()))
         K_val_ = gaussian_kernel<T>(X_val, centers, sigma, n_threads);
@@ -35,12 +35,12 @@ void Validation<T>::rmse(const MatrixCRef<T>& alphas, Index q, std::vector<doubl
     if (stored()) {
         add_squared_errors(K_val_, 0, alphas, q, squared, n_threads);
     } else {
-        const Index rows = std::max<Index>(256, (Index(1) << 22) / std::max<Index>(centers_->rows(), 1));
-        Matrix<T> K(std::min(rows, n_val), centers_->rows());
+        const Index rows = std::max<Index>(256, (Index(1) << 22) / std::max<Index>(centers_.rows(), 1));
+        Matrix<T> K(std::min(rows, n_val), centers_.rows());
         for (Index r0 = 0; r0 < n_val; r0 += rows) {
             const Index count = std::min(rows, n_val - r0);
             auto block = K.topRows(count);
-            gaussian_kernel_into<T>(X_val_.middleRows(r0, count), *centers_, sigma_, block, n_threads);
+            gaussian_kernel_into<T>(X_val_.middleRows(r0, count), centers_, sigma_, block, n_threads);
             add_squared_errors(block, r0, alphas, q, squared, n_threads);
         }
     }

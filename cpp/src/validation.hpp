@@ -33,7 +33,7 @@ private:
 
     Matrix<T> K_val_;          // n_val x m when stored, else empty
     Matrix<T> X_val_, Y_val_;  // kept for the streamed form and the targets
-    const Matrix<T>* centers_;
+    Matrix<T> centers_;       // the streamed form recomputes k(X_val, centres)
     double sigma_;
 };
 

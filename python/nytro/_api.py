@@ -22,7 +22,8 @@ def _blas_threads(n_threads):
         yield
         return
     from threadpoolctl import threadpool_limits
-    with threadpool_limits(limits=n_threads, user_api="blas"):
+    # Never more than the cores: an oversubscribed OpenBLAS pool runs many times slower.
+    with threadpool_limits(limits=min(n_threads, chk.available_cores()), user_api="blas"):
         yield
 
 
@@ -108,32 +109,38 @@ def nystrom_factor(K_mm, *, method="pivoted", rank_tol=None, jitter=1e-10, n_thr
         return _native("nystrom_factor", dt)(K_mm, method, rank_tol, jitter, chk.check_n_threads(n_threads))
 
 
-def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, max_iter=500, step_size="auto",
-               stopping="best", tol=None, window=10, factor="pivoted", rank_tol=None, jitter=1e-10,
-               solver="auto", n_threads=None, progress=None, dtype=None) -> PathResult:
-    """NYTRO's gradient path on A = K_nm R with validation RMSE at every iteration."""
+def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
+               step_size="auto", stopping="best", tol=None, window=10, factor="pivoted", rank_tol=None,
+               jitter=1e-10, solver="auto", n_threads=None, progress=None, dtype=None) -> PathResult:
+    """NYTRO's path on A = K_nm R (gd: the paper's gradient descent; nu, cg: accelerated),
+    with the validation RMSE at every iteration."""
     dt, X, Y, one_d, Xv, Yv, centers = _training_data(X, y, X_val, y_val, dtype, centers)
+    chk.check_choice("method", method, chk.METHODS)
     step_rule, step_value = chk.check_step_size(step_size)
     chk.check_choice("stopping", stopping, chk.STOPPING_RULES)
     chk.check_choice("factor", factor, chk.FACTOR_METHODS)
     chk.check_choice("solver", solver, chk.NYTRO_SOLVERS)
     raw = _native("nytro_path", dt)(
-        X, Y, centers, chk.check_sigma(sigma), Xv, Yv, chk.check_int("max_iter", max_iter, 1), step_rule,
+        X, Y, centers, chk.check_sigma(sigma), Xv, Yv, method, chk.check_nu(nu),
+        chk.check_int("max_iter", max_iter, 1), step_rule,
         step_value, stopping, chk.check_tol(tol), chk.check_int("window", window, 2), factor,
         chk.check_optional_positive("rank_tol", rank_tol, -1.0), chk.check_optional_positive("jitter", jitter, 1e-10),
         solver, chk.check_n_threads(n_threads), progress)
     return _path_result(raw, one_d)
 
 
-def landweber_path(X, y, sigma, *, X_val=None, y_val=None, max_iter=500, step_size="paper",
-                   stopping="best", tol=None, window=10, n_threads=None, progress=None,
+def landweber_path(X, y, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
+                   step_size="paper", stopping="best", tol=None, window=10, n_threads=None, progress=None,
                    dtype=None) -> PathResult:
-    """Landweber iteration (early stopping) on the full n x n kernel."""
+    """Landweber iteration (early stopping) on the full n x n kernel (method gd), or its
+    accelerated forms (nu, cg) on K alpha = y."""
     dt, X, Y, one_d, Xv, Yv, _ = _training_data(X, y, X_val, y_val, dtype)
+    chk.check_choice("method", method, chk.METHODS)
     step_rule, step_value = chk.check_step_size(step_size)
     chk.check_choice("stopping", stopping, chk.STOPPING_RULES)
     raw = _native("landweber_path", dt)(
-        X, Y, chk.check_sigma(sigma), Xv, Yv, chk.check_int("max_iter", max_iter, 1), step_rule, step_value,
+        X, Y, chk.check_sigma(sigma), Xv, Yv, method, chk.check_nu(nu), chk.check_int("max_iter", max_iter, 1),
+        step_rule, step_value,
         stopping, chk.check_tol(tol), chk.check_int("window", window, 2), chk.check_n_threads(n_threads), progress)
     return _path_result(raw, one_d)
 

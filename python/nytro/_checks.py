@@ -10,6 +10,7 @@ import os
 
 import numpy as np
 
+METHODS = ("gd", "nu", "cg")
 STEP_RULES = ("auto", "paper")
 STOPPING_RULES = ("best", "relative", "window")
 FACTOR_METHODS = ("pivoted", "qr", "cholesky")
@@ -96,6 +97,12 @@ def check_step_size(step_size):
     if not np.isfinite(value) or value <= 0:
         raise ValueError(f"step_size must be a finite number > 0, got {value}")
     return "fixed", value
+
+
+def check_nu(nu) -> float:
+    if isinstance(nu, bool) or not isinstance(nu, numbers.Real) or not np.isfinite(nu) or nu <= 0:
+        raise ValueError(f"nu must be a finite number > 0, got {nu!r}")
+    return float(nu)
 
 
 def check_tol(tol) -> float:

@@ -166,18 +166,55 @@ def _step(step_size, n, gram):
     return float(step_size)
 
 
-def _gradient_path(gradient, to_alpha, dim, q, dtype, step, max_iter, predict_val, Y_val,
-                   stopping, tol, window):
-    """beta_t = beta_{t-1} - step * gradient(beta_{t-1}) from beta_0 = 0, recording the
-    validation RMSE of alpha_t = to_alpha(beta_t); returns (alpha*, path, t*, t_run)."""
-    beta = np.zeros((dim, q), dtype=dtype)
+def _nu_coefficients(k, nu):
+    """mu_k, omega_k of Brakhage's nu-method (Engl, Hanke, Neubauer, sec. 6.3)."""
+    if k == 1:
+        return 0.0, (4 * nu + 2) / (4 * nu + 1)
+    mu = (k - 1) * (2 * k - 3) * (2 * k + 2 * nu - 1) / ((k + 2 * nu - 1) * (2 * k + 4 * nu - 1) * (2 * k + 2 * nu - 3))
+    omega = 4 * (2 * k + 2 * nu - 1) * (k + nu - 1) / ((k + 2 * nu - 1) * (2 * k + 4 * nu - 1))
+    return mu, omega
+
+
+def _iterates(apply, rhs, method, step, nu, max_iter):
+    """beta_1, ..., beta_max_iter of an iterative regulariser for H beta = rhs, beta_0 = 0:
+    gd: beta + s (c - H beta);  nu: the nu-method;  cg: conjugate gradients per column."""
+    dt = rhs.dtype.type
+    beta = np.zeros_like(rhs)
+    previous = beta
+    residual, direction = rhs.copy(), rhs.copy()
+    rr = (residual.astype(np.float64) ** 2).sum(0)
+    for k in range(1, max_iter + 1):
+        if method == "gd":
+            beta = beta + dt(step) * (rhs - apply(beta))
+        elif method == "nu":
+            mu, omega = _nu_coefficients(k, nu)
+            previous, beta = beta, beta + dt(mu) * (beta - previous) + dt(omega) * dt(step) * (rhs - apply(beta))
+        else:
+            product = apply(direction)
+            beta = beta.copy()
+            for j in range(rhs.shape[1]):
+                curvature = float(direction[:, j].astype(np.float64) @ product[:, j].astype(np.float64))
+                if not curvature > 0 or rr[j] == 0:
+                    continue
+                a = dt(rr[j] / curvature)
+                beta[:, j] += a * direction[:, j]
+                residual[:, j] -= a * product[:, j]
+                rr_new = float((residual[:, j].astype(np.float64) ** 2).sum())
+                direction[:, j] = residual[:, j] + dt(rr_new / rr[j]) * direction[:, j]
+                rr[j] = rr_new
+        yield beta
+
+
+def _iterative_path(apply, rhs, to_alpha, method, nu, step, max_iter, predict_val, Y_val, stopping, tol,
+                    window):
+    """Run the regulariser recording the validation RMSE of alpha_t = to_alpha(beta_t);
+    returns (alpha*, path, t*, t_run)."""
     alphas, path = [], []
-    for _ in range(max_iter):
-        beta = beta - dtype.type(step) * gradient(beta)
+    beta = None
+    for beta in _iterates(apply, rhs, method, step, nu, max_iter):
         if predict_val is not None:
-            alpha = to_alpha(beta)
-            alphas.append(alpha)
-            path.append(_rmse(predict_val(alpha), Y_val))
+            alphas.append(to_alpha(beta))
+            path.append(_rmse(predict_val(alphas[-1]), Y_val))
     if predict_val is None:
         return to_alpha(beta), np.zeros(0), max_iter, max_iter
     selected, stopped = _select(path, stopping, tol, window)
@@ -199,31 +236,33 @@ def _out(coef, one_d):
 
 
 # ----------------------------------------------------------------------- NYTRO
-def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, max_iter=500, step_size="auto",
-               stopping="best", tol=None, window=10, factor="pivoted", rank_tol=None, jitter=1e-10,
-               solver="auto", n_threads=None, progress=None, dtype=None) -> PathResult:
-    """NYTRO (paper, eq. 13): beta_t = beta_{t-1} - step A^T (A beta_{t-1} - y)."""
+def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
+               step_size="auto", stopping="best", tol=None, window=10, factor="pivoted", rank_tol=None,
+               jitter=1e-10, solver="auto", n_threads=None, progress=None, dtype=None) -> PathResult:
+    """NYTRO (paper, eq. 13): beta_t = beta_{t-1} - step A^T (A beta_{t-1} - y) for method
+    "gd"; "nu" and "cg" run the accelerated regularisers on the same A^T A beta = A^T y."""
     dt, X, Y, one_d, Xv, Yv, C = _prepare(X, y, X_val, y_val, dtype, centers)
     R = nystrom_factor(gaussian_kernel(C, C, sigma), method=factor, rank_tol=rank_tol, jitter=jitter)
     A = gaussian_kernel(X, C, sigma) @ R
-    step = _step(step_size, X.shape[0], A.T @ A)
+    step = 0.0 if method == "cg" else _step(step_size, X.shape[0], A.T @ A)
     K_val = gaussian_kernel(Xv, C, sigma) if len(Xv) else None
-    alpha, path, selected, run = _gradient_path(
-        lambda beta: A.T @ (A @ beta - Y), lambda beta: R @ beta, R.shape[1], Y.shape[1], dt, step,
-        max_iter, (lambda alpha: K_val @ alpha) if K_val is not None else None, Yv, stopping, tol, window)
+    alpha, path, selected, run = _iterative_path(
+        lambda beta: A.T @ (A @ beta), A.T @ Y, lambda beta: R @ beta, method, nu, step, max_iter,
+        (lambda alpha: K_val @ alpha) if K_val is not None else None, Yv, stopping, tol, window)
     return PathResult(_out(alpha, one_d), path, selected, run, step, R.shape[1], "reference")
 
 
-def landweber_path(X, y, sigma, *, X_val=None, y_val=None, max_iter=500, step_size="paper",
-                   stopping="best", tol=None, window=10, n_threads=None, progress=None,
+def landweber_path(X, y, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
+                   step_size="paper", stopping="best", tol=None, window=10, n_threads=None, progress=None,
                    dtype=None) -> PathResult:
-    """Landweber (paper, eq. 8): alpha_t = alpha_{t-1} - step (K alpha_{t-1} - y)."""
+    """Landweber (paper, eq. 8): alpha_t = alpha_{t-1} - step (K alpha_{t-1} - y) for "gd";
+    "nu" and "cg" run the accelerated regularisers on K alpha = y."""
     dt, X, Y, one_d, Xv, Yv, _ = _prepare(X, y, X_val, y_val, dtype)
     K = gaussian_kernel(X, X, sigma)
-    step = _step(step_size, X.shape[0], K)
+    step = 0.0 if method == "cg" else _step(step_size, X.shape[0], K)
     K_val = gaussian_kernel(Xv, X, sigma) if len(Xv) else None
-    alpha, path, selected, run = _gradient_path(
-        lambda alpha: K @ alpha - Y, lambda alpha: alpha, X.shape[0], Y.shape[1], dt, step, max_iter,
+    alpha, path, selected, run = _iterative_path(
+        lambda alpha: K @ alpha, Y, lambda alpha: alpha, method, nu, step, max_iter,
         (lambda alpha: K_val @ alpha) if K_val is not None else None, Yv, stopping, tol, window)
     return PathResult(_out(alpha, one_d), path, selected, run, step, X.shape[0], "reference")
 

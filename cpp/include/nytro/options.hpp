@@ -30,6 +30,13 @@ enum class Stopping {
                // stop when the fitted decrease -window*slope < tol (absolute); t* = stop
 };
 
+// The iterative regulariser run along the path (each step costs one product with A^T A).
+enum class Method {
+    gd,  // gradient descent (Landweber): the paper's NYTRO
+    nu,  // Brakhage's nu-method: Chebyshev-type acceleration, ~sqrt(t) steps for GD's t
+    cg,  // conjugate gradients on the normal equations (fastest, not a fixed linear filter)
+};
+
 // How NYTRO's iterations are carried out (same iterates up to rounding).
 enum class Solver {
     automatic,  // chosen by a cost model from n, m, max_iter and memory
@@ -44,6 +51,8 @@ enum class TikhonovSolver {
 };
 
 struct IterativeOptions {
+    Method method = Method::gd;            // see Method
+    double nu = 1.0;                       // order of the nu-method (> 0)
     Index max_iter = 500;                  // iterations to run at most (t_max)
     StepRule step_rule = StepRule::automatic;  // see StepRule
     double step_size = 0.0;                // the step when step_rule == fixed
@@ -75,6 +84,7 @@ struct TikhonovOptions {
 // Parse the option strings used by the Python API; unknown values throw
 // std::invalid_argument naming the argument and the accepted values.
 FactorMethod parse_factor_method(const std::string& value);
+Method parse_method(const std::string& value);
 StepRule parse_step_rule(const std::string& value);
 Stopping parse_stopping(const std::string& value);
 Solver parse_solver(const std::string& value);

@@ -27,6 +27,12 @@ class NytroRegressor(KernelRegressorBase):
         Nystrom centres m, drawn uniformly without replacement from the training rows.
     sigma : float, default=1.0
         Bandwidth of the Gaussian kernel exp(-||x - x'||^2 / (2 sigma^2)).
+    method : {"gd", "nu", "cg"}, default="gd"
+        The iterative regulariser: "gd" is the paper's gradient descent; "nu" (Brakhage's
+        nu-method) and "cg" (conjugate gradients) follow the same regularisation path in
+        far fewer iterations (about sqrt(t) for nu). Each iteration costs the same.
+    nu : float, default=1.0
+        Order of the nu-method.
     max_iter : int, default=500
         Iterations t_max (the paper's protocol uses 500).
     step_size : {"auto", "paper"} or float, default="auto"
@@ -71,11 +77,13 @@ class NytroRegressor(KernelRegressorBase):
     solver_ : str, the solver that ran.
     """
 
-    def __init__(self, n_centers=1000, sigma=1.0, *, max_iter=500, step_size="auto", stopping="best",
-                 tol=None, window=10, factor="pivoted", solver="auto", validation_fraction=0.2,
+    def __init__(self, n_centers=1000, sigma=1.0, *, method="gd", nu=1.0, max_iter=500, step_size="auto",
+                 stopping="best", tol=None, window=10, factor="pivoted", solver="auto", validation_fraction=0.2,
                  random_state=None, n_threads=None, verbose=0, dtype=None):
         self.n_centers = n_centers
         self.sigma = sigma
+        self.method = method
+        self.nu = nu
         self.max_iter = max_iter
         self.step_size = step_size
         self.stopping = stopping
@@ -95,7 +103,8 @@ class NytroRegressor(KernelRegressorBase):
         held_out = X_val.shape[0] > 0
         result = nytro_path(
             X_train, Y_train, centers, self.sigma, X_val=X_val if held_out else None,
-            y_val=Y_val if held_out else None, max_iter=self.max_iter, step_size=self.step_size,
+            y_val=Y_val if held_out else None, method=self.method, nu=self.nu, max_iter=self.max_iter,
+            step_size=self.step_size,
             stopping=self.stopping, tol=self.tol, window=self.window, factor=self.factor, solver=self.solver,
             n_threads=self.n_threads, progress=self._progress())
         self.centers_ = centers

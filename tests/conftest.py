@@ -1,0 +1,102 @@
+"""Shared problems and comparison helpers for the core tests.
+
+The problems are small (n of a few hundred, m of tens) and well conditioned: standard
+normal features in 4 dimensions, m = 30 and sigma = 1.25 give cond(K_mm) ~ 300, so that
+rounding amplified by K_mm^-1 stays well inside the tolerances (float64: 1e-9 relative,
+float32: 1e-4 relative, where eps * cond(K_mm) is already ~2e-5).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import nytro
+
+# The comparison tests run the C++ core on one thread: on a busy 2-core machine every
+# parallel region of a tiny problem can wait a whole scheduler slice (tens of times the
+# work itself). That results do not depend on the thread count is test_threads.py's job.
+SERIAL = {"n_threads": 1}
+
+# Relative tolerance max|a - b| / max|b| per compute dtype.
+RTOL = {np.dtype(np.float64): 1e-9, np.dtype(np.float32): 1e-4}
+
+SIGMA = 1.25
+
+
+@dataclass
+class Problem:
+    X: np.ndarray
+    y: np.ndarray
+    X_val: np.ndarray
+    y_val: np.ndarray
+    centers: np.ndarray
+    sigma: float
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.X.dtype
+
+    @property
+    def holdout(self) -> dict:
+        return {"X_val": self.X_val, "y_val": self.y_val}
+
+
+def target(X: np.ndarray, n_outputs: int | None) -> np.ndarray:
+    """A smooth function of X: 1-D for n_outputs None, else (n, n_outputs)."""
+    s = X.sum(1) / np.sqrt(X.shape[1])
+    columns = [np.sin(s), np.cos(X[:, 0]) * X[:, 1 % X.shape[1]], np.tanh(s) - 0.5 * X[:, 0]]
+    if n_outputs is None:
+        return columns[0]
+    return np.stack(columns[:n_outputs], axis=1)
+
+
+def make_problem(n=300, d=4, m=30, *, n_val=100, n_outputs=None, noise=0.1, sigma=SIGMA, seed=0,
+                 dtype=np.float64) -> Problem:
+    """A seeded regression problem with a hold-out set and m centres drawn with
+    nytro.sample_centers from the training rows."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    X_val = rng.standard_normal((n_val, d))
+    y, y_val = target(X, n_outputs), target(X_val, n_outputs)
+    y = y + noise * rng.standard_normal(y.shape)
+    y_val = y_val + noise * rng.standard_normal(y_val.shape)
+    centers = X[nytro.sample_centers(n, m, seed + 1)]
+    return Problem(*(a.astype(dtype) for a in (X, y, X_val, y_val, centers)), sigma)
+
+
+def make_noisy_problem(dtype=np.float64, **kwargs) -> Problem:
+    """Many centres for few rows and noisy targets, so that the hold-out error has a
+    clear interior minimum (over iterations and over lambda) and the selection rules
+    stop inside the path rather than at its end. cond(K_mm) ~ 800."""
+    return make_problem(**{"n": 150, "m": 60, "sigma": 1.0, "noise": 0.5, "dtype": dtype, **kwargs})
+
+
+def relative_error(actual, expected) -> float:
+    """max|a - b| / max|b| (0 when both are zero)."""
+    actual = np.asarray(actual, dtype=np.float64)
+    expected = np.asarray(expected, dtype=np.float64)
+    scale = np.abs(expected).max() if expected.size else 0.0
+    diff = np.abs(actual - expected).max() if expected.size else 0.0
+    return diff / scale if scale > 0 else diff
+
+
+def assert_close(actual, expected, dtype, *, rtol=None, what="") -> None:
+    """Shapes equal and max|a - b| / max|b| <= the tolerance of `dtype` (or rtol)."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.shape == expected.shape, f"{what} shape {actual.shape} != {expected.shape}"
+    assert np.all(np.isfinite(actual)), f"{what} has non-finite entries"
+    tol = RTOL[np.dtype(dtype)] if rtol is None else rtol
+    err = relative_error(actual, expected)
+    assert err <= tol, f"{what} relative error {err:.3e} > {tol:.0e}"
+
+
+@pytest.fixture
+def problem() -> Problem:
+    return make_problem()
+
+
+@pytest.fixture(params=[np.float64, np.float32], ids=["float64", "float32"])
+def dtype(request):
+    return np.dtype(request.param)

@@ -1,0 +1,149 @@
+"""Results must not depend on the thread count.
+
+The iterative paths split their work into a number of slots that depends on the data
+alone, so they must be bitwise identical for any n_threads; the methods that call a
+(threaded) LAPACK eigendecomposition are held to 1e-12 relative instead.
+
+The problems are larger than elsewhere (n in the thousands for the Nystrom paths) so
+that the row-block passes really are split into several slots and threads.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nytro
+from conftest import SIGMA, assert_close, make_problem
+
+THREADS = (1, 2, 3)
+EIGEN_RTOL = 1e-12
+# KRLS grid kept where cond(K + lambda n I) <= ~1e3: a 1e-12 tolerance between LAPACK
+# runs with different thread counts is only fair on a well-conditioned system.
+KRLS_LAMBDAS = np.logspace(-3, 0, 4)
+
+
+@pytest.fixture(scope="module")
+def large():
+    """n = 4000 rows (several 256-row blocks per slot, several slots), m = 40 centres."""
+    return make_problem(n=4000, m=40, n_val=200, n_outputs=2)
+
+
+@pytest.fixture(scope="module")
+def medium():
+    """n = 1000 rows for Landweber (K is n x n, split into several row-block slots)."""
+    return make_problem(n=1000, n_val=200)
+
+
+@pytest.fixture(scope="module")
+def small():
+    """n = 200 rows for the full-kernel eigendecompositions: OpenBLAS asked for more
+    threads than this machine may have cores is slow at every synchronisation, so these
+    stay small."""
+    return make_problem(n=200, n_val=50)
+
+
+def per_thread_count(compute):
+    """compute(n_threads) for each thread count, as a list."""
+    return [compute(n_threads) for n_threads in THREADS]
+
+
+def assert_all_equal(results):
+    for other in results[1:]:
+        np.testing.assert_array_equal(other, results[0])
+
+
+def assert_all_close(results):
+    for other in results[1:]:
+        assert_close(other, results[0], np.float64, rtol=EIGEN_RTOL)
+
+
+def test_gaussian_kernel_and_prediction(large):
+    p = large
+    assert_all_equal(per_thread_count(lambda k: nytro.gaussian_kernel(p.X, p.centers, p.sigma, n_threads=k)))
+    coef = np.random.default_rng(0).standard_normal((40, 2))
+    assert_all_equal(per_thread_count(
+        lambda k: nytro.kernel_predict(p.X, p.centers, coef, p.sigma, n_threads=k)))
+
+
+@pytest.mark.parametrize("solver", ["direct", "gram"])
+@pytest.mark.parametrize("holdout", [True, False], ids=["holdout", "no-holdout"])
+def test_nytro_path(large, solver, holdout):
+    p = large
+    results = per_thread_count(lambda k: nytro.nytro_path(
+        p.X, p.y, p.centers, p.sigma, **(p.holdout if holdout else {}), max_iter=30, solver=solver,
+        n_threads=k))
+    assert_all_equal([r.coef for r in results])
+    assert_all_equal([r.validation_rmse for r in results])
+    assert len({(r.n_iter, r.iterations_run, r.step_size) for r in results}) == 1
+
+
+def test_landweber_path(medium):
+    p = medium
+    results = per_thread_count(lambda k: nytro.landweber_path(p.X, p.y, p.sigma, **p.holdout, max_iter=30,
+                                                              n_threads=k))
+    assert_all_equal([r.coef for r in results])
+    assert_all_equal([r.validation_rmse for r in results])
+
+
+@pytest.mark.parametrize("factor", ["pivoted", "qr", "cholesky"])
+def test_nystrom_factor(large, factor):
+    K = nytro.gaussian_kernel(large.centers, large.centers, large.sigma)
+    factors = per_thread_count(lambda k: nytro.nystrom_factor(K, method=factor, n_threads=k))
+    assert_all_close([R @ R.T for R in factors])
+
+
+@pytest.mark.parametrize("solver", ["eigh", "cholesky"])
+def test_nkrls_path(large, solver):
+    p = large
+    results = per_thread_count(lambda k: nytro.nkrls_path(p.X, p.y, p.centers, p.sigma, **p.holdout,
+                                                          solver=solver, n_threads=k))
+    assert len({r.selected for r in results}) == 1
+    assert_all_close([r.coef for r in results])
+    assert_all_close([r.validation_rmse for r in results])
+
+
+@pytest.mark.parametrize("solver", ["eigh", "cholesky"])
+def test_krls_path(small, solver):
+    p = small
+    results = per_thread_count(lambda k: nytro.krls_path(p.X, p.y, p.sigma, lambdas=KRLS_LAMBDAS,
+                                                         **p.holdout, solver=solver, n_threads=k))
+    assert len({r.selected for r in results}) == 1
+    assert_all_close([r.coef for r in results])
+
+
+def test_kols():
+    p = make_problem(n=200, sigma=0.5)  # cond(K) is modest: pinv is stable
+    assert_all_close(per_thread_count(lambda k: nytro.kols(p.X, p.y, p.sigma, n_threads=k)))
+
+
+# ------------------------------------------------------------------- estimators
+ITERATIVE = [
+    lambda k: nytro.NytroRegressor(n_centers=40, sigma=SIGMA, max_iter=30, random_state=0, n_threads=k),
+    lambda k: nytro.NytroRegressor(n_centers=40, sigma=SIGMA, max_iter=30, solver="gram", random_state=0,
+                                   n_threads=k),
+    lambda k: nytro.LandweberRegressor(sigma=SIGMA, max_iter=30, random_state=0, n_threads=k),
+]
+SPECTRAL = [
+    lambda k: nytro.NystromKRLSRegressor(n_centers=40, sigma=SIGMA, random_state=0, n_threads=k),
+    lambda k: nytro.KRLSRegressor(sigma=SIGMA, lambdas=KRLS_LAMBDAS, random_state=0, n_threads=k),
+    lambda k: nytro.KOLSRegressor(sigma=0.5, n_threads=k),
+]
+
+
+def fit_predict(make, n_threads, p):
+    model = make(n_threads).fit(p.X, p.y)
+    return model.coef_, model.predict(p.X_val)
+
+
+@pytest.mark.parametrize("make", ITERATIVE, ids=["nytro-auto", "nytro-gram", "landweber"])
+def test_iterative_estimators(medium, make):
+    fitted = per_thread_count(lambda k: fit_predict(make, k, medium))
+    assert_all_equal([coef for coef, _ in fitted])
+    assert_all_equal([predictions for _, predictions in fitted])
+
+
+@pytest.mark.parametrize("make", SPECTRAL, ids=["nkrls", "krls", "kols"])
+def test_spectral_estimators(small, make):
+    fitted = per_thread_count(lambda k: fit_predict(make, k, small))
+    assert_all_close([coef for coef, _ in fitted])
+    assert_all_close([predictions for _, predictions in fitted])
