@@ -23,6 +23,12 @@ void check_allocation(double bytes, const std::string& what) {
     }
 }
 
+std::string format_number(double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.6g", value);
+    return text;
+}
+
 template <class T>
 std::string shape_text(double rows, double cols) {
     char text[96];

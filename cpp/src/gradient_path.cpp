@@ -13,11 +13,7 @@ namespace {
 
 constexpr Index kChunk = 16;
 
-std::string text(double value) {
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.6g", value);
-    return buffer;
-}
+std::string text(double value) { return format_number(value); }
 
 }  // namespace
 
@@ -34,7 +30,17 @@ void check_iterative_options(const IterativeOptions& options) {
 double resolve_step(const IterativeOptions& options, Index n, const std::function<double()>& lambda_max) {
     if (options.method == Method::cg) return 0.0;
     switch (options.step_rule) {
-        case StepRule::fixed: return options.step_size;
+        case StepRule::fixed: {
+            // A step beyond the stable range makes the iterates grow geometrically; it
+            // would only show as an overflow hundreds of iterations later, so refuse it.
+            const double limit = (options.method == Method::nu ? 1.0 : 2.0) / lambda_max();
+            if (!(options.step_size < limit * (1 + 1e-9)))
+                throw std::invalid_argument("step_size=" + text(options.step_size) + " is unstable for method '" +
+                                            (options.method == Method::nu ? "nu" : "gd") + "': it must be below " +
+                                            text(limit) + (options.method == Method::nu ? " = 1" : " = 2") +
+                                            " / lambda_max(A^T A)");
+            return options.step_size;
+        }
         case StepRule::paper: return 1.0 / double(n);
         case StepRule::automatic: {
             const double top = lambda_max();

@@ -45,7 +45,7 @@ void check_lambdas(const std::vector<double>& lambdas, bool has_validation) {
     require(!lambdas.empty(), "lambdas must not be empty");
     for (double lambda : lambdas)
         require(std::isfinite(lambda) && lambda > 0,
-                "every lambda must be a finite number > 0, got " + std::to_string(lambda));
+                "every lambda must be a finite number > 0, got " + format_number(lambda));
     require(has_validation || lambdas.size() == 1,
             "without a hold-out set exactly one lambda is needed, got " + std::to_string(lambdas.size()));
 }

@@ -4,6 +4,7 @@
 #include "parallel.hpp"
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -17,15 +18,20 @@ constexpr Index kColBlock = 512;
 
 template <class T>
 void check_kernel_arguments(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double sigma) {
-    require(std::isfinite(sigma) && sigma > 0,
-            "sigma must be a finite number > 0, got " + std::to_string(sigma));
+    require(std::isfinite(sigma) && sigma > 0, "sigma must be a finite number > 0, got " + format_number(sigma));
     require(X.cols() == Z.cols(), "X has " + std::to_string(X.cols()) +
                                       " features but the centres have " + std::to_string(Z.cols()));
 }
 
+// The data in units of sqrt(2) sigma, so that K = exp(-||x' - z'||^2): the squares then
+// stay finite for data of any magnitude comparable to sigma (1e200 and 1e200 included).
 template <class T>
-Vector<T> squared_norms(const MatrixCRef<T>& X) {
-    return X.rowwise().squaredNorm();
+Matrix<T> scaled(const MatrixCRef<T>& A, double inverse, const char* name, double sigma) {
+    Matrix<T> out = A * static_cast<T>(inverse);
+    if (!out.allFinite() || !out.rowwise().squaredNorm().allFinite())
+        throw std::invalid_argument(std::string(name) + " / sigma overflows (sigma=" + format_number(sigma) +
+                                    "): rescale the features or use a larger sigma");
+    return out;
 }
 
 }  // namespace
@@ -37,24 +43,27 @@ void gaussian_kernel_into(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double
     require(out.rows() == X.rows() && out.cols() == Z.rows(), "kernel output has the wrong shape");
     const Index n = X.rows(), m = Z.rows();
     if (n == 0 || m == 0) return;
-    const Vector<T> x_norms = squared_norms<T>(X);
-    const Vector<T> z_norms = squared_norms<T>(Z);
-    const T scale = static_cast<T>(1.0 / (2.0 * sigma * sigma));
+    const double inverse = 1.0 / (std::sqrt(2.0) * sigma);
+    require(std::isfinite(inverse) && static_cast<T>(inverse) < std::numeric_limits<T>::infinity(),
+            "sigma=" + format_number(sigma) + " is too small to represent 1 / (2 sigma^2)");
+    const Matrix<T> Zs = scaled<T>(Z, inverse, "Z", sigma);
+    const Vector<T> z_norms = Zs.rowwise().squaredNorm();
     const Index row_blocks = (n + kRowBlock - 1) / kRowBlock;
     const Index col_blocks = (m + kColBlock - 1) / kColBlock;
     const int threads = detail::threads_for(2.0 * n * m * (X.cols() + 10), detail::resolve_threads(n_threads));
-    std::vector<Matrix<T>> scratch(threads);
+    std::vector<Matrix<T>> dots(threads);
     detail::parallel_for(row_blocks * col_blocks, threads, [&](Index task, int thread) {
         const Index r0 = (task / col_blocks) * kRowBlock, c0 = (task % col_blocks) * kColBlock;
         const Index rows = std::min(kRowBlock, n - r0), cols = std::min(kColBlock, m - c0);
-        Matrix<T>& dots = scratch[thread];
-        dots.resize(rows, cols);
-        dots.noalias() = X.middleRows(r0, rows) * Z.middleRows(c0, cols).transpose();
+        const Matrix<T> Xs = scaled<T>(X.middleRows(r0, rows), inverse, "X", sigma);
+        const Vector<T> x_norms = Xs.rowwise().squaredNorm();
+        Matrix<T>& block = dots[thread];
+        block.noalias() = Xs * Zs.middleRows(c0, cols).transpose();
         const auto zn = z_norms.segment(c0, cols).transpose().array();
         for (Index i = 0; i < rows; ++i) {
-            // -||x - z||^2 = 2 x.z - |x|^2 - |z|^2, clamped at 0 against rounding.
+            // -||x' - z'||^2 = 2 x'.z' - |x'|^2 - |z'|^2, clamped at 0 against rounding.
             out.row(r0 + i).segment(c0, cols).array() =
-                ((T(2) * dots.row(i).array() - zn - x_norms[r0 + i]).min(T(0)) * scale).exp();
+                (T(2) * block.row(i).array() - zn - x_norms[i]).min(T(0)).exp();
         }
     });
 }

@@ -99,7 +99,7 @@ NystromFactor<T> jittered_cholesky_factor(const MatrixCRef<T>& K, double jitter,
     Eigen::LLT<Matrix<T>> llt(shifted);
     if (llt.info() != Eigen::Success)
         throw std::runtime_error("K_mm + jitter*I is not positive definite (jitter=" +
-                                 std::to_string(jitter) + "): use a larger jitter or factor='pivoted'");
+                                 format_number(jitter) + "): use a larger jitter or factor='pivoted'");
     NystromFactor<T> factor;
     factor.support.resize(static_cast<std::size_t>(m));
     std::iota(factor.support.begin(), factor.support.end(), Index(0));
@@ -167,10 +167,13 @@ NystromFactor<T> nystrom_factor(const MatrixCRef<T>& K_mm, const FactorOptions& 
                                             std::to_string(K_mm.rows()) + " x " +
                                             std::to_string(K_mm.cols()));
     require(K_mm.allFinite(), "K_mm contains NaN or infinity");
+    const T scale = K_mm.cwiseAbs().maxCoeff();
+    require((K_mm - K_mm.transpose()).cwiseAbs().maxCoeff() <= 100 * std::numeric_limits<T>::epsilon() * scale,
+            "K_mm must be symmetric");
     const double rank_tol = options.rank_tol < 0 ? default_rank_tol<T>(m) : options.rank_tol;
-    require(rank_tol < 1, "rank_tol must be < 1, got " + std::to_string(rank_tol));
+    require(rank_tol < 1, "rank_tol must be < 1, got " + format_number(rank_tol));
     require(options.jitter >= 0 && std::isfinite(options.jitter),
-            "jitter must be finite and >= 0, got " + std::to_string(options.jitter));
+            "jitter must be finite and >= 0, got " + format_number(options.jitter));
     check_allocation(3.0 * double(m) * double(m) * sizeof(T),
                      "the Nystrom factor of a " + shape_text<T>(m, m) + " K_mm");
     switch (options.method) {

@@ -1,5 +1,7 @@
 #include "stopping.hpp"
 
+#include "nytro/errors.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -13,7 +15,7 @@ double StoppingRule::default_tol(Stopping kind) {
 
 StoppingRule::StoppingRule(Stopping kind, double tol, Index window)
     : kind_(kind), tol_(tol < 0 ? default_tol(kind) : tol), window_(window) {
-    if (!std::isfinite(tol_)) throw std::invalid_argument("tol must be finite, got " + std::to_string(tol));
+    if (!std::isfinite(tol_)) throw std::invalid_argument("tol must be finite, got " + format_number(tol));
     if (window_ < 2) throw std::invalid_argument("window must be >= 2, got " + std::to_string(window));
 }
 

@@ -12,6 +12,7 @@
 
 #include <Eigen/Cholesky>
 
+#include <cmath>
 #include <limits>
 
 namespace nytro {
@@ -82,12 +83,19 @@ std::vector<double> scaled(const std::vector<double>& lambdas, Index n) {
 template <class T>
 void select(const Matrix<T>& alphas, Index q, const detail::Validation<T>* validation, int threads,
             TikhonovResult<T>& result) {
-    result.selected = 0;
+    result.selected = -1;
     if (validation) {
         validation->rmse(alphas, q, result.validation_rmse, threads);
-        for (std::size_t l = 1; l < result.validation_rmse.size(); ++l)
-            if (result.validation_rmse[l] < result.validation_rmse[result.selected]) result.selected = Index(l);
+        for (std::size_t l = 0; l < result.validation_rmse.size(); ++l) {
+            const double r = result.validation_rmse[l];
+            if (std::isfinite(r) && (result.selected < 0 || r < result.validation_rmse[result.selected]))
+                result.selected = Index(l);
+        }
+    } else {
+        result.selected = 0;
     }
+    if (result.selected < 0 || !alphas.middleCols(result.selected * q, q).allFinite())
+        throw std::runtime_error("the solution is not finite for any lambda of the grid (overflow)");
     result.coef = alphas.middleCols(result.selected * q, q);
 }
 
@@ -145,7 +153,7 @@ Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma, dou
     detail::check_training_data<T>(X, Y, none, none_y);
     const Index n = X.rows();
     const double cut_ratio = rcond < 0 ? double(n) * std::numeric_limits<T>::epsilon() : rcond;
-    require(cut_ratio < 1, "rcond must be < 1, got " + std::to_string(rcond));
+    require(cut_ratio < 1, "rcond must be < 1, got " + format_number(rcond));
     const Matrix<T> K = gaussian_kernel<T>(X, X, sigma, detail::resolve_threads(n_threads));
     Vector<T> w;
     Matrix<T> V;
@@ -156,7 +164,9 @@ Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma, dou
         if (double(w[i]) > cut) projected.row(i) /= w[i];
         else projected.row(i).setZero();
     }
-    return V * projected;
+    Matrix<T> coef = V * projected;
+    if (!coef.allFinite()) throw std::runtime_error("pinv(K) y is not finite (overflow)");
+    return coef;
 }
 
 #define NYTRO_INSTANTIATE(T)                                                                                 \

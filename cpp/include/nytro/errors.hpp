@@ -23,6 +23,9 @@ std::size_t physical_memory_bytes();
 // array in the message, e.g. "K_nm (50000 x 5000 float64)".
 void check_allocation(double bytes, const std::string& what);
 
+// A number as "%.6g" (std::to_string prints 1e-10 as 0.000000).
+std::string format_number(double value);
+
 // Shape text "n x m <dtype>" used in memory messages.
 template <class T>
 std::string shape_text(double rows, double cols);

@@ -1,0 +1,416 @@
+"""Bad input gets a clear exception that names the argument: never a crash, a hang or a
+silent NaN. DESIGN.md section 4: bad input -> ValueError, numerical failure ->
+RuntimeError, a request larger than the machine's memory -> MemoryError, raised before
+allocating.
+
+The estimators validate X and y with scikit-learn's validate_data, so their messages
+for malformed arrays are sklearn's own (which sklearn's estimator checks look for);
+their own parameters, and every argument of the low-level functions, are checked by
+nytro with messages of the form "<argument> ... <value>"."""
+from __future__ import annotations
+
+import functools
+import re
+import time
+
+import numpy as np
+import pytest
+from sklearn.exceptions import NotFittedError
+
+import nytro
+from nytro import (KOLSRegressor, KRLSRegressor, LandweberRegressor, NystromKRLSRegressor,
+                   NytroRegressor)
+
+ALL = (NytroRegressor, NystromKRLSRegressor, KRLSRegressor, LandweberRegressor, KOLSRegressor)
+WITH_HOLDOUT = (NytroRegressor, NystromKRLSRegressor, KRLSRegressor, LandweberRegressor)
+ITERATIVE = (NytroRegressor, LandweberRegressor)
+NYSTROM = (NytroRegressor, NystromKRLSRegressor)
+
+
+def make_estimator(cls, **params):
+    """A small valid configuration of `cls`, with `params` (possibly bad) on top."""
+    base = {"n_centers": 5, "sigma": 1.0, "max_iter": 20, "random_state": 0}
+    accepted = cls().get_params()
+    return cls(**{k: v for k, v in {**base, **params}.items() if k in accepted})
+
+
+def data(n=50, d=2, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.uniform(-1, 1, (n, d))
+    return X, np.sin(3 * X[:, 0])
+
+
+def with_value(a, value, index=(3, 1)):
+    a = a.copy()
+    a[index[: a.ndim]] = value
+    return a
+
+
+# ================================================================ estimators: X and y
+@pytest.mark.parametrize("cls", ALL)
+@pytest.mark.parametrize("where", ["X", "y"])
+@pytest.mark.parametrize("value, word", [(np.nan, "NaN"), (np.inf, "infinity"), (-np.inf, "infinity")])
+def test_nonfinite_input(cls, where, value, word):
+    X, y = data()
+    X, y = (with_value(X, value), y) if where == "X" else (X, with_value(y, value))
+    with pytest.raises(ValueError, match=f"Input {where} contains {word}"):
+        make_estimator(cls).fit(X, y)
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_nonfinite_input_to_predict(cls):
+    X, y = data()
+    est = make_estimator(cls).fit(X, y)
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        est.predict(with_value(X, np.nan))
+
+
+@pytest.mark.parametrize("cls", ALL)
+@pytest.mark.parametrize("shape, match", [
+    ((50,), "Expected 2D array, got 1D array"),
+    ((50, 2, 1), "Found array with dim 3"),
+    ((), "Expected 2D array, got scalar array"),
+])
+def test_X_of_wrong_rank(cls, shape, match):
+    X, y = data()
+    with pytest.raises(ValueError, match=match):
+        make_estimator(cls).fit(X.ravel()[: int(np.prod(shape))].reshape(shape), y)
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_y_of_wrong_length_or_rank(cls):
+    X, y = data()
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        make_estimator(cls).fit(X, y[:-1])
+    with pytest.raises(ValueError, match="Found array with dim 3"):  # sklearn's wording: no "y"
+        make_estimator(cls).fit(X, y.reshape(-1, 1, 1))
+
+
+@pytest.mark.parametrize("cls", ALL)
+@pytest.mark.parametrize("shape, match", [((0, 2), "0 sample"), ((50, 0), "0 feature")])
+def test_empty_X(cls, shape, match):
+    with pytest.raises(ValueError, match=match):
+        make_estimator(cls).fit(np.zeros(shape), np.zeros(shape[0]))
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_complex_and_object_input(cls):
+    X, y = data()
+    with pytest.raises(ValueError, match="Complex data not supported"):
+        make_estimator(cls).fit(X + 1j, y)
+    with pytest.raises(ValueError, match="Complex data not supported"):
+        make_estimator(cls).fit(X, y + 1j)
+    with pytest.raises(ValueError, match="could not convert string to float"):
+        make_estimator(cls).fit(np.full(X.shape, "a", dtype=object), y)
+    with pytest.raises(ValueError, match="could not convert string to float"):
+        make_estimator(cls).fit(X, np.full(y.shape, "a"))
+
+
+# ================================================================ estimators: parameters
+@pytest.mark.parametrize("cls", NYSTROM)
+@pytest.mark.parametrize("n_centers", [0, -3, 1.5, "5", 41, 10**6])
+def test_bad_n_centers(cls, n_centers):
+    X, y = data()  # 50 rows, 40 of them left for training after the 20% hold-out
+    with pytest.raises(ValueError, match=f"n_centers.*{n_centers}"):
+        make_estimator(cls, n_centers=n_centers).fit(X, y)
+
+
+@pytest.mark.parametrize("cls", NYSTROM)
+def test_n_centers_counts_the_training_rows(cls):
+    """Without a hold-out set every row can be a centre."""
+    X, y = data()
+    make_estimator(cls, n_centers=50, validation_fraction=None, lambdas=[1e-3]).fit(X, y)
+    with pytest.raises(ValueError, match="n_centers=51"):
+        make_estimator(cls, n_centers=51, validation_fraction=None, lambdas=[1e-3]).fit(X, y)
+
+
+@pytest.mark.parametrize("cls", ALL)
+@pytest.mark.parametrize("sigma", [0, -1.0, np.nan, np.inf, -np.inf, "1.0", None, [1.0]])
+def test_bad_sigma(cls, sigma):
+    X, y = data()
+    with pytest.raises(ValueError, match="sigma"):
+        make_estimator(cls, sigma=sigma).fit(X, y)
+
+
+@pytest.mark.parametrize("cls", ITERATIVE)
+@pytest.mark.parametrize("max_iter", [0, -1, 2.5, None])
+def test_bad_max_iter(cls, max_iter):
+    X, y = data()
+    with pytest.raises(ValueError, match=f"max_iter.*{max_iter}"):
+        make_estimator(cls, max_iter=max_iter).fit(X, y)
+
+
+@pytest.mark.parametrize("cls", WITH_HOLDOUT)
+@pytest.mark.parametrize("fraction", [0, 1, 0.0, 1.0, -0.1, 1.5, np.nan, "0.2", True])
+def test_bad_validation_fraction(cls, fraction):
+    X, y = data()
+    with pytest.raises(ValueError, match="validation_fraction"):
+        make_estimator(cls, validation_fraction=fraction).fit(X, y)
+
+
+@pytest.mark.parametrize("cls", WITH_HOLDOUT)
+def test_validation_fraction_leaving_no_rows(cls):
+    """A legal fraction that rounds to no hold-out row (or no training row) on a tiny set."""
+    X, y = data(n=4)
+    for fraction in (0.01, 0.99):
+        with pytest.raises(ValueError, match="validation_fraction"):
+            make_estimator(cls, n_centers=1, validation_fraction=fraction).fit(X, y)
+
+
+# (class, parameter) for every option that takes one of a few strings
+OPTIONS = [
+    (NytroRegressor, "step_size"), (NytroRegressor, "stopping"), (NytroRegressor, "factor"),
+    (NytroRegressor, "solver"), (LandweberRegressor, "step_size"), (LandweberRegressor, "stopping"),
+    (NystromKRLSRegressor, "factor"), (NystromKRLSRegressor, "solver"), (KRLSRegressor, "solver"),
+] + [(cls, "dtype") for cls in ALL]
+
+
+@pytest.mark.parametrize("cls, param", OPTIONS, ids=[f"{c.__name__}-{p}" for c, p in OPTIONS])
+@pytest.mark.parametrize("value", ["bogus", "AUTO", ""])
+def test_unknown_option(cls, param, value):
+    X, y = data()
+    with pytest.raises(ValueError, match=f"{param}={value!r} is not one of"):
+        make_estimator(cls, **{param: value}).fit(X, y)
+
+
+@pytest.mark.parametrize("cls, param, value", [
+    (NytroRegressor, "step_size", -0.5), (NytroRegressor, "step_size", 0.0),
+    (NytroRegressor, "step_size", np.nan), (LandweberRegressor, "step_size", np.inf),
+    (NytroRegressor, "tol", -1.0), (LandweberRegressor, "tol", np.nan),
+    (NytroRegressor, "window", 1), (LandweberRegressor, "window", 0),
+    (NystromKRLSRegressor, "lambdas", [1e-3, -1.0]), (KRLSRegressor, "lambdas", []),
+    (KRLSRegressor, "lambdas", [np.nan]), (KOLSRegressor, "rcond", -1.0),
+] + [(cls, "n_threads", 0) for cls in ALL] + [(cls, "n_threads", -2) for cls in ALL])
+def test_bad_numeric_option(cls, param, value):
+    X, y = data()
+    with pytest.raises(ValueError, match=param):
+        make_estimator(cls, **{param: value}).fit(X, y)
+
+
+# ================================================================ estimators: predict
+@pytest.mark.parametrize("cls", ALL)
+def test_predict_before_fit(cls):
+    X, _ = data()
+    with pytest.raises(NotFittedError):
+        make_estimator(cls).predict(X)
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_predict_with_wrong_number_of_features(cls):
+    X, y = data()
+    est = make_estimator(cls).fit(X, y)
+    for bad in (X[:, :1], np.hstack([X, X])):
+        with pytest.raises(ValueError, match=f"X has {bad.shape[1]} features, but {cls.__name__} is expecting 2"):
+            est.predict(bad)
+    with pytest.raises(ValueError, match="Expected 2D array"):
+        est.predict(X[0])
+
+
+# ================================================================ numerical failure
+@pytest.mark.parametrize("cls", ITERATIVE)
+@pytest.mark.parametrize("max_iter, fraction", [(500, 0.2), (500, None), (10, 0.2), (10, None)])
+def test_diverging_step_raises(cls, max_iter, fraction):
+    """A step 1e6 times the stable one makes |1 - step * s| ~ 1e6: the iterates grow by
+    that factor each iteration. That is a failure whether or not they would have
+    overflowed to inf by max_iter (after 10 iterations they are ~1e60, finite but
+    meaningless), so the step is refused up front, naming the stable bound."""
+    X, y = data(200)
+    est = make_estimator(cls, step_size=1e6, max_iter=max_iter, validation_fraction=fraction)
+    with pytest.raises(ValueError, match=r"step_size=1e\+06 is unstable .* 2 / lambda_max"):
+        est.fit(X, y)
+
+
+# Finite input at extreme scales: k depends on ||x - z|| / sigma only, so scaling X and
+# sigma together leaves K unchanged, and a sigma far below the distances gives K = I (the
+# rows are distinct). Computed as ||x||^2 + ||z||^2 - 2 x.z, the squares overflow to inf
+# and inf - inf is NaN; the contract allows a ValueError here, never a NaN.
+EXTREME_SCALES = [
+    pytest.param(np.float64, 1e200, 1e200, "same", id="float64 X and sigma 1e200"),
+    pytest.param(np.float32, 1e20, 1e20, "same", id="float32 X and sigma 1e20"),
+    pytest.param(np.float64, 1.0, 1e-300, "identity", id="sigma 1e-300"),
+]
+
+
+@pytest.mark.parametrize("precision, scale, sigma, expected", EXTREME_SCALES)
+def test_kernel_at_extreme_scales_is_right_or_refused(precision, scale, sigma, expected):
+    X = np.random.RandomState(0).uniform(-1, 1, (6, 2))
+    want = nytro.gaussian_kernel(X, X, 1.0) if expected == "same" else np.eye(6)
+    try:
+        K = nytro.gaussian_kernel((X * scale).astype(precision), (X * scale).astype(precision), sigma)
+    except ValueError as error:
+        assert re.search("X|Z|sigma", str(error)), error
+        return
+    assert np.all(np.isfinite(K)), f"silent NaN or inf: {K}"
+    np.testing.assert_allclose(K, want, atol=1e-5 if precision == np.float32 else 1e-12)
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_fit_at_extreme_scale_is_right_or_refused(cls):
+    """The estimators on X * 1e200 with sigma * 1e200: the same model or a ValueError."""
+    X, y = data()
+    ref = make_estimator(cls, sigma=0.3).fit(X, y)
+    try:
+        est = make_estimator(cls, sigma=0.3e200).fit(X * 1e200, y)
+    except ValueError as error:
+        assert re.search("X|sigma", str(error)), error
+        return
+    assert np.all(np.isfinite(est.coef_)), "fit returned NaN coefficients without an error"
+    np.testing.assert_allclose(est.predict(X * 1e200), ref.predict(X), atol=1e-6)
+
+
+# ================================================================ memory
+def test_huge_kernel_raises_memory_error_before_allocating():
+    """10^6 x 10^6 doubles are 8 TB: refused from the shapes, in well under a second."""
+    X = np.zeros((10**6, 10))
+    start = time.perf_counter()
+    with pytest.raises(MemoryError, match="kernel"):
+        nytro.gaussian_kernel(X, X, 1.0)
+    assert time.perf_counter() - start < 1.0
+
+
+# n = 2e5 rows of 2 features are 3.2 MB, but an n x n kernel is 320 GB; the Nystrom ones
+# get 1e5 centres, a 1e5 x 1e5 K_mm of 80 GB.
+@pytest.mark.parametrize("cls", ALL)
+def test_huge_fit_raises_memory_error_before_allocating(cls):
+    n = 2 * 10**5
+    X, y = np.zeros((n, 2)), np.zeros(n)
+    X[:, 0] = np.arange(n)  # distinct rows
+    start = time.perf_counter()
+    with pytest.raises(MemoryError, match="GB"):
+        make_estimator(cls, n_centers=10**5).fit(X, y)
+    assert time.perf_counter() - start < 1.0
+
+
+# ================================================================ low-level functions
+X0, Y0 = data()
+C0 = X0[:5]
+NAN_X = with_value(X0, np.nan)
+INF_Y = with_value(Y0, np.inf, (2,))
+PATHS = {  # name: function of (X, y, **options), the other arguments valid
+    "nytro_path": lambda X, y, **kw: nytro.nytro_path(X, y, C0, 1.0, **{"max_iter": 5, **kw}),
+    "nkrls_path": lambda X, y, **kw: nytro.nkrls_path(X, y, C0, 1.0, lambdas=[1e-3], **kw),
+    "krls_path": lambda X, y, **kw: nytro.krls_path(X, y, 1.0, lambdas=[1e-3], **kw),
+    "landweber_path": lambda X, y, **kw: nytro.landweber_path(X, y, 1.0, **{"max_iter": 5, **kw}),
+    "kols": lambda X, y, **kw: nytro.kols(X, y, 1.0, **kw),
+}
+GOOD_K = nytro.gaussian_kernel(C0, C0, 1.0)
+nyt = functools.partial(nytro.nytro_path, X0, Y0, C0, 1.0)
+nkr = functools.partial(nytro.nkrls_path, X0, Y0, C0, 1.0)
+
+LOW_LEVEL_CASES = {
+    # gaussian_kernel
+    "kernel NaN X": (lambda: nytro.gaussian_kernel(NAN_X, X0, 1.0), "X contains NaN"),
+    "kernel inf Z": (lambda: nytro.gaussian_kernel(X0, with_value(X0, -np.inf), 1.0), "Z contains NaN or inf"),
+    "kernel 1-D X": (lambda: nytro.gaussian_kernel(X0[:, 0], X0, 1.0), r"X must be a 2-D array.*\(50,\)"),
+    "kernel 3-D Z": (lambda: nytro.gaussian_kernel(X0, X0[None], 1.0), r"Z must be a 2-D array.*\(1, 50, 2\)"),
+    "kernel features": (lambda: nytro.gaussian_kernel(X0, X0[:, :1], 1.0), "X has 2 features but Z has 1"),
+    "kernel empty": (lambda: nytro.gaussian_kernel(X0[:0], X0, 1.0), r"X is empty \(shape \(0, 2\)\)"),
+    "kernel sigma 0": (lambda: nytro.gaussian_kernel(X0, X0, 0.0), "sigma must be a finite number > 0, got 0.0"),
+    "kernel sigma nan": (lambda: nytro.gaussian_kernel(X0, X0, np.nan), "sigma .* got nan"),
+    "kernel sigma inf": (lambda: nytro.gaussian_kernel(X0, X0, np.inf), "sigma .* got inf"),
+    "kernel sigma str": (lambda: nytro.gaussian_kernel(X0, X0, "1"), "sigma must be a real number, got '1'"),
+    "kernel complex": (lambda: nytro.gaussian_kernel(X0 + 0j, X0, 1.0), "X must hold real numbers, got dtype complex"),
+    "kernel object": (lambda: nytro.gaussian_kernel(X0, X0.astype(object), 1.0),
+                      "Z must hold real numbers, got dtype object"),
+    "kernel strings": (lambda: nytro.gaussian_kernel(np.full((2, 2), "a"), X0, 1.0), "X must hold real numbers"),
+    "kernel n_threads": (lambda: nytro.gaussian_kernel(X0, X0, 1.0, n_threads=0),
+                         "n_threads must be an integer >= 1, got 0"),
+    "kernel dtype": (lambda: nytro.gaussian_kernel(X0, X0, 1.0, dtype="float16"), "dtype='float16' is not one of"),
+    # nystrom_factor
+    "factor not square": (lambda: nytro.nystrom_factor(X0), r"K_mm must be square, got shape \(50, 2\)"),
+    "factor 1-D": (lambda: nytro.nystrom_factor(np.ones(3)), "K_mm must be a 2-D array"),
+    "factor NaN": (lambda: nytro.nystrom_factor(with_value(GOOD_K, np.nan)), "K_mm contains NaN"),
+    "factor method": (lambda: nytro.nystrom_factor(GOOD_K, method="lu"), "method='lu' is not one of"),
+    "factor rank_tol": (lambda: nytro.nystrom_factor(GOOD_K, rank_tol=-1.0), "rank_tol .* -1"),
+    "factor jitter": (lambda: nytro.nystrom_factor(GOOD_K, jitter=np.nan), "jitter .* nan"),
+    # sample_centers
+    "centers m > n": (lambda: nytro.sample_centers(5, 6, 0), "n_centers=6 must be <= n=5"),
+    "centers m = 0": (lambda: nytro.sample_centers(5, 0, 0), "n_centers must be an integer >= 1, got 0"),
+    "centers n = 0": (lambda: nytro.sample_centers(0, 1, 0), "n must be an integer >= 1, got 0"),
+    "centers n float": (lambda: nytro.sample_centers(5.0, 2, 0), "n must be an integer >= 1, got 5.0"),
+    "centers seed < 0": (lambda: nytro.sample_centers(5, 2, -1), "seed must be an integer >= 0, got -1"),
+    "centers seed 2**64": (lambda: nytro.sample_centers(5, 2, 2**64), r"seed must be < 2\*\*64"),
+    # options of the paths
+    "nytro centres features": (lambda: nytro.nytro_path(X0, Y0, C0[:, :1], 1.0), "centers have 1 features but X has 2"),
+    "nytro too many centres": (lambda: nytro.nytro_path(X0[:3], Y0[:3], C0, 1.0),
+                               r"more centres \(5\) than training rows \(3\)"),
+    "nytro NaN centres": (lambda: nytro.nytro_path(X0, Y0, with_value(C0, np.nan), 1.0), "centers contains NaN"),
+    "nytro max_iter": (lambda: nyt(max_iter=0), "max_iter must be an integer >= 1, got 0"),
+    "nytro step_size str": (lambda: nyt(step_size="x"), "step_size='x' is not one of"),
+    "nytro step_size < 0": (lambda: nyt(step_size=-1.0), "step_size must be a finite number > 0, got -1.0"),
+    "nytro stopping": (lambda: nyt(stopping="x"), "stopping='x' is not one of"),
+    "nytro factor": (lambda: nyt(factor="x"), "factor='x' is not one of"),
+    "nytro solver": (lambda: nyt(solver="x"), "solver='x' is not one of"),
+    "nytro window": (lambda: nyt(window=1), "window must be an integer >= 2, got 1"),
+    "nytro tol": (lambda: nyt(tol=-1.0), "tol must be None or a finite number >= 0"),
+    "nytro X_val alone": (lambda: nyt(X_val=X0), "X_val and y_val must be given together"),
+    "nytro y_val length": (lambda: nyt(X_val=X0, y_val=Y0[:3]), "y_val has 3 rows but X has 50"),
+    "nytro X_val features": (lambda: nyt(X_val=X0[:, :1], y_val=Y0), "X_val has 1 features but X has 2"),
+    "nytro y_val NaN": (lambda: nyt(X_val=X0, y_val=with_value(Y0, np.nan, (0,))),
+                        "y_val contains NaN"),
+    "nytro y_val outputs": (lambda: nyt(X_val=X0, y_val=np.c_[Y0, Y0]), "y_val has 2 outputs but y has 1"),
+    "landweber step_size": (lambda: nytro.landweber_path(X0, Y0, 1.0, step_size="x"), "step_size='x' is not one of"),
+    "landweber stopping": (lambda: nytro.landweber_path(X0, Y0, 1.0, stopping="x"), "stopping='x' is not one of"),
+    "nkrls lambdas < 0": (lambda: nkr(lambdas=[1.0, -1.0]), "lambdas must be finite and > 0"),
+    "nkrls lambdas empty": (lambda: nkr(lambdas=[]), "lambdas must be a non-empty"),
+    "nkrls no hold-out": (lambda: nkr(), "without a hold-out set exactly one lambda is needed, got 100"),
+    "nkrls solver": (lambda: nkr(lambdas=[1.0], solver="x"), "solver='x' is not one of"),
+    "nkrls factor": (lambda: nkr(lambdas=[1.0], factor="x"), "factor='x' is not one of"),
+    "krls lambdas str": (lambda: nytro.krls_path(X0, Y0, 1.0, lambdas="a"), "lambdas"),
+    "krls lambdas 2-D": (lambda: nytro.krls_path(X0, Y0, 1.0, lambdas=[[1.0]]), "lambdas"),
+    "krls no hold-out": (lambda: nytro.krls_path(X0, Y0, 1.0, lambdas=[1.0, 2.0]), "exactly one lambda"),
+    "krls solver": (lambda: nytro.krls_path(X0, Y0, 1.0, lambdas=[1.0], solver="x"), "solver='x' is not one of"),
+    "kols sigma": (lambda: nytro.kols(X0, Y0, -2.0), "sigma must be a finite number > 0, got -2.0"),
+    "landweber sigma": (lambda: nytro.landweber_path(X0, Y0, "wide"), "sigma must be a real number, got 'wide'"),
+    "kols rcond": (lambda: nytro.kols(X0, Y0, 1.0, rcond=-1.0), "rcond must be None or a finite number >= 0"),
+    "kernel_predict coef rows": (lambda: nytro.kernel_predict(X0, C0, np.ones(4), 1.0),
+                                 "coef has 4 rows but there are 5 centres"),
+    "kernel_predict features": (lambda: nytro.kernel_predict(X0[:, :1], C0, np.ones(5), 1.0),
+                                "X has 1 features but the centres have 2"),
+}
+# the checks every path function shares, on its X and y
+for _name, _path in PATHS.items():
+    LOW_LEVEL_CASES.update({
+        f"{_name} NaN X": (lambda p=_path: p(NAN_X, Y0), "X contains NaN or infinity"),
+        f"{_name} inf y": (lambda p=_path: p(X0, INF_Y), "y contains NaN or infinity"),
+        f"{_name} 1-D X": (lambda p=_path: p(X0[:, 0], Y0), "X must be a 2-D array"),
+        f"{_name} 3-D X": (lambda p=_path: p(X0[:, :, None], Y0), "X must be a 2-D array"),
+        f"{_name} 3-D y": (lambda p=_path: p(X0, Y0[:, None, None]), "y must be 1-D .* or 2-D"),
+        f"{_name} y length": (lambda p=_path: p(X0, Y0[:-1]), "y has 49 rows but X has 50"),
+        f"{_name} empty X": (lambda p=_path: p(X0[:0], Y0[:0]), "X is empty"),
+        f"{_name} complex y": (lambda p=_path: p(X0, Y0 + 1j), "y must hold real numbers"),
+        f"{_name} object X": (lambda p=_path: p(X0.astype(object), Y0), "X must hold real numbers, got dtype object"),
+        f"{_name} n_threads": (lambda p=_path: p(X0, Y0, n_threads=-1), "n_threads must be an integer >= 1, got -1"),
+    })
+
+
+@pytest.mark.parametrize("case", list(LOW_LEVEL_CASES))
+def test_low_level_bad_input(case):
+    call, match = LOW_LEVEL_CASES[case]
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+@pytest.mark.parametrize("name", ["nytro_path", "landweber_path"])
+@pytest.mark.parametrize("holdout", [True, False])
+@pytest.mark.parametrize("max_iter", [500, 10])
+def test_low_level_diverging_step_raises(name, holdout, max_iter):
+    """As test_diverging_step_raises, on the functions: never a NaN or ~1e60 result."""
+    kwargs = {"X_val": X0, "y_val": Y0} if holdout else {}
+    with pytest.raises(ValueError, match="step_size=1e\\+06 is unstable"):
+        PATHS[name](X0, Y0, **{**kwargs, "step_size": 1e6, "max_iter": max_iter})
+
+
+@pytest.mark.parametrize("name", list(PATHS))
+def test_low_level_huge_problem_raises_memory_error(name):
+    n = 2 * 10**5
+    X = np.zeros((n, 2))
+    X[:, 0] = np.arange(n)
+    call = {  # the Nystrom ones need many centres to be too big
+        "nytro_path": lambda: nytro.nytro_path(X, np.zeros(n), X[: 10**5], 1.0, solver="direct"),
+        "nkrls_path": lambda: nytro.nkrls_path(X, np.zeros(n), X[: 10**5], 1.0, lambdas=[1.0]),
+    }.get(name, lambda: PATHS[name](X, np.zeros(n)))
+    start = time.perf_counter()
+    with pytest.raises(MemoryError, match="GB"):
+        call()
+    assert time.perf_counter() - start < 1.0
