@@ -1,0 +1,112 @@
+// gaussian_kernel and kernel_predict against the definition, in float and double.
+#include "check.hpp"
+#include "support.hpp"
+
+#include <stdexcept>
+
+using namespace support;
+
+namespace {
+
+// Shapes that cross the kernel's 128 x 512 blocks, with ragged edges.
+template <class T>
+void kernel_matches_definition(double tol) {
+    const MatrixD X = normal(300, 5, 11), Z = normal(700, 5, 12);
+    const double sigma = 1.7;
+    // The reference sees exactly the inputs the core sees (rounded to T).
+    const MatrixD Xt = X.cast<T>().template cast<double>(), Zt = Z.cast<T>().template cast<double>();
+    const MatrixD expected = direct_kernel(Xt, Zt, sigma);
+    const Matrix<T> K = nytro::gaussian_kernel<T>(X.cast<T>(), Z.cast<T>(), sigma, 2);
+    REQUIRE(K.rows() == 300 && K.cols() == 700);
+    const double err = (K.template cast<double>() - expected).cwiseAbs().maxCoeff();
+    CHECK_NEAR(err, 0.0, tol);
+    CHECK(K.allFinite());
+    CHECK(K.minCoeff() >= T(0) && K.maxCoeff() <= T(1));
+
+    // Into a preallocated matrix: the same values.
+    Matrix<T> out(300, 700);
+    nytro::gaussian_kernel_into<T>(X.cast<T>(), Z.cast<T>(), sigma, out, 1);
+    CHECK_BITWISE(out, K);
+
+    // k(x, x) = 1 on the diagonal of K(X, X).
+    const Matrix<T> KXX = nytro::gaussian_kernel<T>(X.cast<T>(), X.cast<T>(), sigma);
+    const double diag_err = (KXX.diagonal().template cast<double>().array() - 1.0).abs().maxCoeff();
+    CHECK_NEAR(diag_err, 0.0, tol);
+}
+
+template <class T>
+void predict_matches_kernel_times_coef(double rtol) {
+    // m = 2100 makes kernel_predict stream X in blocks of ~2000 rows: 3 blocks here.
+    const MatrixD X = normal(4500, 2, 21), C = normal(2100, 2, 22);
+    const double sigma = 0.8;
+    for (Index q : {1, 3}) {
+        const MatrixD coef = normal(2100, q, 23 + std::uint64_t(q));
+        const MatrixD expected =
+            nytro::gaussian_kernel<double>(X.cast<T>().template cast<double>(),
+                                           C.cast<T>().template cast<double>(), sigma) *
+            coef.cast<T>().template cast<double>();
+        Index calls = 0, last_done = 0;
+        const Matrix<T> got = nytro::kernel_predict<T>(
+            X.cast<T>(), C.cast<T>(), coef.cast<T>(), sigma, 2, [&](const nytro::Progress& p) {
+                ++calls;
+                CHECK(p.done > last_done && p.done <= p.total && p.total == 4500);
+                last_done = p.done;
+            });
+        CHECK_CLOSE(got, expected, rtol);
+        CHECK(calls >= 2);
+        CHECK_EQ(last_done, Index(4500));
+    }
+}
+
+}  // namespace
+
+NYTRO_TEST(kernel_double_matches_definition) { kernel_matches_definition<double>(1e-12); }
+NYTRO_TEST(kernel_float_matches_definition) { kernel_matches_definition<float>(4e-6); }
+
+NYTRO_TEST(kernel_single_row_and_column) {
+    MatrixD x(1, 3), z(1, 3);
+    x << 1, 2, 3;
+    z << 1, 0, 3;
+    const MatrixD K = nytro::gaussian_kernel<double>(x, z, 2.0);
+    REQUIRE(K.rows() == 1 && K.cols() == 1);
+    CHECK_NEAR(K(0, 0), std::exp(-4.0 / 8.0), 1e-15);
+}
+
+NYTRO_TEST(kernel_rejects_bad_arguments) {
+    const MatrixD X = normal(5, 3, 1), Z = normal(4, 3, 2), Z2 = normal(4, 2, 3);
+    for (double sigma : {0.0, -1.0, std::nan(""), std::numeric_limits<double>::infinity()})
+        CHECK_THROWS_WITH(nytro::gaussian_kernel<double>(X, Z, sigma), std::invalid_argument, "sigma");
+    CHECK_THROWS(nytro::gaussian_kernel<double>(X, Z2, 1.0), std::invalid_argument);
+    MatrixD wrong(5, 5);
+    CHECK_THROWS(nytro::gaussian_kernel_into<double>(X, Z, 1.0, wrong), std::invalid_argument);
+    const MatrixD coef = normal(3, 1, 4);  // 3 rows for 4 centres
+    CHECK_THROWS_WITH(nytro::kernel_predict<double>(X, Z, coef, 1.0), std::invalid_argument, "coef");
+    CHECK_THROWS(nytro::kernel_predict<double>(X, Z, normal(4, 1, 5), -2.0), std::invalid_argument);
+}
+
+NYTRO_TEST(kernel_absurd_size_is_out_of_memory) {
+    if (nytro::physical_memory_bytes() == 0) return;  // nothing to compare with
+    // 1e6 x 1e6 doubles = 8 TB: refused before allocating.
+    const MatrixD X = MatrixD::Zero(1000000, 1);
+    CHECK_THROWS_WITH(nytro::gaussian_kernel<double>(X, X, 1.0), nytro::out_of_memory, "kernel");
+}
+
+NYTRO_TEST(predict_double_matches_kernel_times_coef) { predict_matches_kernel_times_coef<double>(1e-12); }
+NYTRO_TEST(predict_float_matches_kernel_times_coef) { predict_matches_kernel_times_coef<float>(1e-4); }
+
+NYTRO_TEST(predict_callback_exception_propagates) {
+    struct Stop {};
+    const MatrixD X = normal(4500, 2, 31), C = normal(2100, 2, 32), coef = normal(2100, 1, 33);
+    Index calls = 0;
+    bool caught = false;
+    try {
+        nytro::kernel_predict<double>(X, C, coef, 1.0, 2, [&](const nytro::Progress&) {
+            ++calls;
+            throw Stop{};
+        });
+    } catch (const Stop&) {
+        caught = true;
+    }
+    CHECK(caught);
+    CHECK_EQ(calls, Index(1));
+}

@@ -1,0 +1,129 @@
+// nystrom_factor: for every method P = R R^T is a generalised inverse of K_mm
+// (P K P = P and K P K = K); duplicated centres are detected by the rank-revealing ones.
+#include "check.hpp"
+#include "support.hpp"
+
+#include <stdexcept>
+
+using namespace support;
+using nytro::FactorMethod;
+
+namespace {
+
+constexpr double kJitter = 1e-10;
+const FactorMethod kMethods[] = {FactorMethod::pivoted, FactorMethod::qr, FactorMethod::cholesky};
+
+const char* name(FactorMethod method) {
+    switch (method) {
+        case FactorMethod::pivoted: return "pivoted";
+        case FactorMethod::qr: return "qr";
+        case FactorMethod::cholesky: return "cholesky";
+    }
+    return "?";
+}
+
+// max|a - b| / max|b| <= tol, the failure message naming `what`.
+void expect_close(const MatrixD& a, const MatrixD& b, double tol, const std::string& what) {
+    const double err = check::relative_error(a, b);
+    if (check::verbose()) check::note(__FILE__, __LINE__, what + ": relative error " + check::str(err));
+    CHECK_MSG(err <= tol, what + ": relative error " + check::str(err) + " > " + check::str(tol));
+}
+
+// The factor's structure as documented in nystrom.hpp; returns the dense m x k R.
+template <class T>
+MatrixD checked_dense(const nytro::NystromFactor<T>& factor, Index m, FactorMethod method) {
+    CHECK_EQ(Index(factor.support.size()), factor.R.rows());
+    CHECK_EQ(factor.rank(), factor.R.cols());
+    for (Index s : factor.support) CHECK(s >= 0 && s < m);
+    CHECK_EQ(factor.upper_triangular, method != FactorMethod::qr);
+    if (method != FactorMethod::pivoted) CHECK_EQ(Index(factor.support.size()), m);
+    CHECK(factor.R.allFinite());
+    return factor.dense(m).template cast<double>();
+}
+
+template <class T>
+void generalised_inverse(double tol) {
+    // cond(K_mm) in the low thousands (standard normal centres, sigma = 1.5, m = 40).
+    const MatrixD C = normal(40, 4, 5);
+    const MatrixD K = direct_kernel(C, C, 1.5);
+    const MatrixD K_t = K.cast<T>().template cast<double>();
+    const MatrixD pinv = spectral(K_t, [](double w) { return 1.0 / w; });
+    for (FactorMethod method : kMethods) {
+        const auto factor = nytro::nystrom_factor<T>(K.cast<T>(), {method, -1.0, kJitter}, 2);
+        const MatrixD R = checked_dense(factor, 40, method);
+        const MatrixD P = R * R.transpose();
+        const std::string what = std::string(name(method)) + " " + (sizeof(T) == 4 ? "float" : "double");
+        // cholesky inverts K_mm + jitter I: off by about jitter * ||inv(K_mm)|| relative.
+        const double tol_m = method == FactorMethod::cholesky ? tol + 10 * kJitter * largest_eigenvalue(pinv) : tol;
+        expect_close(P * K_t * P, P, tol_m, what + ": P K P = P");
+        expect_close(K_t * P * K_t, K_t, tol_m, what + ": K P K = K");
+        // K_mm is nonsingular: every method gives the inverse itself.
+        CHECK_EQ(factor.rank(), Index(40));
+        expect_close(P, pinv, tol_m, what + ": R R^T = inv(K_mm)");
+    }
+}
+
+// 25 distinct centres, 15 of them repeated once, the copies spread among the originals.
+MatrixD duplicated_centres() {
+    const MatrixD distinct = normal(25, 3, 8);
+    MatrixD C(40, 3);
+    const auto order = nytro::sample_centers(40, 40, 9);
+    for (Index i = 0; i < 40; ++i) C.row(order[std::size_t(i)]) = distinct.row(i < 25 ? i : i - 25);
+    return C;
+}
+
+template <class T>
+void duplicates_rank(double tol) {
+    const MatrixD C = duplicated_centres();
+    const MatrixD K_t = direct_kernel(C, C, 1.5).cast<T>().template cast<double>();
+    for (FactorMethod method : {FactorMethod::pivoted, FactorMethod::qr}) {
+        const auto factor = nytro::nystrom_factor<T>(K_t.cast<T>(), {method, -1.0, kJitter}, 2);
+        const std::string what = std::string(name(method)) + " " + (sizeof(T) == 4 ? "float" : "double");
+        CHECK_MSG(factor.rank() == 25, what + ": rank " + check::str(factor.rank()));
+        const MatrixD R = checked_dense(factor, 40, method);
+        const MatrixD P = R * R.transpose();
+        expect_close(P * K_t * P, P, tol, what + ": P K P = P");
+        expect_close(K_t * P * K_t, K_t, tol, what + ": K P K = K");
+    }
+}
+
+}  // namespace
+
+NYTRO_TEST(factor_double_is_generalised_inverse) { generalised_inverse<double>(1e-8); }
+NYTRO_TEST(factor_float_is_generalised_inverse) { generalised_inverse<float>(2e-2); }
+NYTRO_TEST(factor_double_duplicated_centres_rank) { duplicates_rank<double>(1e-8); }
+NYTRO_TEST(factor_float_duplicated_centres_rank) { duplicates_rank<float>(2e-2); }
+
+NYTRO_TEST(factor_pivoted_support_skips_duplicates) {
+    const MatrixD C = duplicated_centres();
+    const auto factor = nytro::nystrom_factor<double>(direct_kernel(C, C, 1.5));
+    std::vector<Index> support = factor.support;
+    std::sort(support.begin(), support.end());
+    CHECK(std::adjacent_find(support.begin(), support.end()) == support.end());
+    // No two supported centres are the same point.
+    for (std::size_t a = 0; a < support.size(); ++a)
+        for (std::size_t b = a + 1; b < support.size(); ++b)
+            CHECK(C.row(support[a]) != C.row(support[b]));
+}
+
+NYTRO_TEST(factor_rejects_bad_arguments) {
+    const MatrixD K = MatrixD::Identity(4, 4);
+    CHECK_THROWS_WITH(nytro::nystrom_factor<double>(MatrixD(3, 4)), std::invalid_argument, "K_mm");
+    CHECK_THROWS_WITH(nytro::nystrom_factor<double>(MatrixD(0, 0)), std::invalid_argument, "K_mm");
+    MatrixD with_nan = K;
+    with_nan(1, 2) = std::nan("");
+    CHECK_THROWS_WITH(nytro::nystrom_factor<double>(with_nan), std::invalid_argument, "K_mm");
+    CHECK_THROWS_WITH(nytro::nystrom_factor<double>(K, {FactorMethod::pivoted, 1.0, 1e-10}), std::invalid_argument,
+                      "rank_tol");
+    CHECK_THROWS_WITH(nytro::nystrom_factor<double>(K, {FactorMethod::cholesky, -1.0, -1.0}),
+                      std::invalid_argument, "jitter");
+}
+
+NYTRO_TEST(factor_numerical_failures_are_runtime_errors) {
+    for (FactorMethod method : {FactorMethod::pivoted, FactorMethod::qr})
+        CHECK_THROWS(nytro::nystrom_factor<double>(MatrixD::Zero(3, 3), {method, -1.0, kJitter}), std::runtime_error);
+    MatrixD indefinite(2, 2);
+    indefinite << 1, 2, 2, 1;
+    CHECK_THROWS_WITH(nytro::nystrom_factor<double>(indefinite, {FactorMethod::cholesky, -1.0, 0.0}),
+                      std::runtime_error, "jitter");
+}
