@@ -6,6 +6,7 @@ import sys
 
 from . import __version__
 from ._checks import available_cores
+from .experiments import COMMANDS, load
 
 
 def _demo(args) -> int:
@@ -32,6 +33,16 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default=".", help="folder for nytro_demo_paths.png (default: .)")
     demo.add_argument("--verbose", "-v", action="count", default=0, help="print progress")
     demo.set_defaults(run=_demo)
+    for name, (module, help_text) in COMMANDS.items():
+        try:
+            experiment = load(name)
+        except ModuleNotFoundError as missing:  # only an experiment module not written yet
+            if missing.name != module:
+                raise
+            continue
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        experiment.add_arguments(sub)
+        sub.set_defaults(run=experiment.run)
     return parser
 
 
