@@ -148,13 +148,14 @@ void define(py::module_& m, const std::string& suffix) {
           [](const Array<T>& X, const Array<T>& Y, const Array<T>& centers, double sigma, const Array<T>& X_val,
              const Array<T>& Y_val, const std::string& method, double nu, Index max_iter,
              const std::string& step_rule, double step_size, const std::string& stopping, double tol, Index window,
-             const std::string& factor, double rank_tol, double jitter, const std::string& solver, int n_threads,
-             py::object progress) {
+             const std::string& factor, double rank_tol, double jitter, const std::string& solver,
+             const std::string& storage, int n_threads, py::object progress) {
               nytro::NytroOptions o;
               iterative_options(o, method, nu, max_iter, step_rule, step_size, stopping, tol, window, n_threads,
                                 std::move(progress));
               o.factor = factor_options(factor, rank_tol, jitter);
               o.solver = nytro::parse_solver(solver);
+              o.storage = nytro::parse_storage(storage);
               auto x = view(X), y = view(Y), c = view(centers), xv = view(X_val), yv = view(Y_val);
               nytro::PathResult<T> r;
               {
@@ -183,11 +184,12 @@ void define(py::module_& m, const std::string& suffix) {
     m.def(("nkrls_path_" + suffix).c_str(),
           [](const Array<T>& X, const Array<T>& Y, const Array<T>& centers, double sigma,
              const std::vector<double>& lambdas, const Array<T>& X_val, const Array<T>& Y_val,
-             const std::string& factor, double rank_tol, double jitter, const std::string& solver, int n_threads,
-             py::object progress) {
+             const std::string& factor, double rank_tol, double jitter, const std::string& solver,
+             const std::string& storage, int n_threads, py::object progress) {
               nytro::TikhonovOptions o;
               o.factor = factor_options(factor, rank_tol, jitter);
               o.solver = nytro::parse_tikhonov_solver(solver);
+              o.storage = nytro::parse_storage(storage);
               o.n_threads = n_threads;
               o.callback = make_callback(std::move(progress));
               auto x = view(X), y = view(Y), c = view(centers), xv = view(X_val), yv = view(Y_val);

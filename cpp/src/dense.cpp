@@ -4,6 +4,8 @@
 
 #include <Eigen/Core>
 
+#include <vector>
+
 namespace nytro::detail {
 namespace {
 
@@ -38,6 +40,21 @@ void multiply(const MatrixCRef<T>& A, const MatrixCRef<T>& B, MatrixRef<T> out, 
         product<decltype(A.middleRows(r0, rows)), T>(A.middleRows(r0, rows), B, out.middleRows(r0, rows));
     });
 }
+
+template <class T, class S>
+void multiply_widened(const Matrix<S>& M, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads) {
+    const double flops = 2.0 * M.rows() * M.cols() * B.cols();
+    const int threads = threads_for(flops, resolve_threads(n_threads));
+    std::vector<Matrix<T>> widened(static_cast<std::size_t>(threads));
+    parallel_for(panels(M.rows()), threads, [&](Index p, int thread) {
+        const Index r0 = p * kPanel, rows = std::min(kPanel, M.rows() - r0);
+        widened[thread] = M.middleRows(r0, rows).template cast<T>();
+        product<Matrix<T>, T>(widened[thread], B, out.middleRows(r0, rows));
+    });
+}
+
+template void multiply_widened<double, float>(const Matrix<float>&, const MatrixCRef<double>&, MatrixRef<double>,
+                                              int);
 
 template <class T>
 void multiply_right(const MatrixCRef<T>& A, const MatrixCRef<T>& R, bool upper, MatrixRef<T> out,
@@ -117,6 +134,25 @@ void rank_update(const MatrixCRef<T>& B, MatrixRef<T> G, T scale, bool upper, in
         G.block(r0, c0, rows, cols).noalias() += scale * (B.middleCols(r0, rows).transpose() * B.middleCols(c0, cols));
     });
 }
+
+template <class T, class S>
+void rank_update_widened(const MatrixCRef<S>& B, MatrixRef<T> G, int n_threads) {
+    const Index k = B.cols(), tiles = (k + kTile - 1) / kTile;
+    const double flops = double(B.rows()) * k * k;
+    const int threads = threads_for(flops, resolve_threads(n_threads));
+    std::vector<Matrix<S>> tile(static_cast<std::size_t>(threads));
+    parallel_for(tiles * (tiles + 1) / 2, threads, [&](Index task, int thread) {
+        Index i = 0;
+        while ((i + 1) * (i + 2) / 2 <= task) ++i;
+        const Index j = task - i * (i + 1) / 2;
+        const Index r0 = i * kTile, c0 = j * kTile;
+        const Index rows = std::min(kTile, k - r0), cols = std::min(kTile, k - c0);
+        tile[thread].noalias() = B.middleCols(r0, rows).transpose() * B.middleCols(c0, cols);
+        G.block(r0, c0, rows, cols) += tile[thread].template cast<T>();
+    });
+}
+
+template void rank_update_widened<double, float>(const MatrixCRef<float>&, MatrixRef<double>, int);
 
 template <class T>
 void mirror_lower(MatrixRef<T> G) {

@@ -14,6 +14,11 @@ constexpr Index kPanel = 128;
 template <class T>
 void multiply(const MatrixCRef<T>& A, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads);
 
+// out = M * B for M stored in a lower precision S: each 128-row panel of M is widened
+// to T in cache, then multiplied (M is read from memory once, in S).
+template <class T, class S>
+void multiply_widened(const Matrix<S>& M, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads);
+
 // out = A * R, with R upper triangular when `upper` (its strict lower part is ignored).
 template <class T>
 void multiply_right(const MatrixCRef<T>& A, const MatrixCRef<T>& R, bool upper, MatrixRef<T> out,
@@ -33,6 +38,11 @@ void multiply_left_transposed(const MatrixCRef<T>& R, bool upper, const MatrixCR
 // tiles crossing the diagonal computed whole). `upper` picks the triangle.
 template <class T>
 void rank_update(const MatrixCRef<T>& B, MatrixRef<T> G, T scale, bool upper, int n_threads);
+
+// Lower triangle of G += B^T B with B in a lower precision S: each tile product is
+// computed in S (twice the flop rate of double) and added to G in T.
+template <class T, class S>
+void rank_update_widened(const MatrixCRef<S>& B, MatrixRef<T> G, int n_threads);
 
 // Copy the lower triangle of a square matrix onto its upper triangle.
 template <class T>

@@ -2,7 +2,8 @@
 // its residual and its share of the gradient while it is still in cache, so K is read
 // from memory once per call. The rows are split into a fixed number of slots (by n
 // alone), each summed by one thread and then added in slot order: the result is the
-// same bit for bit for any thread count.
+// same bit for bit for any thread count. K may be stored in a lower precision S than the
+// compute precision T: each block is widened in cache before its products.
 #pragma once
 
 #include "nytro/types.hpp"
@@ -11,10 +12,10 @@
 
 namespace nytro::detail {
 
-template <class T>
+template <class T, class S = T>
 class FusedPass {
 public:
-    FusedPass(const Matrix<T>& K, int n_threads);
+    FusedPass(const Matrix<S>& K, int n_threads);
 
     // K^T (K a - Y); the reference stays valid until the next call.
     const Matrix<T>& normal_residual(const MatrixCRef<T>& a, const MatrixCRef<T>& Y);
@@ -24,11 +25,12 @@ public:
 private:
     void run(const MatrixCRef<T>& a, const MatrixCRef<T>* Y);
 
-    const Matrix<T>& K_;
+    const Matrix<S>& K_;
     int threads_;
     Index slots_, block_rows_;
     std::vector<Matrix<T>> partial_;   // one gradient share per slot
     std::vector<Matrix<T>> residual_;  // one residual block per thread
+    std::vector<Matrix<T>> widened_;   // one widened K block per thread (S != T)
     Matrix<T> result_;
 };
 

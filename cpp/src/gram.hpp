@@ -16,10 +16,12 @@ struct NormalEquations {
     Matrix<T> C;  // k x q
 };
 
-// `centers` are the centres in factor.support (the rows R acts on).
+// `centers` are the centres in factor.support (the rows R acts on). low_precision (for
+// T = double): kernel blocks, A = K R and the tile products in float32, summed in double.
 template <class T>
 NormalEquations<T> stream_normal_equations(const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
                                            const MatrixCRef<T>& centers, const NystromFactor<T>& factor,
-                                           double sigma, int n_threads, const Callback& callback);
+                                           double sigma, int n_threads, const Callback& callback,
+                                           bool low_precision = false);
 
 }  // namespace nytro::detail

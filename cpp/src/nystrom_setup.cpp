@@ -7,7 +7,7 @@ namespace nytro::detail {
 template <class T>
 NystromSetup<T> prepare_nystrom(const MatrixCRef<T>& centers, double sigma, const FactorOptions& factor,
                                 const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val, int threads,
-                                const Callback& callback) {
+                                const Callback& callback, bool low_precision) {
     NystromSetup<T> setup;
     const Matrix<T> K_mm = gaussian_kernel<T>(centers, centers, sigma, threads);
     setup.factor = nystrom_factor<T>(K_mm, factor, threads);
@@ -16,7 +16,7 @@ NystromSetup<T> prepare_nystrom(const MatrixCRef<T>& centers, double sigma, cons
     setup.used.resize(static_cast<Index>(support.size()), centers.cols());
     for (std::size_t i = 0; i < support.size(); ++i) setup.used.row(Index(i)) = centers.row(support[i]);
     if (X_val.rows() > 0)
-        setup.validation = std::make_unique<Validation<T>>(X_val, Y_val, setup.used, sigma, threads);
+        setup.validation = std::make_unique<Validation<T>>(X_val, Y_val, setup.used, sigma, threads, low_precision);
     return setup;
 }
 
@@ -30,7 +30,7 @@ Matrix<T> scatter_rows(const Matrix<T>& coef, const std::vector<Index>& support,
 #define NYTRO_INSTANTIATE(T)                                                                          \
     template NystromSetup<T> prepare_nystrom<T>(const MatrixCRef<T>&, double, const FactorOptions&,  \
                                                 const MatrixCRef<T>&, const MatrixCRef<T>&, int,     \
-                                                const Callback&);                                     \
+                                                const Callback&, bool);                               \
     template Matrix<T> scatter_rows<T>(const Matrix<T>&, const std::vector<Index>&, Index);
 NYTRO_INSTANTIATE(float)
 NYTRO_INSTANTIATE(double)

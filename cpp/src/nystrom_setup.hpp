@@ -19,7 +19,7 @@ struct NystromSetup {
 template <class T>
 NystromSetup<T> prepare_nystrom(const MatrixCRef<T>& centers, double sigma, const FactorOptions& factor,
                                 const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val, int threads,
-                                const Callback& callback);
+                                const Callback& callback, bool low_precision);
 
 // Coefficients over the support rows, scattered back to all m centres (0 elsewhere).
 template <class T>

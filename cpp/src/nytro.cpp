@@ -12,6 +12,7 @@
 #include "parallel.hpp"
 
 #include <memory>
+#include <type_traits>
 
 namespace nytro {
 namespace {
@@ -21,9 +22,8 @@ namespace {
 constexpr double kFlopsPerSecond = 1e11;
 constexpr double kBytesPerSecond = 3e10;
 
-template <class T>
-Solver choose_solver(Index n, Index k, Index max_iter, bool upper) {
-    const double t_max = double(max_iter), size = sizeof(T), kk = double(k) * double(k);
+Solver choose_solver(Index n, Index k, Index max_iter, bool upper, double size) {
+    const double t_max = double(max_iter), kk = double(k) * double(k);
     // gram: A = K R per block (n k^2 triangular, 2 n k^2 dense) and A^T A (n k^2 with the
     // symmetric half), then one k x k matrix-vector product per iteration.
     const double gram = (upper ? 2.0 : 3.0) * double(n) * kk / kFlopsPerSecond + t_max * kk * size / kBytesPerSecond;
@@ -33,18 +33,25 @@ Solver choose_solver(Index n, Index k, Index max_iter, bool upper) {
     return direct <= gram ? Solver::direct : Solver::gram;
 }
 
-// Direct: K_nm stored; H p = R^T K^T K R p with one fused pass over K per product.
-template <class T>
+// Direct: K_nm stored (in precision S); H p = R^T K^T K R p with one fused pass over K.
+template <class T, class S>
 struct DirectSolver {
-    Matrix<T> K, lifted;
-    std::unique_ptr<detail::FusedPass<T>> pass;
+    Matrix<S> K;
+    Matrix<T> lifted;
+    std::unique_ptr<detail::FusedPass<T, S>> pass;
 
     void build(detail::LinearProblem<T>& problem, const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
-               const detail::NystromSetup<T>& setup, double sigma, int threads) {
+               const detail::NystromSetup<T>& setup, double sigma, int threads, const Callback&) {
         const Matrix<T>& R = setup.factor.R;
         const bool upper = setup.factor.upper_triangular;
-        K = gaussian_kernel<T>(X, setup.used, sigma, threads);
-        pass = std::make_unique<detail::FusedPass<T>>(K, threads);
+        if constexpr (std::is_same_v<S, T>) {
+            K = gaussian_kernel<T>(X, setup.used, sigma, threads);
+        } else {
+            check_allocation(double(X.rows()) * double(setup.used.rows()) * sizeof(S),
+                             "K_nm (" + shape_text<S>(X.rows(), setup.used.rows()) + ")");
+            K = gaussian_kernel<S>(X.template cast<S>(), setup.used.template cast<S>(), sigma, threads);
+        }
+        pass = std::make_unique<detail::FusedPass<T, S>>(K, threads);
         lifted.resize(R.rows(), Y.cols());
         problem.dim = setup.factor.rank();
         problem.apply = [this, &R, upper, threads](const Matrix<T>& p, Matrix<T>& out) {
@@ -62,26 +69,52 @@ struct DirectSolver {
 };
 
 // Gram: H = A^T A and C = A^T y accumulated once from streamed kernel blocks (K_nm never
-// stored), then every product is a k x k matrix-vector product.
-template <class T>
+// stored), then every product is a k x k matrix-vector product with H kept in precision S.
+template <class T, class S>
 struct GramSolver {
-    detail::NormalEquations<T> normal;
+    Matrix<S> H;
 
     void build(detail::LinearProblem<T>& problem, const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
                const detail::NystromSetup<T>& setup, double sigma, int threads, const Callback& callback) {
-        normal = detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor, sigma, threads, callback);
+        constexpr bool low = !std::is_same_v<S, T>;
+        auto normal =
+            detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor, sigma, threads, callback, low);
         const Matrix<T>& R = setup.factor.R;
         const bool upper = setup.factor.upper_triangular;
         problem.dim = normal.H.rows();
-        problem.apply = [this, threads](const Matrix<T>& p, Matrix<T>& out) {
-            detail::multiply<T>(normal.H, p, out, threads);
-        };
-        problem.rhs = normal.C;
+        problem.rhs = std::move(normal.C);
+        if constexpr (low) {
+            H = normal.H.template cast<S>();
+            problem.apply = [this, threads](const Matrix<T>& p, Matrix<T>& out) {
+                detail::multiply_widened<T, S>(H, p, out, threads);
+            };
+        } else {
+            H = std::move(normal.H);
+            problem.apply = [this, threads](const Matrix<T>& p, Matrix<T>& out) {
+                detail::multiply<T>(H, p, out, threads);
+            };
+        }
         problem.to_alpha = [&R, upper, threads](const MatrixCRef<T>& betas, MatrixRef<T> alphas) {
             detail::multiply_left<T>(R, upper, betas, alphas, threads);
         };
     }
 };
+
+// Builds the chosen solver into `problem`; the returned object owns what the problem's
+// functions refer to and must outlive them.
+template <class T, class S>
+std::shared_ptr<void> build_solver(Solver solver, detail::LinearProblem<T>& problem, const MatrixCRef<T>& X,
+                                   const MatrixCRef<T>& Y, const detail::NystromSetup<T>& setup, double sigma,
+                                   int threads, const Callback& callback) {
+    if (solver == Solver::direct) {
+        auto direct = std::make_shared<DirectSolver<T, S>>();
+        direct->build(problem, X, Y, setup, sigma, threads, callback);
+        return direct;
+    }
+    auto gram = std::make_shared<GramSolver<T, S>>();
+    gram->build(problem, X, Y, setup, sigma, threads, callback);
+    return gram;
+}
 
 }  // namespace
 
@@ -93,24 +126,23 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
     detail::check_centers<T>(centers, X);
     detail::check_iterative_options(options);
     const int threads = detail::resolve_threads(options.n_threads);
+    const bool low = options.storage == Storage::float32 && !std::is_same_v<T, float>;
     const auto setup = detail::prepare_nystrom<T>(centers, sigma, options.factor, X_val, Y_val, threads,
-                                                  options.callback);
+                                                  options.callback, low);
     PathResult<T> result;
     result.rank = setup.factor.rank();
     result.solver = options.solver != Solver::automatic
                         ? options.solver
-                        : choose_solver<T>(X.rows(), setup.used.rows(), options.max_iter,
-                                           setup.factor.upper_triangular);
+                        : choose_solver(X.rows(), setup.used.rows(), options.max_iter, setup.factor.upper_triangular,
+                                        low ? 4.0 : double(sizeof(T)));
 
     detail::LinearProblem<T> problem;
     problem.q = Y.cols();
     problem.alpha_rows = setup.used.rows();
-    DirectSolver<T> direct;
-    GramSolver<T> gram;
-    if (result.solver == Solver::direct)
-        direct.build(problem, X, Y, setup, sigma, threads);
-    else
-        gram.build(problem, X, Y, setup, sigma, threads, options.callback);
+    const auto solver = low ? build_solver<T, float>(result.solver, problem, X, Y, setup, sigma, threads,
+                                                     options.callback)
+                            : build_solver<T, T>(result.solver, problem, X, Y, setup, sigma, threads,
+                                                 options.callback);
 
     const double step = detail::resolve_step(options, X.rows(), [&] {
         return detail::largest_eigenvalue<T>(problem.dim, problem.apply, options.callback);

@@ -51,6 +51,12 @@ TikhonovSolver parse_tikhonov_solver(const std::string& value) {
     unknown("solver", value, "'eigh', 'cholesky'");
 }
 
+Storage parse_storage(const std::string& value) {
+    if (value == "same") return Storage::same;
+    if (value == "float32") return Storage::float32;
+    unknown("storage", value, "'same', 'float32'");
+}
+
 const char* to_string(Solver solver) {
     switch (solver) {
         case Solver::automatic: return "auto";

@@ -110,10 +110,11 @@ TikhonovResult<T> nkrls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, con
     detail::check_lambdas(lambdas, X_val.rows() > 0);
     const int threads = detail::resolve_threads(options.n_threads);
     const Index q = Y.cols();
+    const bool low = options.storage == Storage::float32;
     const auto setup = detail::prepare_nystrom<T>(centers, sigma, options.factor, X_val, Y_val, threads,
-                                                  options.callback);
+                                                  options.callback, low);
     const auto normal =
-        detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor, sigma, threads, options.callback);
+        detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor, sigma, threads, options.callback, low);
     ShiftedSolves<T> solves(normal.H, normal.C, options.solver);
     const Matrix<T> betas = solves.solve_all(scaled(lambdas, X.rows()), options.callback);
     Matrix<T> alphas(setup.used.rows(), betas.cols());

@@ -6,25 +6,29 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 namespace nytro::detail {
 
 template <class T>
 Validation<T>::Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val, const Matrix<T>& centers,
-                          double sigma, int n_threads)
+                          double sigma, int n_threads, bool low_precision)
     : X_val_(X_val), Y_val_(Y_val), centers_(centers), sigma_(sigma) {
-    const double bytes = double(X_val.rows()) * double(centers.rows()) * sizeof(T);
-    if (bytes <= 0.25 * double(physical_memory_bytes()))
-        K_val_ = gaussian_kernel<T>(X_val, centers, sigma, n_threads);
+    const bool low = low_precision && !std::is_same_v<T, float>;
+    const double bytes = double(X_val.rows()) * double(centers.rows()) * (low ? 4.0 : sizeof(T));
+    if (bytes > 0.25 * double(physical_memory_bytes())) return;  // streamed at each call
+    K_val_ = gaussian_kernel<T>(X_val, centers, sigma, n_threads);
+    if (low) {
+        K_val_low_ = K_val_.template cast<float>();
+        K_val_ = Matrix<T>();
+    }
 }
 
 template <class T>
-void Validation<T>::add_squared_errors(const MatrixCRef<T>& K_block, Index r0, const MatrixCRef<T>& alphas,
-                                       Index q, std::vector<double>& squared, int n_threads) const {
-    Matrix<T> predictions(K_block.rows(), alphas.cols());
-    multiply<T>(K_block, alphas, predictions, n_threads);
-    const auto targets = Y_val_.middleRows(r0, K_block.rows());
-    for (Index col = 0; col < alphas.cols(); ++col)
+void Validation<T>::add_squared_errors(const Matrix<T>& predictions, Index r0, Index q,
+                                       std::vector<double>& squared) const {
+    const auto targets = Y_val_.middleRows(r0, predictions.rows());
+    for (Index col = 0; col < predictions.cols(); ++col)
         squared[col / q] += (predictions.col(col) - targets.col(col % q)).template cast<double>().squaredNorm();
 }
 
@@ -32,8 +36,16 @@ template <class T>
 void Validation<T>::rmse(const MatrixCRef<T>& alphas, Index q, std::vector<double>& out, int n_threads) const {
     const Index n_val = Y_val_.rows(), blocks = alphas.cols() / q;
     std::vector<double> squared(static_cast<std::size_t>(blocks), 0.0);
+    Matrix<T> predictions;
     if (stored()) {
-        add_squared_errors(K_val_, 0, alphas, q, squared, n_threads);
+        predictions.resize(n_val, alphas.cols());
+        if constexpr (std::is_same_v<T, double>) {
+            if (K_val_low_.size() > 0) multiply_widened<T, float>(K_val_low_, alphas, predictions, n_threads);
+            else multiply<T>(K_val_, alphas, predictions, n_threads);
+        } else {
+            multiply<T>(K_val_, alphas, predictions, n_threads);
+        }
+        add_squared_errors(predictions, 0, q, squared);
     } else {
         const Index rows = std::max<Index>(256, (Index(1) << 22) / std::max<Index>(centers_.rows(), 1));
         Matrix<T> K(std::min(rows, n_val), centers_.rows());
@@ -41,7 +53,9 @@ void Validation<T>::rmse(const MatrixCRef<T>& alphas, Index q, std::vector<doubl
             const Index count = std::min(rows, n_val - r0);
             auto block = K.topRows(count);
             gaussian_kernel_into<T>(X_val_.middleRows(r0, count), centers_, sigma_, block, n_threads);
-            add_squared_errors(block, r0, alphas, q, squared, n_threads);
+            predictions.resize(count, alphas.cols());
+            multiply<T>(block, alphas, predictions, n_threads);
+            add_squared_errors(predictions, r0, q, squared);
         }
     }
     for (double s : squared) out.push_back(std::sqrt(s / (double(n_val) * double(q))));

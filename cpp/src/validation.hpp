@@ -18,20 +18,21 @@ namespace nytro::detail {
 template <class T>
 class Validation {
 public:
+    // low_precision: store K_val in float32 (a T = double computation only).
     Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val, const Matrix<T>& centers, double sigma,
-               int n_threads);
+               int n_threads, bool low_precision = false);
 
     // alphas holds c coefficient blocks of q columns each (block j = columns [jq, jq+q));
     // appends c RMSEs to `out`.
     void rmse(const MatrixCRef<T>& alphas, Index q, std::vector<double>& out, int n_threads) const;
 
-    bool stored() const { return K_val_.size() > 0; }
+    bool stored() const { return K_val_.size() > 0 || K_val_low_.size() > 0; }
 
 private:
-    void add_squared_errors(const MatrixCRef<T>& K_block, Index r0, const MatrixCRef<T>& alphas, Index q,
-                            std::vector<double>& squared, int n_threads) const;
+    void add_squared_errors(const Matrix<T>& predictions, Index r0, Index q, std::vector<double>& squared) const;
 
-    Matrix<T> K_val_;          // n_val x m when stored, else empty
+    Matrix<T> K_val_;          // n_val x m when stored in T, else empty
+    Matrix<float> K_val_low_;  // n_val x m when stored in float32 for T = double, else empty
     Matrix<T> X_val_, Y_val_;  // kept for the streamed form and the targets
     Matrix<T> centers_;       // the streamed form recomputes k(X_val, centres)
     double sigma_;

@@ -111,9 +111,11 @@ def nystrom_factor(K_mm, *, method="pivoted", rank_tol=None, jitter=1e-10, n_thr
 
 def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
                step_size="auto", stopping="best", tol=None, window=10, factor="pivoted", rank_tol=None,
-               jitter=1e-10, solver="auto", n_threads=None, progress=None, dtype=None) -> PathResult:
+               jitter=1e-10, solver="auto", storage=None, n_threads=None, progress=None,
+               dtype=None) -> PathResult:
     """NYTRO's path on A = K_nm R (gd: the paper's gradient descent; nu, cg: accelerated),
-    with the validation RMSE at every iteration."""
+    with the validation RMSE at every iteration. storage="float32" keeps K_nm (direct) or
+    A^T A (gram) and K_val in float32 while computing in float64."""
     dt, X, Y, one_d, Xv, Yv, centers = _training_data(X, y, X_val, y_val, dtype, centers)
     chk.check_choice("method", method, chk.METHODS)
     step_rule, step_value = chk.check_step_size(step_size)
@@ -125,7 +127,7 @@ def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=
         chk.check_int("max_iter", max_iter, 1), step_rule,
         step_value, stopping, chk.check_tol(tol), chk.check_int("window", window, 2), factor,
         chk.check_optional_positive("rank_tol", rank_tol, -1.0), chk.check_optional_positive("jitter", jitter, 1e-10),
-        solver, chk.check_n_threads(n_threads), progress)
+        solver, chk.check_storage(storage), chk.check_n_threads(n_threads), progress)
     return _path_result(raw, one_d)
 
 
@@ -146,9 +148,10 @@ def landweber_path(X, y, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, 
 
 
 def nkrls_path(X, y, centers, sigma, *, lambdas=None, X_val=None, y_val=None, factor="pivoted",
-               rank_tol=None, jitter=1e-10, solver="eigh", n_threads=None, progress=None,
+               rank_tol=None, jitter=1e-10, solver="eigh", storage=None, n_threads=None, progress=None,
                dtype=None) -> TikhonovResult:
-    """Nystrom KRLS along a lambda grid (default: the paper's 100 values in [1e-15, 1])."""
+    """Nystrom KRLS along a lambda grid (default: the paper's 100 values in [1e-15, 1]).
+    storage="float32" computes the kernel blocks of A^T A and keeps K_val in float32."""
     dt, X, Y, one_d, Xv, Yv, centers = _training_data(X, y, X_val, y_val, dtype, centers)
     lambdas = chk.check_lambdas(lambdas)
     chk.check_choice("factor", factor, chk.FACTOR_METHODS)
@@ -157,7 +160,8 @@ def nkrls_path(X, y, centers, sigma, *, lambdas=None, X_val=None, y_val=None, fa
         raw = _native("nkrls_path", dt)(
             X, Y, centers, chk.check_sigma(sigma), lambdas, Xv, Yv, factor,
             chk.check_optional_positive("rank_tol", rank_tol, -1.0),
-            chk.check_optional_positive("jitter", jitter, 1e-10), solver, chk.check_n_threads(n_threads), progress)
+            chk.check_optional_positive("jitter", jitter, 1e-10), solver, chk.check_storage(storage),
+            chk.check_n_threads(n_threads), progress)
     return _tikhonov_result(raw, lambdas, one_d)
 
 

@@ -17,6 +17,7 @@ FACTOR_METHODS = ("pivoted", "qr", "cholesky")
 NYTRO_SOLVERS = ("auto", "direct", "gram")
 TIKHONOV_SOLVERS = ("eigh", "cholesky")
 DTYPES = (None, "float32", "float64")
+STORAGES = (None, "float32")
 
 
 def paper_lambdas() -> np.ndarray:
@@ -97,6 +98,12 @@ def check_step_size(step_size):
     if not np.isfinite(value) or value <= 0:
         raise ValueError(f"step_size must be a finite number > 0, got {value}")
     return "fixed", value
+
+
+def check_storage(storage) -> str:
+    """The core's name for a storage precision: None -> "same"."""
+    check_choice("storage", storage, STORAGES)
+    return "same" if storage is None else storage
 
 
 def check_nu(nu) -> float:

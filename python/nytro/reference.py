@@ -2,7 +2,7 @@
 
 Each function has the signature of its C++-backed twin in ``nytro`` and returns the
 same result up to rounding. The arguments that only steer how the C++ core computes
-(``solver``, ``n_threads``, ``progress``) are accepted and ignored: there is one way
+(``solver``, ``storage``, ``n_threads``, ``progress``) are accepted and ignored: there is one way
 to compute everything here, the most direct one.
 
 Symbols follow the paper: K_nm = k(X, centres), R R^T = pinv(K_mm) (or the reflexive
@@ -238,7 +238,8 @@ def _out(coef, one_d):
 # ----------------------------------------------------------------------- NYTRO
 def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
                step_size="auto", stopping="best", tol=None, window=10, factor="pivoted", rank_tol=None,
-               jitter=1e-10, solver="auto", n_threads=None, progress=None, dtype=None) -> PathResult:
+               jitter=1e-10, solver="auto", storage=None, n_threads=None, progress=None,
+               dtype=None) -> PathResult:
     """NYTRO (paper, eq. 13): beta_t = beta_{t-1} - step A^T (A beta_{t-1} - y) for method
     "gd"; "nu" and "cg" run the accelerated regularisers on the same A^T A beta = A^T y."""
     dt, X, Y, one_d, Xv, Yv, C = _prepare(X, y, X_val, y_val, dtype, centers)
@@ -283,7 +284,7 @@ def _tikhonov(gram, rhs, lambdas, n, lift, predict_val, Y_val, one_d, rank):
 
 
 def nkrls_path(X, y, centers, sigma, *, lambdas=None, X_val=None, y_val=None, factor="pivoted",
-               rank_tol=None, jitter=1e-10, solver="eigh", n_threads=None, progress=None,
+               rank_tol=None, jitter=1e-10, solver="eigh", storage=None, n_threads=None, progress=None,
                dtype=None) -> TikhonovResult:
     """Nystrom KRLS (paper, eq. 12): alpha = R (A^T A + lambda n I)^-1 A^T y."""
     dt, X, Y, one_d, Xv, Yv, C = _prepare(X, y, X_val, y_val, dtype, centers)

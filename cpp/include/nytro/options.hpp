@@ -44,6 +44,14 @@ enum class Solver {
     gram,       // A^T A formed once from streamed row blocks, iterations in m dimensions
 };
 
+// Precision of the large stored matrices (K_nm, A^T A, K_val); iterates, sums and the
+// factor always stay in the compute precision.
+enum class Storage {
+    same,     // the compute precision
+    float32,  // float32 storage and float32 products accumulated in float64: half the
+              // memory and bytes per iteration, for double compute (no effect in float32)
+};
+
 // How the Tikhonov methods (KRLS, NKRLS) solve along the lambda grid.
 enum class TikhonovSolver {
     eigh,      // one eigendecomposition serves every lambda exactly
@@ -72,11 +80,13 @@ struct FactorOptions {
 struct NytroOptions : IterativeOptions {
     FactorOptions factor;                  // Nystrom factor
     Solver solver = Solver::automatic;     // see Solver
+    Storage storage = Storage::same;       // see Storage
 };
 
 struct TikhonovOptions {
     FactorOptions factor;                  // Nystrom factor (NKRLS only)
     TikhonovSolver solver = TikhonovSolver::eigh;  // see TikhonovSolver
+    Storage storage = Storage::same;       // K_val and the kernel blocks of A^T A (NKRLS only)
     int n_threads = 0;                     // <= 0: all cores of the machine
     Callback callback;                     // progress / interruption, may be empty
 };
@@ -89,6 +99,7 @@ StepRule parse_step_rule(const std::string& value);
 Stopping parse_stopping(const std::string& value);
 Solver parse_solver(const std::string& value);
 TikhonovSolver parse_tikhonov_solver(const std::string& value);
+Storage parse_storage(const std::string& value);
 const char* to_string(Solver solver);
 
 }  // namespace nytro

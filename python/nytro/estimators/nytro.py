@@ -55,6 +55,9 @@ class NytroRegressor(KernelRegressorBase):
         "direct" stores K_nm and reads it once per iteration; "gram" forms A^T A once
         from streamed blocks (K_nm never stored); "auto" picks by a cost model. All give
         the same iterates up to rounding.
+    storage : {None, "float32"}, default=None
+        "float32" keeps K_nm (direct) or A^T A (gram) and the hold-out kernel in float32
+        while computing in float64: half the memory and the bytes read per iteration.
     validation_fraction : float in (0, 1) or None, default=0.2
         Hold-out share used to select t; None runs exactly `max_iter` iterations on all rows.
     random_state : int, RandomState or None
@@ -78,8 +81,8 @@ class NytroRegressor(KernelRegressorBase):
     """
 
     def __init__(self, n_centers=1000, sigma=1.0, *, method="gd", nu=1.0, max_iter=500, step_size="auto",
-                 stopping="best", tol=None, window=10, factor="pivoted", solver="auto", validation_fraction=0.2,
-                 random_state=None, n_threads=None, verbose=0, dtype=None):
+                 stopping="best", tol=None, window=10, factor="pivoted", solver="auto", storage=None,
+                 validation_fraction=0.2, random_state=None, n_threads=None, verbose=0, dtype=None):
         self.n_centers = n_centers
         self.sigma = sigma
         self.method = method
@@ -91,6 +94,7 @@ class NytroRegressor(KernelRegressorBase):
         self.window = window
         self.factor = factor
         self.solver = solver
+        self.storage = storage
         self.validation_fraction = validation_fraction
         self.random_state = random_state
         self.n_threads = n_threads
@@ -106,6 +110,7 @@ class NytroRegressor(KernelRegressorBase):
             y_val=Y_val if held_out else None, method=self.method, nu=self.nu, max_iter=self.max_iter,
             step_size=self.step_size,
             stopping=self.stopping, tol=self.tol, window=self.window, factor=self.factor, solver=self.solver,
+            storage=self.storage,
             n_threads=self.n_threads, progress=self._progress())
         self.centers_ = centers
         self.n_iter_ = result.n_iter

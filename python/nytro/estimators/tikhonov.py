@@ -26,20 +26,22 @@ class NystromKRLSRegressor(KernelRegressorBase):
 
     Parameters
     ----------
-    n_centers, sigma, factor : as in NytroRegressor.""" + _SHARED_DOC + """
+    n_centers, sigma, factor, storage : as in NytroRegressor (storage="float32" computes
+    the kernel blocks of A^T A and keeps the hold-out kernel in float32).""" + _SHARED_DOC + """
     Attributes
     ----------
     centers_, coef_ : as in NytroRegressor; lambda_ : the selected lambda;
     lambdas_ : the grid; validation_rmse_ : hold-out RMSE per lambda; rank_ : columns of R.
     """
 
-    def __init__(self, n_centers=1000, sigma=1.0, *, lambdas=None, factor="pivoted", solver="eigh",
+    def __init__(self, n_centers=1000, sigma=1.0, *, lambdas=None, factor="pivoted", solver="eigh", storage=None,
                  validation_fraction=0.2, random_state=None, n_threads=None, verbose=0, dtype=None):
         self.n_centers = n_centers
         self.sigma = sigma
         self.lambdas = lambdas
         self.factor = factor
         self.solver = solver
+        self.storage = storage
         self.validation_fraction = validation_fraction
         self.random_state = random_state
         self.n_threads = n_threads
@@ -53,7 +55,7 @@ class NystromKRLSRegressor(KernelRegressorBase):
         held_out = X_val.shape[0] > 0
         result = nkrls_path(
             X_train, Y_train, centers, self.sigma, lambdas=lambdas, X_val=X_val if held_out else None,
-            y_val=Y_val if held_out else None, factor=self.factor, solver=self.solver,
+            y_val=Y_val if held_out else None, factor=self.factor, solver=self.solver, storage=self.storage,
             n_threads=self.n_threads, progress=self._progress())
         self.centers_ = centers
         self.lambdas_ = lambdas

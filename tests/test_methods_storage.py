@@ -1,0 +1,109 @@
+"""The accelerated regularisers (nu-method, CG) and float32 storage against the
+reference and against the float64 computation."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nytro
+import nytro.reference as ref
+from conftest import SERIAL, assert_close, make_noisy_problem, make_problem
+
+
+@pytest.mark.parametrize("method", ["nu", "cg"])
+@pytest.mark.parametrize("solver", ["direct", "gram"])
+@pytest.mark.parametrize("n_outputs", [None, 2])
+def test_accelerated_nytro_matches_reference(method, solver, n_outputs, dtype):
+    p = make_problem(n_outputs=n_outputs, dtype=dtype)
+    args = (p.X, p.y, p.centers, p.sigma)
+    # CG amplifies rounding differences between two correct implementations (here by
+    # ~1e4 per few steps once the residual is small: 7e-15 at t=5, 1e-6 at t=12), so its
+    # iterates are compared over the first steps only.
+    max_iter = 6 if method == "cg" else 60
+    ours = nytro.nytro_path(*args, **p.holdout, method=method, max_iter=max_iter, solver=solver, **SERIAL)
+    theirs = ref.nytro_path(*args, **p.holdout, method=method, max_iter=max_iter)
+    assert (ours.n_iter, ours.iterations_run) == (theirs.n_iter, theirs.iterations_run)
+    assert_close(ours.coef, theirs.coef, dtype, what="coef")
+    assert_close(ours.validation_rmse, theirs.validation_rmse, dtype, what="validation_rmse")
+
+
+@pytest.mark.parametrize("method", ["nu", "cg"])
+def test_accelerated_landweber_matches_reference(method):
+    p = make_problem(n=120)
+    ours = nytro.landweber_path(p.X, p.y, p.sigma, **p.holdout, method=method, step_size="auto", max_iter=40,
+                                **SERIAL)
+    theirs = ref.landweber_path(p.X, p.y, p.sigma, **p.holdout, method=method, step_size="auto", max_iter=40)
+    assert ours.n_iter == theirs.n_iter
+    assert_close(ours.coef, theirs.coef, np.float64, what="coef")
+
+
+def test_nu_method_iterates_are_a_polynomial_filter_of_the_same_operator():
+    """With no hold-out, the nu-method's first iterate is omega_1 * s * c (beta_0 = 0)."""
+    p = make_problem()
+    one = nytro.nytro_path(p.X, p.y, p.centers, p.sigma, method="nu", nu=1.0, max_iter=1, **SERIAL)
+    gd = nytro.nytro_path(p.X, p.y, p.centers, p.sigma, method="gd", max_iter=1, **SERIAL)
+    assert_close(one.coef, gd.coef * (4 + 2) / (4 + 1), np.float64)
+
+
+def test_acceleration_reaches_the_gd_path_in_fewer_iterations():
+    """nu and CG reach the best validation RMSE of 500 GD iterations well before 500."""
+    p = make_problem(n=600, m=80, sigma=2.0)
+    gd = nytro.nytro_path(p.X, p.y, p.centers, p.sigma, **p.holdout, method="gd", max_iter=500, **SERIAL)
+    target = gd.validation_rmse.min()
+    for method, budget in (("nu", 120), ("cg", 40)):
+        fast = nytro.nytro_path(p.X, p.y, p.centers, p.sigma, **p.holdout, method=method, max_iter=budget, **SERIAL)
+        reached = np.flatnonzero(fast.validation_rmse <= target * (1 + 1e-3))
+        assert reached.size, f"{method} did not reach GD's best RMSE {target:.5f} in {budget} iterations"
+
+
+def test_cg_step_size_is_ignored():
+    p = make_problem()
+    a = nytro.nytro_path(p.X, p.y, p.centers, p.sigma, method="cg", max_iter=20, step_size=1e6, **SERIAL)
+    b = nytro.nytro_path(p.X, p.y, p.centers, p.sigma, method="cg", max_iter=20, **SERIAL)
+    np.testing.assert_array_equal(a.coef, b.coef)
+    assert a.step_size == 0.0
+
+
+@pytest.mark.parametrize("solver", ["direct", "gram"])
+@pytest.mark.parametrize("method", ["gd", "cg"])
+def test_float32_storage_keeps_the_validation_path(solver, method):
+    """float32 storage of K_nm / A^T A / K_val changes the hold-out path by rounding only
+    (coefficients may move more along near-null directions of K_mm; predictions do not)."""
+    p = make_noisy_problem()
+    args = (p.X, p.y, p.centers, p.sigma)
+    max_iter = 6 if method == "cg" else 100  # CG soon follows rounding noise (see above)
+    full = nytro.nytro_path(*args, **p.holdout, method=method, max_iter=max_iter, solver=solver, **SERIAL)
+    low = nytro.nytro_path(*args, **p.holdout, method=method, max_iter=max_iter, solver=solver, storage="float32",
+                           **SERIAL)
+    assert low.coef.dtype == np.float64
+    np.testing.assert_allclose(low.validation_rmse, full.validation_rmse, rtol=1e-4)
+    K = nytro.gaussian_kernel(p.X_val, p.centers, p.sigma)
+    assert_close(K @ low.coef, K @ full.coef, np.float32, rtol=1e-3, what="predictions")
+
+
+def test_float32_storage_nkrls_selects_alike():
+    p = make_noisy_problem()
+    args = (p.X, p.y, p.centers, p.sigma)
+    full = nytro.nkrls_path(*args, **p.holdout, **SERIAL)
+    low = nytro.nkrls_path(*args, **p.holdout, storage="float32", **SERIAL)
+    best = np.argmin(full.validation_rmse)
+    assert abs(low.selected - best) <= 2
+    assert low.validation_rmse.min() == pytest.approx(full.validation_rmse.min(), rel=1e-4)
+
+
+def test_storage_is_checked():
+    p = make_problem()
+    with pytest.raises(ValueError, match="storage='float16' is not one of"):
+        nytro.nytro_path(p.X, p.y, p.centers, p.sigma, storage="float16")
+    with pytest.raises(ValueError, match="method='sgd' is not one of"):
+        nytro.nytro_path(p.X, p.y, p.centers, p.sigma, method="sgd")
+    with pytest.raises(ValueError, match="nu must be a finite number > 0"):
+        nytro.nytro_path(p.X, p.y, p.centers, p.sigma, method="nu", nu=0)
+
+
+def test_estimators_expose_method_and_storage():
+    p = make_problem(n=400)
+    est = nytro.NytroRegressor(30, p.sigma, method="cg", storage="float32", max_iter=50, random_state=0).fit(p.X, p.y)
+    assert est.coef_.dtype == np.float64 and 1 <= est.n_iter_ <= 50
+    nk = nytro.NystromKRLSRegressor(30, p.sigma, storage="float32", random_state=0).fit(p.X, p.y)
+    assert np.isfinite(nk.predict(p.X_val)).all()
