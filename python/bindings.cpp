@@ -131,6 +131,26 @@ void define(py::module_& m, const std::string& suffix) {
           py::arg("X"), py::arg("centers"), py::arg("coef"), py::arg("sigma"), py::arg("n_threads"),
           py::arg("progress") = py::none());
 
+    // Benchmark hook (benchmarks/bench_kernels.py): median seconds of `repeats` fused passes
+    // K^T (K a - y) over a stored kernel, the inner loop of the direct solver; K may be
+    // float32 for a float64 computation (storage="float32").
+    auto fused_pass = [](const auto& K, const Array<T>& a, const Array<T>& y, int n_threads, int repeats) {
+        using S = typename std::decay_t<decltype(K)>::value_type;
+        const Matrix<S> stored = view(K);
+        auto av = view(a), yv = view(y);
+        py::gil_scoped_release release;
+        return nytro::fused_pass_seconds<T, S>(stored, av, yv, n_threads, repeats);
+    };
+    m.def(("_fused_pass_seconds_" + suffix).c_str(),
+          [fused_pass](const Array<T>& K, const Array<T>& a, const Array<T>& y, int n_threads, int repeats) {
+              return fused_pass(K, a, y, n_threads, repeats);
+          });
+    if constexpr (std::is_same_v<T, double>)
+        m.def("_fused_pass_seconds_float64_from_float32",
+              [fused_pass](const Array<float>& K, const Array<T>& a, const Array<T>& y, int n_threads, int repeats) {
+                  return fused_pass(K, a, y, n_threads, repeats);
+              });
+
     m.def(("nystrom_factor_" + suffix).c_str(),
           [](const Array<T>& K_mm, const std::string& method, double rank_tol, double jitter, int n_threads) {
               auto k = view(K_mm);

@@ -2,6 +2,7 @@
 // paper's baselines. Include this one header to use the whole C++ core.
 #pragma once
 
+#include "nytro/benchmark.hpp"
 #include "nytro/centers.hpp"
 #include "nytro/eigen_solver.hpp"
 #include "nytro/errors.hpp"

@@ -88,15 +88,15 @@ def _plot(panels, path):
         handles.append(Patch(facecolor="#eeeeee", edgecolor="0.6", label="no problem: d~ > min(n, n SNR)"))
         line_handles, _ = ax.get_legend_handles_labels()
         ax.legend(handles=handles + line_handles, loc="lower right", fontsize=7, framealpha=0.9)
-    fig.suptitle("Figure 1: fastest method reaching KRLS's accuracy at lambda* = 1/(n SNR) "
-                 "(times of the Discussion, constants 1)", fontsize=10)
+    fig.suptitle("Figure 1: the fastest method reaching KRLS's accuracy at lambda* = 1/(n SNR)\n"
+                 "(the Discussion's times, constants 1)", fontsize=10)
     fig.savefig(path, dpi=130)
     plt.close(fig)
     return path
 
 
 def _json_panel(panel):
-    winners = [[None if np.isnan(w) else int(w) for w in row] for row in panel["winners"]]
+    winners = ["".join("." if np.isnan(w) else str(int(w)) for w in row) for row in panel["winners"]]
     curves = theory.regime_boundaries(panel["n"], panel["snr"])
     return {"n": panel["n"], "snr": panel["snr"].tolist(), "d_tilde": panel["d_tilde"].tolist(),
             "winners": winners, "share_of_feasible_cells": panel["share"],
@@ -115,8 +115,8 @@ def run(args) -> int:
         "what": "Figure 1 regime map: argmin over the Discussion's times (nytro.theory.complexity_times)",
         "methods": list(theory.METHODS),
         "colors": theory.METHOD_COLORS,
-        "winners_encoding": "winners[i][j]: index into methods for d_tilde[i], snr[j]; null = infeasible "
-                            "(d~ > min(n, n SNR))",
+        "winners_encoding": "winners[i][j] (row i a string): the digit k of methods[k] for d_tilde[i], "
+                            "snr[j]; '.' = infeasible (d~ > min(n, n SNR))",
         "times": {"KRLS": "n^3", "Early Stopping": "n^2 t* = n^3 SNR", "NKRLS": "n m^2",
                   "NYTRO": "n m t*", "m": "d~ log(n/lambda*) = d~ log(n^2 SNR)", "t*": "1/lambda* = n SNR"},
         "panels": [_json_panel(panel) for panel in panels],

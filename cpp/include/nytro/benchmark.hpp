@@ -1,0 +1,15 @@
+// Timing hooks for the roofline report (benchmarks/bench_kernels.py): the inner loops of
+// the solvers in isolation, timed inside C++ so no Python overhead is counted.
+#pragma once
+
+#include "nytro/types.hpp"
+
+namespace nytro {
+
+// Median seconds of `repeats` fused passes K^T (K a - y) (the direct solver's iteration
+// without its two products with R), for K stored in S and computed in T.
+template <class T, class S = T>
+double fused_pass_seconds(const Matrix<S>& K, const MatrixCRef<T>& a, const MatrixCRef<T>& y, int n_threads,
+                          int repeats);
+
+}  // namespace nytro
