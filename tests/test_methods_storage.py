@@ -11,7 +11,7 @@ from conftest import SERIAL, assert_close, make_noisy_problem, make_problem
 
 
 @pytest.mark.parametrize("method", ["nu", "cg"])
-@pytest.mark.parametrize("solver", ["direct", "gram"])
+@pytest.mark.parametrize("solver", ["direct", "gram", "spectral"])
 @pytest.mark.parametrize("n_outputs", [None, 2])
 def test_accelerated_nytro_matches_reference(method, solver, n_outputs, dtype):
     p = make_problem(n_outputs=n_outputs, dtype=dtype)
@@ -107,3 +107,35 @@ def test_estimators_expose_method_and_storage():
     assert est.coef_.dtype == np.float64 and 1 <= est.n_iter_ <= 50
     nk = nytro.NystromKRLSRegressor(30, p.sigma, storage="float32", random_state=0).fit(p.X, p.y)
     assert np.isfinite(nk.predict(p.X_val)).all()
+
+
+@pytest.mark.parametrize("method", ["gd", "nu", "cg"])
+@pytest.mark.parametrize("holdout", [True, False])
+def test_spectral_solver_matches_reference(method, holdout):
+    """The spectral solver runs the same iterations in eigen-coordinates of A^T A."""
+    p = make_problem(n_outputs=2)
+    kwargs = dict(p.holdout) if holdout else {}
+    max_iter = 6 if method == "cg" else 150
+    ours = nytro.nytro_path(p.X, p.y, p.centers, p.sigma, **kwargs, method=method, max_iter=max_iter,
+                            solver="spectral", **SERIAL)
+    theirs = ref.nytro_path(p.X, p.y, p.centers, p.sigma, **kwargs, method=method, max_iter=max_iter)
+    assert ours.solver == "spectral" and ours.n_iter == theirs.n_iter
+    assert_close(ours.coef, theirs.coef, np.float64, what="coef")
+    if holdout:
+        assert_close(ours.validation_rmse, theirs.validation_rmse, np.float64, what="validation_rmse")
+
+
+def test_spectral_follows_gd_far_beyond_500_iterations():
+    """t_max = 1e5 GD iterations: the path keeps improving past 500 and the solver's cost
+    does not grow with t as GD's would (each iteration is O(k) after one eigh)."""
+    p = make_problem(n=800, m=80, sigma=2.0, noise=0.05)
+    long = nytro.nytro_path(p.X, p.y, p.centers, p.sigma, **p.holdout, max_iter=100_000, solver="spectral",
+                            **SERIAL)
+    short = nytro.nytro_path(p.X, p.y, p.centers, p.sigma, **p.holdout, max_iter=500, solver="gram", **SERIAL)
+    np.testing.assert_allclose(long.validation_rmse[:500], short.validation_rmse, rtol=1e-9)
+    assert long.validation_rmse.min() < short.validation_rmse.min()
+
+
+def test_auto_solver_picks_spectral_for_long_paths():
+    p = make_problem(n=800, m=40)
+    assert nytro.nytro_path(p.X, p.y, p.centers, p.sigma, **p.holdout, max_iter=50_000).solver == "spectral"

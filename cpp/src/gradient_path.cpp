@@ -149,6 +149,7 @@ void run_path(const LinearProblem<T>& problem, double step, const Validation<T>*
         if (!beta->allFinite()) diverged(T_max);
         result.coef.resize(problem.alpha_rows, q);
         problem.to_alpha(*beta, result.coef);
+        if (problem.finish) result.coef = problem.finish(result.coef);
         result.n_iter = result.iterations_run = T_max;
         return;
     }
@@ -180,7 +181,7 @@ void run_path(const LinearProblem<T>& problem, double step, const Validation<T>*
     result.validation_rmse = rule.path();
     result.iterations_run = t;
     result.n_iter = rule.selected();
-    result.coef = std::move(selected);
+    result.coef = problem.finish ? problem.finish(selected) : std::move(selected);
 }
 
 template <class T>

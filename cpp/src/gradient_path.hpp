@@ -21,8 +21,12 @@ struct LinearProblem {
     // out = H p for p, out both dim x q (H symmetric positive semidefinite).
     std::function<void(const Matrix<T>& p, Matrix<T>& out)> apply;
     Matrix<T> rhs;         // c, dim x q
-    // alphas = coefficients of a block of iterates (dim x c*q -> alpha_rows x c*q).
+    // alphas = coefficients of a block of iterates (dim x c*q -> alpha_rows x c*q), in the
+    // coordinates the validation set is given in.
     std::function<void(const MatrixCRef<T>& betas, MatrixRef<T> alphas)> to_alpha;
+    // Optional last map of the selected coefficients to coefficients over the centres
+    // (the spectral solver validates in eigen-coordinates).
+    std::function<Matrix<T>(const Matrix<T>&)> finish;
 };
 
 // Runs the path; fills coef, validation_rmse, n_iter, iterations_run, step_size.

@@ -6,6 +6,7 @@
 #include "gram.hpp"
 #include "input_checks.hpp"
 #include "nystrom_setup.hpp"
+#include "nytro/eigen_solver.hpp"
 #include "nytro/errors.hpp"
 #include "nytro/kernel.hpp"
 #include "nytro/solvers.hpp"
@@ -22,15 +23,23 @@ namespace {
 constexpr double kFlopsPerSecond = 1e11;
 constexpr double kBytesPerSecond = 3e10;
 
-Solver choose_solver(Index n, Index k, Index max_iter, bool upper, double size) {
+Solver choose_solver(Index n, Index n_val, Index k, Index max_iter, bool upper, double size) {
     const double t_max = double(max_iter), kk = double(k) * double(k);
+    // Every solver validates each iteration: about 2 n_val k flops (as GEMMs).
+    const double validation = t_max * 2.0 * double(n_val) * double(k) / kFlopsPerSecond;
     // gram: A = K R per block (n k^2 triangular, 2 n k^2 dense) and A^T A (n k^2 with the
     // symmetric half), then one k x k matrix-vector product per iteration.
-    const double gram = (upper ? 2.0 : 3.0) * double(n) * kk / kFlopsPerSecond + t_max * kk * size / kBytesPerSecond;
+    const double normal_equations = (upper ? 2.0 : 3.0) * double(n) * kk / kFlopsPerSecond;
+    const double gram = normal_equations + t_max * kk * size / kBytesPerSecond + validation;
+    // spectral: the same, an eigendecomposition (LAPACK's divide and conquer runs at
+    // about a tenth of the GEMM rate: ~9 k^3 flops at 1e10/s), then O(k) per iteration.
+    const double spectral = normal_equations + 9.0 * kk * double(k) / 1e10 + validation;
     // direct: a pass over the stored n x k kernel and two products with R per iteration.
-    const double direct = t_max * (double(n) * double(k) + (upper ? 1.0 : 2.0) * kk) * size / kBytesPerSecond;
-    if (double(n) * double(k) * size > 0.5 * double(physical_memory_bytes())) return Solver::gram;
-    return direct <= gram ? Solver::direct : Solver::gram;
+    const double direct =
+        t_max * (double(n) * double(k) + (upper ? 1.0 : 2.0) * kk) * size / kBytesPerSecond + validation;
+    const bool direct_fits = double(n) * double(k) * size <= 0.5 * double(physical_memory_bytes());
+    if (spectral < gram && (!direct_fits || spectral < direct)) return Solver::spectral;
+    return direct_fits && direct <= gram ? Solver::direct : Solver::gram;
 }
 
 // Direct: K_nm stored (in precision S); H p = R^T K^T K R p with one fused pass over K.
@@ -100,6 +109,46 @@ struct GramSolver {
     }
 };
 
+// Spectral: H = A^T A = V diag(s) V^T once, then the iterations run on the diagonal
+// system diag(s) b = V^T c (the same iterates, rotated: every method is invariant under
+// the change of orthonormal basis), O(k) each; the hold-out kernel is turned into
+// K_val R V so that each validation costs O(n_val k).
+template <class T, class S>
+struct SpectralSolver {
+    Vector<T> values;
+    Matrix<T> basis;  // W = R V: eigen-coordinates -> coefficients over the centres
+
+    void build(detail::LinearProblem<T>& problem, const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
+               const detail::NystromSetup<T>& setup, double sigma, int threads, const Callback& callback) {
+        constexpr bool low = !std::is_same_v<S, T>;
+        auto normal =
+            detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor, sigma, threads, callback, low);
+        Matrix<T> V;
+        symmetric_eigen<T>(normal.H, values, V);
+        values = values.cwiseMax(T(0));  // rounding-level negative eigenvalues of A^T A
+        if (callback) callback({"eigendecomposition", 1, 1});
+        problem.dim = values.size();
+        problem.rhs = V.transpose() * normal.C;
+        basis.resize(setup.used.rows(), problem.dim);
+        detail::multiply_left<T>(setup.factor.R, setup.factor.upper_triangular, V, basis, threads);
+        problem.apply = [this](const Matrix<T>& p, Matrix<T>& out) { out = values.asDiagonal() * p; };
+        if (setup.validation && setup.validation->change_basis(basis, threads)) {
+            // Validate and select in eigen-coordinates; map only the selected iterate.
+            problem.alpha_rows = problem.dim;
+            problem.to_alpha = [](const MatrixCRef<T>& betas, MatrixRef<T> alphas) { alphas = betas; };
+            problem.finish = [this, threads](const Matrix<T>& coords) {
+                Matrix<T> alpha(basis.rows(), coords.cols());
+                detail::multiply<T>(basis, coords, alpha, threads);
+                return alpha;
+            };
+        } else {
+            problem.to_alpha = [this, threads](const MatrixCRef<T>& betas, MatrixRef<T> alphas) {
+                detail::multiply<T>(basis, betas, alphas, threads);
+            };
+        }
+    }
+};
+
 // Builds the chosen solver into `problem`; the returned object owns what the problem's
 // functions refer to and must outlive them.
 template <class T, class S>
@@ -110,6 +159,11 @@ std::shared_ptr<void> build_solver(Solver solver, detail::LinearProblem<T>& prob
         auto direct = std::make_shared<DirectSolver<T, S>>();
         direct->build(problem, X, Y, setup, sigma, threads, callback);
         return direct;
+    }
+    if (solver == Solver::spectral) {
+        auto spectral = std::make_shared<SpectralSolver<T, S>>();
+        spectral->build(problem, X, Y, setup, sigma, threads, callback);
+        return spectral;
     }
     auto gram = std::make_shared<GramSolver<T, S>>();
     gram->build(problem, X, Y, setup, sigma, threads, callback);
@@ -133,8 +187,8 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
     result.rank = setup.factor.rank();
     result.solver = options.solver != Solver::automatic
                         ? options.solver
-                        : choose_solver(X.rows(), setup.used.rows(), options.max_iter, setup.factor.upper_triangular,
-                                        low ? 4.0 : double(sizeof(T)));
+                        : choose_solver(X.rows(), X_val.rows(), setup.used.rows(), options.max_iter,
+                                        setup.factor.upper_triangular, low ? 4.0 : double(sizeof(T)));
 
     detail::LinearProblem<T> problem;
     problem.q = Y.cols();

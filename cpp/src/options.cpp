@@ -42,7 +42,8 @@ Solver parse_solver(const std::string& value) {
     if (value == "auto") return Solver::automatic;
     if (value == "direct") return Solver::direct;
     if (value == "gram") return Solver::gram;
-    unknown("solver", value, "'auto', 'direct', 'gram'");
+    if (value == "spectral") return Solver::spectral;
+    unknown("solver", value, "'auto', 'direct', 'gram', 'spectral'");
 }
 
 TikhonovSolver parse_tikhonov_solver(const std::string& value) {
@@ -62,6 +63,7 @@ const char* to_string(Solver solver) {
         case Solver::automatic: return "auto";
         case Solver::direct: return "direct";
         case Solver::gram: return "gram";
+        case Solver::spectral: return "spectral";
     }
     return "?";
 }

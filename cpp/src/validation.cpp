@@ -61,6 +61,22 @@ void Validation<T>::rmse(const MatrixCRef<T>& alphas, Index q, std::vector<doubl
     for (double s : squared) out.push_back(std::sqrt(s / (double(n_val) * double(q))));
 }
 
+template <class T>
+bool Validation<T>::change_basis(const Matrix<T>& W, int n_threads) {
+    if (!stored()) return false;
+    Matrix<T> projected(Y_val_.rows(), W.cols());
+    if constexpr (std::is_same_v<T, double>) {
+        if (K_val_low_.size() > 0) {
+            multiply_widened<T, float>(K_val_low_, W, projected, n_threads);
+            K_val_low_ = projected.template cast<float>();
+            return true;
+        }
+    }
+    multiply<T>(K_val_, W, projected, n_threads);
+    K_val_ = std::move(projected);
+    return true;
+}
+
 template class Validation<float>;
 template class Validation<double>;
 

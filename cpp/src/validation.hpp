@@ -28,6 +28,11 @@ public:
 
     bool stored() const { return K_val_.size() > 0 || K_val_low_.size() > 0; }
 
+    // Change of coordinates a = W b: later calls take b (K_val becomes K_val W, which has
+    // as many columns as W). Only for a stored K_val; returns false (nothing changed) for
+    // the streamed form.
+    bool change_basis(const Matrix<T>& W, int n_threads);
+
 private:
     void add_squared_errors(const Matrix<T>& predictions, Index r0, Index q, std::vector<double>& squared) const;
 

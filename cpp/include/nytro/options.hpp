@@ -42,6 +42,8 @@ enum class Solver {
     automatic,  // chosen by a cost model from n, m, max_iter and memory
     direct,     // K_nm stored, one fused pass over it per iteration
     gram,       // A^T A formed once from streamed row blocks, iterations in m dimensions
+    spectral,   // A^T A = V diag(s) V^T once; each iteration then costs O(m), and the
+                // validation O(n_val m), so t_max of 1e5 is affordable
 };
 
 // Precision of the large stored matrices (K_nm, A^T A, K_val); iterates, sums and the

@@ -452,3 +452,21 @@ def finite_or_none(value):
         return None
     value = float(value)
     return value if math.isfinite(value) else None
+
+
+def json_ready(value):
+    """A copy of `value` that json.dump(allow_nan=False) accepts: NumPy scalars and
+    arrays as Python numbers and lists, NaN and infinities as None."""
+    if isinstance(value, dict):
+        return {str(k): json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return json_ready(value.tolist())
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return finite_or_none(value)
+    return value

@@ -186,9 +186,11 @@ def peer_cost(peer: str, n: int, n_val: int, m: int, d: int, max_iter: int, n_la
         return (8 * (2 * n * m + 2 * n_val * m + 4 * m * m),
                 kernels + 2 * (n + n_val) * m * m + 12 * m**3 + n_lambdas * (2 * n * m * m + m**3 / 3),
                 n_lambdas * 8 * (n * m + n_val * m))
-    if peer == "sklearn-ridgecv":     # features, their covariance and its eigendecomposition
+    if peer == "sklearn-ridgecv":     # features, their covariance and its eigendecomposition; per
+        # alpha ("cov" mode) the m x m inverse V diag(w) V^T and the diagonal of X A X^T (leave-one-out)
         return (8 * (3 * n * m + 4 * m * m),
-                kernels + 2 * n * m * m + 12 * m**3 + 2 * n * m * m + 10 * m**3, n_lambdas * 8 * (n * m))
+                kernels + 2 * n * m * m + 12 * m**3 + 2 * n * m * m + 10 * m**3
+                + n_lambdas * (2 * n * m * m + 2 * m**3), n_lambdas * 8 * (n * m))
     raise ValueError(peer)  # pragma: no cover
 
 
@@ -352,7 +354,7 @@ def run_dataset(name: str, data_dir, settings: Settings) -> dict:
 def _line(r: P.Record) -> str:
     where = f"{r.dataset} rep {r.rep + 1} {r.method} [{r.implementation}]"
     if r.status != "ok":
-        return f"{where}: {r.status} {r.note}"
+        return f"{where}: {r.note if r.note.startswith(('NA', 'skipped')) else r.status + ' ' + r.note}"
     param = "" if r.param is None else f" {r.param_name}*={r.param:.3g}"
     ratio = "" if r.ratio_to_nytro is None else f" ({r.ratio_to_nytro:.2f}x nytro's time)"
     return f"{where}: {r.time_s:.3f} s, test RMSE {r.test_rmse:.4f}{param}{ratio}"
@@ -588,8 +590,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true",
                         help=f"CI smoke run: {QUICK['n_train']} training and {QUICK['n_test']} test rows per dataset, "
                              f"m={QUICK['m']}, {QUICK['max_iter']} iterations, 1 repetition")
-    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
-                        help="tqdm progress bars on stderr (default: yes)")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="tqdm progress bars on stderr (default: when stderr is a terminal)")
 
 
 def run(args) -> int:
@@ -607,7 +609,8 @@ def run(args) -> int:
     command = _command(args, datasets, methods)
     settings = Settings(reps=args.reps, seed=args.seed, threads=args.threads, max_iter=max_iter, m=args.m,
                         peers=args.peers, peer_budget_s=args.peer_budget, memory_budget=budget, methods=methods,
-                        quick=args.quick, progress=args.progress)
+                        quick=args.quick,
+                        progress=sys.stderr.isatty() if args.progress is None else args.progress)
     started = time.perf_counter()
     with P.blas_threads(args.threads):
         info = P.machine_info(args.threads)
@@ -628,7 +631,7 @@ def run(args) -> int:
               "wall_seconds": time.perf_counter() - started, "datasets": results}
     json_path = os.path.join(args.out, "table2.json")
     with open(json_path, "w") as f:
-        json.dump(result, f, indent=1, default=_json_default)
+        json.dump(P.json_ready(result), f, indent=1, allow_nan=False)
     table = markdown(result)
     with open(os.path.join(args.out, "table2.md"), "w") as f:
         f.write(table + "\n")
@@ -637,16 +640,6 @@ def run(args) -> int:
     print(f"\nwritten: {json_path}, table2.md, table2_command.txt in {args.out} "
           f"({result['wall_seconds']:.1f} s)", file=sys.stderr)
     return 0
-
-
-def _json_default(value):
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.floating):
-        return P.finite_or_none(value)
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"not JSON serialisable: {type(value)}")
 
 
 def main(argv=None) -> int:
