@@ -90,7 +90,7 @@ def test_fitted_attributes(cls):
         assert path[est.n_iter_ - 1] == path.min()
         assert est.step_size_ > 0
     if cls is NytroRegressor:
-        assert est.solver_ in ("direct", "gram")
+        assert est.solver_ in ("direct", "gram", "spectral")
     if cls in TIKHONOV:
         assert_array_equal(est.lambdas_, nytro.paper_lambdas())
         assert est.validation_rmse_.shape == (100,)
