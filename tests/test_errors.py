@@ -215,7 +215,7 @@ def test_diverging_step_raises(cls, max_iter, fraction):
     overflowed to inf by max_iter (after 10 iterations they are ~1e60, finite but
     meaningless), so the step is refused up front, naming the stable bound."""
     X, y = data(200)
-    est = make_estimator(cls, step_size=1e6, max_iter=max_iter, validation_fraction=fraction)
+    est = make_estimator(cls, method="gd", step_size=1e6, max_iter=max_iter, validation_fraction=fraction)
     with pytest.raises(ValueError, match=r"step_size=1e\+06 is unstable .* 2 / lambda_max"):
         est.fit(X, y)
 
