@@ -219,7 +219,7 @@ def run(args) -> int:
                         rmses[curve][i, r] = P.rmse(model.predict(data.X_test), data.y_test)
                         nytro_curve = curve.startswith("nytro")
                         params[curve][i, r] = model.n_iter_ if nytro_curve else model.lambda_
-                        solvers[curve][i] = model.solver_ if nytro_curve else curve.split("-")[1]
+                        solvers[curve][i] = model.solver_ if nytro_curve else model.solver
                         bar.update(1)
                 line = "  ".join(f"{c} {np.mean(times[c][i]):.3f} s" for c in curves)
                 if progress:

@@ -115,11 +115,11 @@ class Method:
 METHODS = {m.key: m for m in (
     Method("kols", "KOLS (pinv(K) y, all training rows)", "exact", None, "kols"),
     Method("krls", "KRLS (100 λ, eigh)", "exact", "lambda", "krls"),
-    Method("landweber", "Early stopping (Landweber, step 1/n, best of 500)", "exact", "t", "landweber"),
+    Method("landweber", "Early stopping (Landweber, step 1/n, best of {T})", "exact", "t", "landweber"),
     Method("nkrls", "NKRLS (100 λ, eigh)", "nystrom", "lambda", "nkrls",
            peers=("reference-nkrls", "sklearn-ridge", "sklearn-ridgecv")),
     Method("nkrls-chol", "NKRLS (100 λ, paper's form: Cholesky per λ)", "nystrom", "lambda", "nkrls"),
-    Method("nytro", "NYTRO (paper's protocol: gd, step auto, best of 500)", "nystrom", "t", "nytro",
+    Method("nytro", "NYTRO (paper's protocol: gd, step auto, best of {T})", "nystrom", "t", "nytro",
            peers=("reference-nytro",)),
     Method("nytro-window", "NYTRO (authors' window rule, per-dataset tol)", "nystrom", "t", "nytro"),
     Method("nytro-cg", "NYTRO cg (paper's 5% relative rule)", "nystrom", "t", None),
@@ -347,7 +347,7 @@ def run_dataset(name: str, data_dir, settings: Settings) -> dict:
         "paper": {k: vars(v) for k, v in config.paper.items()},
         "authors_window": dict(zip(("t", "val_rmse", "test_rmse"), AUTHORS_WINDOW.get(config.paper_key, ()))),
         "records": [r.to_dict() for r in records],
-        "summary": summarize(records, methods),
+        "summary": [dict(row, label=_label(row["method"], settings.max_iter)) for row in summarize(records, methods)],
     }
 
 
@@ -471,10 +471,10 @@ def summarize(records, methods) -> list:
 # ---------------------------------------------------------------------------------------
 # Output
 # ---------------------------------------------------------------------------------------
-def _label(key: str) -> str:
+def _label(key: str, max_iter: int = P.MAX_ITER) -> str:
     if ":" in key:
         return "↳ " + PEER_LABELS[key.split(":")[1]][1]
-    return METHODS[key].label
+    return METHODS[key].label.replace("{T}", str(max_iter))
 
 
 def _param_text(row) -> str:
@@ -534,7 +534,7 @@ def markdown(result: dict) -> str:
                     time_text += f" ({row['reps_ok']}/{row['reps']} reps)"
                 cells = [time_text, P.format_mean_std(row["test_rmse"], row["test_rmse_std"], "rmse"),
                          P.format_mean_std(row["val_rmse"], row["val_rmse_std"], "rmse"), _param_text(row), ratio]
-            lines.append(f"| {_label(row['method'])} | " + " | ".join(cells) + " | " + " | ".join(paper) + " |")
+            lines.append(f"| {_label(row['method'], ds['max_iter'])} | " + " | ".join(cells) + " | " + " | ".join(paper) + " |")
         authors = ds.get("authors_window") or {}
         if authors:
             t = authors.get("t")
@@ -542,7 +542,8 @@ def markdown(result: dict) -> str:
             lines.append(f"The authors' code with the window rule (tol {ds['window_tol']}) recorded: "
                          f"t* = {t if t is not None else 'not recorded'}, val RMSE {authors['val_rmse']}, "
                          f"test RMSE {authors['test_rmse']}.")
-        notes = sorted({r["note"] for r in ds["records"] if r["status"] != "ok" and r["note"]})
+        notes = sorted({f"{_label(r['method'], ds['max_iter']).lstrip('↳ ')}: {r['note']}" for r in ds["records"]
+                        if r["status"] != "ok" and r["note"]})
         if notes:
             lines.append("")
             lines.extend(f"- {note}" for note in notes)
