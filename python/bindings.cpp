@@ -85,7 +85,7 @@ nytro::FactorOptions factor_options(const std::string& method, double rank_tol, 
 
 void iterative_options(nytro::IterativeOptions& o, const std::string& method, double nu, Index max_iter,
                        const std::string& step_rule, double step_size, const std::string& stopping, double tol,
-                       Index window, int n_threads, py::object progress) {
+                       Index window, Index patience, int n_threads, py::object progress) {
     o.method = nytro::parse_method(method);
     o.nu = nu;
     o.max_iter = max_iter;
@@ -98,6 +98,7 @@ void iterative_options(nytro::IterativeOptions& o, const std::string& method, do
     o.stopping = nytro::parse_stopping(stopping);
     o.tol = tol;
     o.window = window;
+    o.patience = patience;
     o.n_threads = n_threads;
     o.callback = make_callback(std::move(progress));
 }
@@ -168,11 +169,11 @@ void define(py::module_& m, const std::string& suffix) {
           [](const Array<T>& X, const Array<T>& Y, const Array<T>& centers, double sigma, const Array<T>& X_val,
              const Array<T>& Y_val, const std::string& method, double nu, Index max_iter,
              const std::string& step_rule, double step_size, const std::string& stopping, double tol, Index window,
-             const std::string& factor, double rank_tol, double jitter, const std::string& solver,
+             Index patience, const std::string& factor, double rank_tol, double jitter, const std::string& solver,
              const std::string& storage, int n_threads, py::object progress) {
               nytro::NytroOptions o;
-              iterative_options(o, method, nu, max_iter, step_rule, step_size, stopping, tol, window, n_threads,
-                                std::move(progress));
+              iterative_options(o, method, nu, max_iter, step_rule, step_size, stopping, tol, window, patience,
+                                n_threads, std::move(progress));
               o.factor = factor_options(factor, rank_tol, jitter);
               o.solver = nytro::parse_solver(solver);
               o.storage = nytro::parse_storage(storage);
@@ -188,10 +189,11 @@ void define(py::module_& m, const std::string& suffix) {
     m.def(("landweber_path_" + suffix).c_str(),
           [](const Array<T>& X, const Array<T>& Y, double sigma, const Array<T>& X_val, const Array<T>& Y_val,
              const std::string& method, double nu, Index max_iter, const std::string& step_rule, double step_size,
-             const std::string& stopping, double tol, Index window, int n_threads, py::object progress) {
+             const std::string& stopping, double tol, Index window, Index patience, int n_threads,
+             py::object progress) {
               nytro::IterativeOptions o;
-              iterative_options(o, method, nu, max_iter, step_rule, step_size, stopping, tol, window, n_threads,
-                                std::move(progress));
+              iterative_options(o, method, nu, max_iter, step_rule, step_size, stopping, tol, window, patience,
+                                n_threads, std::move(progress));
               auto x = view(X), y = view(Y), xv = view(X_val), yv = view(Y_val);
               nytro::PathResult<T> r;
               {

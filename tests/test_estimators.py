@@ -314,9 +314,19 @@ def test_early_stopping_rules_stop_early(cls, stopping):
 @pytest.mark.parametrize("cls", ITERATIVE)
 def test_best_stopping_picks_argmin(cls):
     X, y = smooth_data(200, noise=0.3)
-    est = make_estimator(cls, sigma=0.5, n_centers=40, max_iter=300, stopping="best").fit(X, y)
+    est = make_estimator(cls, sigma=0.5, n_centers=40, max_iter=300, stopping="best", n_iter_no_change=None).fit(X, y)
     assert len(est.validation_rmse_) == 300
     assert est.n_iter_ == int(np.argmin(est.validation_rmse_)) + 1
+
+
+def test_best_stopping_with_patience_ends_after_the_last_improvement():
+    """NytroRegressor's default (CG, n_iter_no_change=50): the path ends 50 iterations
+    after its minimum, which is the argmin of the whole path run."""
+    X, y = smooth_data(400, noise=0.3)
+    est = NytroRegressor(40, 0.5, max_iter=300, random_state=0).fit(X, y)
+    path = est.validation_rmse_
+    assert est.n_iter_ == int(np.argmin(path)) + 1
+    assert len(path) == est.n_iter_ + 50 < 300
 
 
 # ---------------------------------------------------------------- statistical sanity

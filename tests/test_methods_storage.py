@@ -139,3 +139,14 @@ def test_spectral_follows_gd_far_beyond_500_iterations():
 def test_auto_solver_picks_spectral_for_long_paths():
     p = make_problem(n=800, m=40)
     assert nytro.nytro_path(p.X, p.y, p.centers, p.sigma, **p.holdout, max_iter=50_000).solver == "spectral"
+
+
+@pytest.mark.parametrize("solver", ["direct", "gram", "spectral"])
+def test_patience_matches_reference(solver):
+    p = make_noisy_problem()
+    kwargs = dict(**p.holdout, method="gd", max_iter=300, n_iter_no_change=20)
+    ours = nytro.nytro_path(p.X, p.y, p.centers, p.sigma, solver=solver, **kwargs, **SERIAL)
+    theirs = ref.nytro_path(p.X, p.y, p.centers, p.sigma, **kwargs)
+    assert (ours.n_iter, ours.iterations_run) == (theirs.n_iter, theirs.iterations_run)
+    assert ours.iterations_run == ours.n_iter + 20 < 300
+    assert_close(ours.coef, theirs.coef, np.float64)

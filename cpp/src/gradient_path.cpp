@@ -20,6 +20,7 @@ std::string text(double value) { return format_number(value); }
 void check_iterative_options(const IterativeOptions& options) {
     require(options.nu > 0 && std::isfinite(options.nu), "nu must be a finite number > 0, got " + text(options.nu));
     require(options.max_iter >= 1, "max_iter must be >= 1, got " + std::to_string(options.max_iter));
+    require(options.patience >= 0, "n_iter_no_change must be >= 1 or None, got " + std::to_string(options.patience));
     require(options.window >= 2, "window must be >= 2, got " + std::to_string(options.window));
     if (options.step_rule == StepRule::fixed)
         require(std::isfinite(options.step_size) && options.step_size > 0,
@@ -154,7 +155,7 @@ void run_path(const LinearProblem<T>& problem, double step, const Validation<T>*
         return;
     }
 
-    StoppingRule rule(options.stopping, options.tol, options.window);
+    StoppingRule rule(options.stopping, options.tol, options.window, options.patience);
     Matrix<T> chunk(problem.dim, kChunk * q), alphas(problem.alpha_rows, kChunk * q);
     Matrix<T> selected = Matrix<T>::Zero(problem.alpha_rows, q);
     std::vector<double> rmse;

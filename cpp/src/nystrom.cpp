@@ -12,6 +12,7 @@
 #include <limits>
 #include <numeric>
 #include <string>
+#include <utility>
 
 namespace nytro {
 namespace {
@@ -21,16 +22,25 @@ double default_rank_tol(Index m) {
     return static_cast<double>(m) * std::numeric_limits<T>::epsilon();
 }
 
-// Symmetric swap of indices a < b in a matrix of which only the upper triangle of the
-// trailing part (rows and columns >= a) is kept, and of the finished rows 0..a-1 of U
-// (the columns a and b there), as LAPACK's ?pstrf does for its stored triangle.
+// Symmetric swap of indices a < b within the trailing part (rows and columns >= a, upper
+// triangle kept) and within the rows `from`..a-1 of U finished in the current panel (the
+// columns a and b there), as LAPACK's ?pstrf does for its stored triangle. Rows of U
+// finished in earlier panels get the panel's swaps later, row by row (apply_swaps): a
+// column swap there would touch one cache line per row.
 template <class T>
-void swap_pivot(Matrix<T>& W, Index a, Index b) {
+void swap_pivot(Matrix<T>& W, Index from, Index a, Index b) {
     const Index m = W.rows();
-    W.col(a).head(a).swap(W.col(b).head(a));
+    for (Index i = from; i < a; ++i) std::swap(W(i, a), W(i, b));
     std::swap(W(a, a), W(b, b));
     for (Index i = a + 1; i < b; ++i) std::swap(W(a, i), W(i, b));
     if (b + 1 < m) W.row(a).tail(m - b - 1).swap(W.row(b).tail(m - b - 1));
+}
+
+// The swaps (a, b) of a panel, replayed on the columns of rows 0..rows-1.
+template <class T>
+void apply_swaps(Matrix<T>& W, Index rows, const std::vector<std::pair<Index, Index>>& swaps) {
+    for (Index i = 0; i < rows; ++i)
+        for (const auto& [a, b] : swaps) std::swap(W(i, a), W(i, b));
 }
 
 // Rank-revealing Cholesky with diagonal pivoting, K[P, P] = U^T U, blocked as in
@@ -46,11 +56,13 @@ NystromFactor<T> pivoted_factor(const MatrixCRef<T>& K, double rank_tol, int n_t
     Vector<T> d = K.diagonal();
     std::vector<Index> order(static_cast<std::size_t>(m));
     std::iota(order.begin(), order.end(), Index(0));
+    std::vector<std::pair<Index, Index>> swaps;
     const T threshold = static_cast<T>(rank_tol) * d.maxCoeff();
     Index rank = 0;
     bool done = false;
     for (Index j0 = 0; j0 < m && !done; j0 += panel) {
         Index j1 = std::min(j0 + panel, m);
+        swaps.clear();
         for (Index j = j0; j < j1; ++j) {
             Index p = 0;
             const T largest = d.segment(j, m - j).maxCoeff(&p);
@@ -61,7 +73,8 @@ NystromFactor<T> pivoted_factor(const MatrixCRef<T>& K, double rank_tol, int n_t
                 break;
             }
             if (p != j) {
-                swap_pivot(W, j, p);
+                swap_pivot(W, j0, j, p);
+                swaps.emplace_back(j, p);
                 std::swap(d[j], d[p]);
                 std::swap(order[j], order[p]);
             }
@@ -77,6 +90,7 @@ NystromFactor<T> pivoted_factor(const MatrixCRef<T>& K, double rank_tol, int n_t
             }
             rank = j + 1;
         }
+        apply_swaps(W, j0, swaps);
         const Index rest = m - j1;
         if (rest > 0 && j1 > j0)
             detail::rank_update<T>(W.block(j0, j1, j1 - j0, rest), W.bottomRightCorner(rest, rest), T(-1), true,
@@ -145,6 +159,21 @@ NystromFactor<T> qr_factor(const MatrixCRef<T>& K, double rank_tol) {
     return factor;
 }
 
+// |K - K^T| <= 100 eps max|K|, compared in 64 x 64 tiles so that the transposed side
+// is read from cache rather than one cache line per element.
+template <class T>
+bool is_symmetric(const MatrixCRef<T>& K) {
+    const Index m = K.rows(), tile = 64;
+    const T tolerance = 100 * std::numeric_limits<T>::epsilon() * K.cwiseAbs().maxCoeff();
+    for (Index i = 0; i < m; i += tile)
+        for (Index j = i; j < m; j += tile) {
+            const Index rows = std::min(tile, m - i), cols = std::min(tile, m - j);
+            const Matrix<T> mirrored = K.block(j, i, cols, rows).transpose();
+            if ((K.block(i, j, rows, cols) - mirrored).cwiseAbs().maxCoeff() > tolerance) return false;
+        }
+    return true;
+}
+
 }  // namespace
 
 template <class T>
@@ -167,9 +196,7 @@ NystromFactor<T> nystrom_factor(const MatrixCRef<T>& K_mm, const FactorOptions& 
                                             std::to_string(K_mm.rows()) + " x " +
                                             std::to_string(K_mm.cols()));
     require(K_mm.allFinite(), "K_mm contains NaN or infinity");
-    const T scale = K_mm.cwiseAbs().maxCoeff();
-    require((K_mm - K_mm.transpose()).cwiseAbs().maxCoeff() <= 100 * std::numeric_limits<T>::epsilon() * scale,
-            "K_mm must be symmetric");
+    require(is_symmetric<T>(K_mm), "K_mm must be symmetric");
     const double rank_tol = options.rank_tol < 0 ? default_rank_tol<T>(m) : options.rank_tol;
     require(rank_tol < 1, "rank_tol must be < 1, got " + format_number(rank_tol));
     require(options.jitter >= 0 && std::isfinite(options.jitter),

@@ -13,8 +13,8 @@ double StoppingRule::default_tol(Stopping kind) {
     return kind == Stopping::window ? 1e-4 : 0.05;
 }
 
-StoppingRule::StoppingRule(Stopping kind, double tol, Index window)
-    : kind_(kind), tol_(tol < 0 ? default_tol(kind) : tol), window_(window) {
+StoppingRule::StoppingRule(Stopping kind, double tol, Index window, Index patience)
+    : kind_(kind), tol_(tol < 0 ? default_tol(kind) : tol), window_(window), patience_(patience) {
     if (!std::isfinite(tol_)) throw std::invalid_argument("tol must be finite, got " + format_number(tol));
     if (window_ < 2) throw std::invalid_argument("window must be >= 2, got " + std::to_string(window));
 }
@@ -26,7 +26,7 @@ StoppingRule::Verdict StoppingRule::push(double rmse) {
     switch (kind_) {
         case Stopping::best:
             if (improved) selected_ = t;
-            return {false, improved};
+            return {patience_ > 0 && t - selected_ >= patience_, improved};
         case Stopping::relative: {
             if (improved) selected_ = t;
             if (t <= window_) return {false, improved};

@@ -9,7 +9,7 @@ namespace nytro::detail {
 
 class StoppingRule {
 public:
-    StoppingRule(Stopping kind, double tol, Index window);
+    StoppingRule(Stopping kind, double tol, Index window, Index patience = 0);
 
     struct Verdict {
         bool stop;       // end the iterations after this one
@@ -27,6 +27,7 @@ private:
     Stopping kind_;
     double tol_;
     Index window_;
+    Index patience_;
     Index selected_ = 0;
     std::vector<double> path_;
 };

@@ -110,7 +110,8 @@ def nystrom_factor(K_mm, *, method="pivoted", rank_tol=None, jitter=1e-10, n_thr
 
 
 def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
-               step_size="auto", stopping="best", tol=None, window=10, factor="pivoted", rank_tol=None,
+               step_size="auto", stopping="best", tol=None, window=10, n_iter_no_change=None,
+               factor="pivoted", rank_tol=None,
                jitter=1e-10, solver="auto", storage=None, n_threads=None, progress=None,
                dtype=None) -> PathResult:
     """NYTRO's path on A = K_nm R (gd: the paper's gradient descent; nu, cg: accelerated),
@@ -125,15 +126,16 @@ def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=
     raw = _native("nytro_path", dt)(
         X, Y, centers, chk.check_sigma(sigma), Xv, Yv, method, chk.check_nu(nu),
         chk.check_int("max_iter", max_iter, 1), step_rule,
-        step_value, stopping, chk.check_tol(tol), chk.check_int("window", window, 2), factor,
+        step_value, stopping, chk.check_tol(tol), chk.check_int("window", window, 2),
+        chk.check_patience(n_iter_no_change), factor,
         chk.check_optional_positive("rank_tol", rank_tol, -1.0), chk.check_optional_positive("jitter", jitter, 1e-10),
         solver, chk.check_storage(storage), chk.check_n_threads(n_threads), progress)
     return _path_result(raw, one_d)
 
 
 def landweber_path(X, y, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
-                   step_size="paper", stopping="best", tol=None, window=10, n_threads=None, progress=None,
-                   dtype=None) -> PathResult:
+                   step_size="paper", stopping="best", tol=None, window=10, n_iter_no_change=None,
+                   n_threads=None, progress=None, dtype=None) -> PathResult:
     """Landweber iteration (early stopping) on the full n x n kernel (method gd), or its
     accelerated forms (nu, cg) on K alpha = y."""
     dt, X, Y, one_d, Xv, Yv, _ = _training_data(X, y, X_val, y_val, dtype)
@@ -143,7 +145,8 @@ def landweber_path(X, y, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, 
     raw = _native("landweber_path", dt)(
         X, Y, chk.check_sigma(sigma), Xv, Yv, method, chk.check_nu(nu), chk.check_int("max_iter", max_iter, 1),
         step_rule, step_value,
-        stopping, chk.check_tol(tol), chk.check_int("window", window, 2), chk.check_n_threads(n_threads), progress)
+        stopping, chk.check_tol(tol), chk.check_int("window", window, 2), chk.check_patience(n_iter_no_change),
+        chk.check_n_threads(n_threads), progress)
     return _path_result(raw, one_d)
 
 

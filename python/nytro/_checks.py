@@ -112,6 +112,13 @@ def check_nu(nu) -> float:
     return float(nu)
 
 
+def check_patience(n_iter_no_change) -> int:
+    """0 (run to max_iter) for None."""
+    if n_iter_no_change is None:
+        return 0
+    return check_int("n_iter_no_change", n_iter_no_change, 1)
+
+
 def check_tol(tol) -> float:
     """-1.0 (the rule's default) for None."""
     if tol is None:

@@ -125,10 +125,11 @@ def nystrom_factor(K_mm, *, method="pivoted", rank_tol=None, jitter=1e-10, n_thr
 
 
 # ------------------------------------------------------------------ stopping rules
-def _select(path, stopping, tol, window):
+def _select(path, stopping, tol, window, patience=None):
     """Apply a stopping rule to a validation path: (t_selected, t_stopped), 1-based.
 
-    best     : argmin over the whole path.
+    best     : argmin over the whole path, or over the path up to `patience`
+               iterations after its last improvement.
     relative : stop at the first t > window where the best RMSE inside the last
                `window` iterations improves on the best before them by <= tol
                (relative); select the argmin up to the stop.
@@ -137,6 +138,10 @@ def _select(path, stopping, tol, window):
     """
     path = np.asarray(path)
     if stopping == "best":
+        if patience:  # end the path `patience` iterations after its last improvement
+            for t in range(1, len(path) + 1):
+                if t - (int(np.argmin(path[:t])) + 1) >= patience:
+                    return int(np.argmin(path[:t])) + 1, t
         return int(np.argmin(path)) + 1, len(path)
     if stopping == "relative":
         tol = 0.05 if tol is None else tol
@@ -206,7 +211,7 @@ def _iterates(apply, rhs, method, step, nu, max_iter):
 
 
 def _iterative_path(apply, rhs, to_alpha, method, nu, step, max_iter, predict_val, Y_val, stopping, tol,
-                    window):
+                    window, patience=None):
     """Run the regulariser recording the validation RMSE of alpha_t = to_alpha(beta_t);
     returns (alpha*, path, t*, t_run)."""
     alphas, path = [], []
@@ -217,7 +222,7 @@ def _iterative_path(apply, rhs, to_alpha, method, nu, step, max_iter, predict_va
             path.append(_rmse(predict_val(alphas[-1]), Y_val))
     if predict_val is None:
         return to_alpha(beta), np.zeros(0), max_iter, max_iter
-    selected, stopped = _select(path, stopping, tol, window)
+    selected, stopped = _select(path, stopping, tol, window, patience)
     return alphas[selected - 1], np.asarray(path[:stopped]), selected, stopped
 
 
@@ -237,9 +242,9 @@ def _out(coef, one_d):
 
 # ----------------------------------------------------------------------- NYTRO
 def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
-               step_size="auto", stopping="best", tol=None, window=10, factor="pivoted", rank_tol=None,
-               jitter=1e-10, solver="auto", storage=None, n_threads=None, progress=None,
-               dtype=None) -> PathResult:
+               step_size="auto", stopping="best", tol=None, window=10, n_iter_no_change=None,
+               factor="pivoted", rank_tol=None, jitter=1e-10, solver="auto", storage=None, n_threads=None,
+               progress=None, dtype=None) -> PathResult:
     """NYTRO (paper, eq. 13): beta_t = beta_{t-1} - step A^T (A beta_{t-1} - y) for method
     "gd"; "nu" and "cg" run the accelerated regularisers on the same A^T A beta = A^T y."""
     dt, X, Y, one_d, Xv, Yv, C = _prepare(X, y, X_val, y_val, dtype, centers)
@@ -249,13 +254,13 @@ def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=
     K_val = gaussian_kernel(Xv, C, sigma) if len(Xv) else None
     alpha, path, selected, run = _iterative_path(
         lambda beta: A.T @ (A @ beta), A.T @ Y, lambda beta: R @ beta, method, nu, step, max_iter,
-        (lambda alpha: K_val @ alpha) if K_val is not None else None, Yv, stopping, tol, window)
+        (lambda alpha: K_val @ alpha) if K_val is not None else None, Yv, stopping, tol, window, n_iter_no_change)
     return PathResult(_out(alpha, one_d), path, selected, run, step, R.shape[1], "reference")
 
 
 def landweber_path(X, y, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
-                   step_size="paper", stopping="best", tol=None, window=10, n_threads=None, progress=None,
-                   dtype=None) -> PathResult:
+                   step_size="paper", stopping="best", tol=None, window=10, n_iter_no_change=None,
+                   n_threads=None, progress=None, dtype=None) -> PathResult:
     """Landweber (paper, eq. 8): alpha_t = alpha_{t-1} - step (K alpha_{t-1} - y) for "gd";
     "nu" and "cg" run the accelerated regularisers on K alpha = y."""
     dt, X, Y, one_d, Xv, Yv, _ = _prepare(X, y, X_val, y_val, dtype)
@@ -264,7 +269,7 @@ def landweber_path(X, y, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, 
     K_val = gaussian_kernel(Xv, X, sigma) if len(Xv) else None
     alpha, path, selected, run = _iterative_path(
         lambda alpha: K @ alpha, Y, lambda alpha: alpha, method, nu, step, max_iter,
-        (lambda alpha: K_val @ alpha) if K_val is not None else None, Yv, stopping, tol, window)
+        (lambda alpha: K_val @ alpha) if K_val is not None else None, Yv, stopping, tol, window, n_iter_no_change)
     return PathResult(_out(alpha, one_d), path, selected, run, step, X.shape[0], "reference")
 
 

@@ -69,6 +69,8 @@ struct IterativeOptions {
     Stopping stopping = Stopping::best;    // see Stopping
     double tol = -1.0;                     // < 0: 0.05 for relative, 1e-4 for window
     Index window = 10;                     // iterations the early rules look back
+    Index patience = 0;                    // best: end the path this many iterations after
+                                           // its last improvement (0: run to max_iter)
     int n_threads = 0;                     // <= 0: all cores of the machine
     Callback callback;                     // progress / interruption, may be empty
 };

@@ -11,8 +11,8 @@ class LandweberRegressor(KernelRegressorBase):
     n x n kernel, stopped at the iteration with the best hold-out RMSE. Memory O(n^2).
 
     Parameters are those of NytroRegressor without the Nystrom ones; step_size defaults
-    to "paper" (1/n, as in the paper's experiments). method "nu" and "cg" accelerate the
-    iterations on K alpha = y.
+    to "paper" (1/n, as in the paper's experiments) and n_iter_no_change to None (the
+    whole path). method "nu" and "cg" accelerate the iterations on K alpha = y.
 
     Attributes
     ----------
@@ -22,8 +22,8 @@ class LandweberRegressor(KernelRegressorBase):
     """
 
     def __init__(self, sigma=1.0, *, method="gd", nu=1.0, max_iter=500, step_size="paper", stopping="best",
-                 tol=None, window=10, validation_fraction=0.2, random_state=None, n_threads=None, verbose=0,
-                 dtype=None):
+                 tol=None, window=10, n_iter_no_change=None, validation_fraction=0.2, random_state=None,
+                 n_threads=None, verbose=0, dtype=None):
         self.sigma = sigma
         self.method = method
         self.nu = nu
@@ -32,6 +32,7 @@ class LandweberRegressor(KernelRegressorBase):
         self.stopping = stopping
         self.tol = tol
         self.window = window
+        self.n_iter_no_change = n_iter_no_change
         self.validation_fraction = validation_fraction
         self.random_state = random_state
         self.n_threads = n_threads
@@ -44,7 +45,8 @@ class LandweberRegressor(KernelRegressorBase):
         result = landweber_path(
             X_train, Y_train, self.sigma, X_val=X_val if held_out else None, y_val=Y_val if held_out else None,
             method=self.method, nu=self.nu, max_iter=self.max_iter, step_size=self.step_size, stopping=self.stopping, tol=self.tol,
-            window=self.window, n_threads=self.n_threads, progress=self._progress())
+            window=self.window, n_iter_no_change=self.n_iter_no_change, n_threads=self.n_threads,
+            progress=self._progress())
         self.centers_ = X_train
         self.n_iter_ = result.n_iter
         self.validation_rmse_ = result.validation_rmse

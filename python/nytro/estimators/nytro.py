@@ -52,6 +52,10 @@ class NytroRegressor(KernelRegressorBase):
         Threshold of the early stopping rules (see `stopping`).
     window : int, default=10
         Iterations the early stopping rules look back.
+    n_iter_no_change : int or None, default=50
+        With stopping="best", end the path this many iterations after its last
+        improvement (CG's best comes within tens of iterations, then the hold-out error
+        rises); None runs all max_iter iterations, as the paper's protocol does.
     factor : {"pivoted", "qr", "cholesky"}, default="pivoted"
         How R with R R^T = K_mm^+ is computed: rank-revealing pivoted Cholesky (fast),
         the paper's pivoted QR + Cholesky, or the authors' Cholesky of K_mm + 1e-10 I.
@@ -87,7 +91,8 @@ class NytroRegressor(KernelRegressorBase):
     """
 
     def __init__(self, n_centers=1000, sigma=1.0, *, method="cg", nu=1.0, max_iter=500, step_size="auto",
-                 stopping="best", tol=None, window=10, factor="pivoted", solver="auto", storage=None,
+                 stopping="best", tol=None, window=10, n_iter_no_change=50, factor="pivoted", solver="auto",
+                 storage=None,
                  validation_fraction=0.2, random_state=None, n_threads=None, verbose=0, dtype=None):
         self.n_centers = n_centers
         self.sigma = sigma
@@ -98,6 +103,7 @@ class NytroRegressor(KernelRegressorBase):
         self.stopping = stopping
         self.tol = tol
         self.window = window
+        self.n_iter_no_change = n_iter_no_change
         self.factor = factor
         self.solver = solver
         self.storage = storage
@@ -115,7 +121,8 @@ class NytroRegressor(KernelRegressorBase):
             X_train, Y_train, centers, self.sigma, X_val=X_val if held_out else None,
             y_val=Y_val if held_out else None, method=self.method, nu=self.nu, max_iter=self.max_iter,
             step_size=self.step_size,
-            stopping=self.stopping, tol=self.tol, window=self.window, factor=self.factor, solver=self.solver,
+            stopping=self.stopping, tol=self.tol, window=self.window, n_iter_no_change=self.n_iter_no_change,
+            factor=self.factor, solver=self.solver,
             storage=self.storage,
             n_threads=self.n_threads, progress=self._progress())
         self.centers_ = centers
