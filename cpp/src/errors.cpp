@@ -13,6 +13,18 @@ std::size_t physical_memory_bytes() {
     return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page_size);
 }
 
+std::size_t available_memory_bytes() {
+    if (std::FILE* file = std::fopen("/proc/meminfo", "r")) {
+        char line[256];
+        unsigned long long kib = 0;
+        while (std::fgets(line, sizeof line, file))
+            if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
+        std::fclose(file);
+        if (kib > 0) return static_cast<std::size_t>(kib) * 1024;
+    }
+    return physical_memory_bytes();
+}
+
 void check_allocation(double bytes, const std::string& what) {
     const double limit = static_cast<double>(physical_memory_bytes());
     if (limit > 0 && bytes > limit) {

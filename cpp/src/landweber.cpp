@@ -2,6 +2,7 @@
 #include "dense.hpp"
 #include "gradient_path.hpp"
 #include "input_checks.hpp"
+#include "nystrom_setup.hpp"
 #include "nytro/errors.hpp"
 #include "nytro/kernel.hpp"
 #include "nytro/solvers.hpp"
@@ -21,9 +22,7 @@ PathResult<T> landweber_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, dou
     const Index n = X.rows(), q = Y.cols();
     const Matrix<T> K = gaussian_kernel<T>(X, X, sigma, threads);
     const Matrix<T> centers = X;
-    std::unique_ptr<detail::Validation<T>> validation;
-    if (X_val.rows() > 0)
-        validation = std::make_unique<detail::Validation<T>>(X_val, Y_val, centers, sigma, threads);
+    const auto validation = detail::make_validation<T>(X_val, Y_val, centers, sigma, threads, false, 0.0);
 
     // The iterations solve K alpha = y directly (K is symmetric positive semidefinite).
     detail::LinearProblem<T> problem;

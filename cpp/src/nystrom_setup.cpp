@@ -1,13 +1,13 @@
 #include "nystrom_setup.hpp"
 
+#include "nytro/errors.hpp"
 #include "nytro/kernel.hpp"
 
 namespace nytro::detail {
 
 template <class T>
-NystromSetup<T> prepare_nystrom(const MatrixCRef<T>& centers, double sigma, const FactorOptions& factor,
-                                const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val, int threads,
-                                const Callback& callback, bool low_precision) {
+NystromSetup<T> prepare_nystrom(const MatrixCRef<T>& centers, double sigma, const FactorOptions& factor, int threads,
+                                const Callback& callback) {
     NystromSetup<T> setup;
     const Matrix<T> K_mm = gaussian_kernel<T>(centers, centers, sigma, threads);
     setup.factor = nystrom_factor<T>(K_mm, factor, threads);
@@ -15,9 +15,17 @@ NystromSetup<T> prepare_nystrom(const MatrixCRef<T>& centers, double sigma, cons
     const auto& support = setup.factor.support;
     setup.used.resize(static_cast<Index>(support.size()), centers.cols());
     for (std::size_t i = 0; i < support.size(); ++i) setup.used.row(Index(i)) = centers.row(support[i]);
-    if (X_val.rows() > 0)
-        setup.validation = std::make_unique<Validation<T>>(X_val, Y_val, setup.used, sigma, threads, low_precision);
     return setup;
+}
+
+template <class T>
+std::unique_ptr<Validation<T>> make_validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val,
+                                               const Matrix<T>& centers, double sigma, int threads,
+                                               bool low_precision, double reserved_bytes) {
+    if (X_val.rows() == 0) return nullptr;
+    // Leave a fifth of what is available for everything else.
+    const double budget = 0.8 * double(available_memory_bytes()) - reserved_bytes;
+    return std::make_unique<Validation<T>>(X_val, Y_val, centers, sigma, threads, low_precision, budget);
 }
 
 template <class T>
@@ -28,9 +36,10 @@ Matrix<T> scatter_rows(const Matrix<T>& coef, const std::vector<Index>& support,
 }
 
 #define NYTRO_INSTANTIATE(T)                                                                          \
-    template NystromSetup<T> prepare_nystrom<T>(const MatrixCRef<T>&, double, const FactorOptions&,  \
-                                                const MatrixCRef<T>&, const MatrixCRef<T>&, int,     \
-                                                const Callback&, bool);                               \
+    template NystromSetup<T> prepare_nystrom<T>(const MatrixCRef<T>&, double, const FactorOptions&, int, \
+                                                const Callback&);                                     \
+    template std::unique_ptr<Validation<T>> make_validation<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, \
+                                                               const Matrix<T>&, double, int, bool, double);  \
     template Matrix<T> scatter_rows<T>(const Matrix<T>&, const std::vector<Index>&, Index);
 NYTRO_INSTANTIATE(float)
 NYTRO_INSTANTIATE(double)

@@ -1,5 +1,5 @@
 // The steps NYTRO and NKRLS share: kernel of the centres, the factor, the centres the
-// factor keeps, and the hold-out set.
+// factor keeps, and the hold-out set (built once the solver's own memory is known).
 #pragma once
 
 #include "nytro/nystrom.hpp"
@@ -17,9 +17,15 @@ struct NystromSetup {
 };
 
 template <class T>
-NystromSetup<T> prepare_nystrom(const MatrixCRef<T>& centers, double sigma, const FactorOptions& factor,
-                                const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val, int threads,
-                                const Callback& callback, bool low_precision);
+NystromSetup<T> prepare_nystrom(const MatrixCRef<T>& centers, double sigma, const FactorOptions& factor, int threads,
+                                const Callback& callback);
+
+// The hold-out set (null without one), its kernel stored if it fits what is available
+// once `reserved_bytes` more are allocated by the solver.
+template <class T>
+std::unique_ptr<Validation<T>> make_validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val,
+                                               const Matrix<T>& centers, double sigma, int threads,
+                                               bool low_precision, double reserved_bytes);
 
 // Coefficients over the support rows, scattered back to all m centres (0 elsewhere).
 template <class T>

@@ -37,7 +37,7 @@ Solver choose_solver(Index n, Index n_val, Index k, Index max_iter, bool upper, 
     // direct: a pass over the stored n x k kernel and two products with R per iteration.
     const double direct =
         t_max * (double(n) * double(k) + (upper ? 1.0 : 2.0) * kk) * size / kBytesPerSecond + validation;
-    const bool direct_fits = double(n) * double(k) * size <= 0.5 * double(physical_memory_bytes());
+    const bool direct_fits = double(n) * double(k) * size <= 0.7 * double(available_memory_bytes());
     if (spectral < gram && (!direct_fits || spectral < direct)) return Solver::spectral;
     return direct_fits && direct <= gram ? Solver::direct : Solver::gram;
 }
@@ -181,14 +181,20 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
     detail::check_iterative_options(options);
     const int threads = detail::resolve_threads(options.n_threads);
     const bool low = options.storage == Storage::float32 && !std::is_same_v<T, float>;
-    const auto setup = detail::prepare_nystrom<T>(centers, sigma, options.factor, X_val, Y_val, threads,
-                                                  options.callback, low);
+    auto setup = detail::prepare_nystrom<T>(centers, sigma, options.factor, threads, options.callback);
     PathResult<T> result;
     result.rank = setup.factor.rank();
     result.solver = options.solver != Solver::automatic
                         ? options.solver
                         : choose_solver(X.rows(), X_val.rows(), setup.used.rows(), options.max_iter,
                                         setup.factor.upper_triangular, low ? 4.0 : double(sizeof(T)));
+
+    // The solver's own big allocation comes first; the hold-out kernel is stored only if
+    // it fits beside it (else recomputed in blocks at each validation).
+    const double stored = low ? 4.0 : double(sizeof(T)), k_rows = double(setup.used.rows());
+    const double reserved = result.solver == Solver::direct ? double(X.rows()) * k_rows * stored
+                                                            : k_rows * k_rows * (stored + 2.0 * sizeof(T));
+    setup.validation = detail::make_validation<T>(X_val, Y_val, setup.used, sigma, threads, low, reserved);
 
     detail::LinearProblem<T> problem;
     problem.q = Y.cols();

@@ -111,8 +111,10 @@ TikhonovResult<T> nkrls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, con
     const int threads = detail::resolve_threads(options.n_threads);
     const Index q = Y.cols();
     const bool low = options.storage == Storage::float32;
-    const auto setup = detail::prepare_nystrom<T>(centers, sigma, options.factor, X_val, Y_val, threads,
-                                                  options.callback, low);
+    auto setup = detail::prepare_nystrom<T>(centers, sigma, options.factor, threads, options.callback);
+    const double k = double(setup.factor.rank());
+    setup.validation = detail::make_validation<T>(X_val, Y_val, setup.used, sigma, threads, low,
+                                                  4.0 * k * k * sizeof(T));  // H, its eigenvectors, solves
     const auto normal =
         detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor, sigma, threads, options.callback, low);
     ShiftedSolves<T> solves(normal.H, normal.C, options.solver);
@@ -139,9 +141,7 @@ TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, doub
     ShiftedSolves<T> solves(K, Yc, options.solver);
     const Matrix<T> alphas = solves.solve_all(scaled(lambdas, X.rows()), options.callback);
     const Matrix<T> centers = X;
-    std::unique_ptr<detail::Validation<T>> validation;
-    if (X_val.rows() > 0)
-        validation = std::make_unique<detail::Validation<T>>(X_val, Y_val, centers, sigma, threads);
+    const auto validation = detail::make_validation<T>(X_val, Y_val, centers, sigma, threads, false, 0.0);
     TikhonovResult<T> result;
     result.rank = X.rows();
     select<T>(alphas, Y.cols(), validation.get(), threads, result);

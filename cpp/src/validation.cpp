@@ -12,16 +12,16 @@ namespace nytro::detail {
 
 template <class T>
 Validation<T>::Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val, const Matrix<T>& centers,
-                          double sigma, int n_threads, bool low_precision)
+                          double sigma, int n_threads, bool low_precision, double budget_bytes)
     : X_val_(X_val), Y_val_(Y_val), centers_(centers), sigma_(sigma) {
     const bool low = low_precision && !std::is_same_v<T, float>;
     const double bytes = double(X_val.rows()) * double(centers.rows()) * (low ? 4.0 : sizeof(T));
-    if (bytes > 0.25 * double(physical_memory_bytes())) return;  // streamed at each call
-    K_val_ = gaussian_kernel<T>(X_val, centers, sigma, n_threads);
-    if (low) {
-        K_val_low_ = K_val_.template cast<float>();
-        K_val_ = Matrix<T>();
-    }
+    if (bytes > budget_bytes) return;  // streamed at each call
+    if (low)  // computed in float32 directly: no float64 copy at the peak
+        K_val_low_ = gaussian_kernel<float>(X_val.template cast<float>(), centers.template cast<float>(), sigma,
+                                            n_threads);
+    else
+        K_val_ = gaussian_kernel<T>(X_val, centers, sigma, n_threads);
 }
 
 template <class T>

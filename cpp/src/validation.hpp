@@ -1,7 +1,7 @@
 // Validation RMSE of many coefficient vectors at once: predictions K_val a are formed
 // explicitly and compared with Y_val. K_val = k(X_val, centres) is stored when it fits
-// a quarter of the machine's memory, and otherwise recomputed in row blocks at each call
-// (memory O(block x m) for any n_val).
+// the memory budget the caller leaves it, and otherwise recomputed in row blocks at each
+// call (memory O(block x m) for any n_val).
 //
 // The tempting shortcut ||K_val a - y||^2 = a^T G_val a - 2 a^T b + y^T y (store only
 // the m x m Gram matrix) is not used: it cancels catastrophically when ||a|| is large,
@@ -18,9 +18,10 @@ namespace nytro::detail {
 template <class T>
 class Validation {
 public:
-    // low_precision: store K_val in float32 (a T = double computation only).
+    // low_precision: store K_val in float32 (a T = double computation only); it is
+    // stored only if it takes at most budget_bytes.
     Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val, const Matrix<T>& centers, double sigma,
-               int n_threads, bool low_precision = false);
+               int n_threads, bool low_precision, double budget_bytes);
 
     // alphas holds c coefficient blocks of q columns each (block j = columns [jq, jq+q));
     // appends c RMSEs to `out`.

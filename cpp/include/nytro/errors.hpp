@@ -19,6 +19,9 @@ public:
 // Total physical memory of this machine in bytes (0 when it cannot be read).
 std::size_t physical_memory_bytes();
 
+// Memory available to new allocations now (MemAvailable; physical memory when unknown).
+std::size_t available_memory_bytes();
+
 // Throws out_of_memory if `bytes` cannot fit in physical memory; `what` names the
 // array in the message, e.g. "K_nm (50000 x 5000 float64)".
 void check_allocation(double bytes, const std::string& what);
