@@ -16,8 +16,9 @@ and model selection, kernels included; never the test prediction). Rows:
   nkrls-chol    NKRLS, 100 lambdas, the paper's form (one Cholesky solve per lambda)  [optional]
   nytro         NYTRO, the paper's protocol: gradient descent, step 1/lambda_max, best of 500
   nytro-window  NYTRO with the authors' window stopping rule and their per-dataset threshold
-  nytro-cg      NYTRO with conjugate gradients and the paper's text rule (5% relative)
-  nytro-nu      NYTRO with the nu-method and the same rule  [optional]
+  nytro-cg      NYTRO with NytroRegressor's defaults: conjugate gradients, best of the
+                path, which ends 50 iterations after its last improvement
+  nytro-nu      NYTRO with the nu-method, best of the path  [optional]
 
 Peers (same split, same centres, BLAS threads capped at --threads):
   nytro.reference   the NumPy reference of NYTRO and NKRLS (same signatures, same protocol)
@@ -95,20 +96,19 @@ class Method:
         if self.key == "landweber":
             return LandweberRegressor(s, max_iter=ctx.max_iter, step_size="paper", stopping="best", **common)
         if self.key == "nkrls":
-            return NystromKRLSRegressor(ctx.m, s, solver="eigh", **common)
+            return NystromKRLSRegressor(ctx.m, s, solver="eigh", **ctx.config.nystrom_options(), **common)
         if self.key == "nkrls-chol":
-            return NystromKRLSRegressor(ctx.m, s, solver="cholesky", **common)
-        nytro = dict(n_centers=ctx.m, sigma=s, max_iter=ctx.max_iter, **common)
-        if self.key == "nytro":
-            return NytroRegressor(method="gd", step_size="auto", stopping="best", **nytro)
+            return NystromKRLSRegressor(ctx.m, s, solver="cholesky", **ctx.config.nystrom_options(), **common)
+        nytro = dict(n_centers=ctx.m, sigma=s, max_iter=ctx.max_iter, **ctx.config.nytro_options(), **common)
+        if self.key == "nytro":  # the paper's protocol: GD, best of the whole path
+            return NytroRegressor(method="gd", step_size="auto", stopping="best", n_iter_no_change=None, **nytro)
         if self.key == "nytro-window":
             return NytroRegressor(method="gd", step_size="auto", stopping="window", tol=ctx.config.window_tol,
                                   window=P.WINDOW, **nytro)
-        if self.key == "nytro-cg":
-            return NytroRegressor(method="cg", stopping="relative", tol=0.05, window=P.WINDOW, **nytro)
+        if self.key == "nytro-cg":  # NytroRegressor's defaults: CG, best, ends 50 after the minimum
+            return NytroRegressor(method="cg", **nytro)
         if self.key == "nytro-nu":
-            return NytroRegressor(method="nu", step_size="auto", stopping="relative", tol=0.05, window=P.WINDOW,
-                                  **nytro)
+            return NytroRegressor(method="nu", step_size="auto", stopping="best", n_iter_no_change=None, **nytro)
         raise ValueError(self.key)  # pragma: no cover
 
 
@@ -122,8 +122,8 @@ METHODS = {m.key: m for m in (
     Method("nytro", "NYTRO (paper's protocol: gd, step auto, best of {T})", "nystrom", "t", "nytro",
            peers=("reference-nytro",)),
     Method("nytro-window", "NYTRO (authors' window rule, per-dataset tol)", "nystrom", "t", "nytro"),
-    Method("nytro-cg", "NYTRO cg (paper's 5% relative rule)", "nystrom", "t", None),
-    Method("nytro-nu", "NYTRO nu-method (paper's 5% relative rule)", "nystrom", "t", None),
+    Method("nytro-cg", "NYTRO cg (NytroRegressor's defaults)", "nystrom", "t", None),
+    Method("nytro-nu", "NYTRO nu-method (best of {T})", "nystrom", "t", None),
 )}
 
 PEER_LABELS = {
