@@ -27,6 +27,22 @@ def test_accelerated_nytro_matches_reference(method, solver, n_outputs, dtype):
     assert_close(ours.validation_rmse, theirs.validation_rmse, dtype, what="validation_rmse")
 
 
+@pytest.mark.parametrize("solver", ["direct", "gram", "spectral"])
+def test_auto_step_does_not_depend_on_the_outputs(solver):
+    """The step is 1 / lambda_max(A^T A): a property of A alone, estimated on one
+    vector even when y has several columns (a regression: the direct solver once sized
+    its scratch space by y's columns and read past it)."""
+    p = make_problem(n=700, m=150, n_outputs=3)
+    options = dict(method="gd", max_iter=5, step_size="auto")
+    several = nytro.nytro_path(p.X, p.y, p.centers, p.sigma, **p.holdout, **options, solver=solver)
+    one = nytro.nytro_path(p.X, p.y[:, 0], p.centers, p.sigma, X_val=p.X_val, y_val=p.y_val[:, 0],
+                           **options, solver=solver)
+    theirs = ref.nytro_path(p.X, p.y, p.centers, p.sigma, **p.holdout, **options)
+    assert several.step_size == pytest.approx(one.step_size, rel=1e-12)
+    assert several.step_size == pytest.approx(theirs.step_size, rel=1e-8)
+    assert_close(several.coef, theirs.coef, np.float64, what="coef")
+
+
 @pytest.mark.parametrize("method", ["nu", "cg"])
 def test_accelerated_landweber_matches_reference(method):
     p = make_problem(n=120)

@@ -4,6 +4,8 @@
 
 #include <Eigen/Core>
 
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace nytro::detail {
@@ -18,6 +20,12 @@ Index panels(Index rows) { return (rows + kPanel - 1) / kPanel; }
 // slower for one column, and that is the shape of every iteration of the paths.
 template <class Lhs, class T>
 void product(const Lhs& lhs, const MatrixCRef<T>& B, MatrixRef<T> out, bool accumulate = false) {
+    // A Ref cannot be resized: a mismatched output would be written out of bounds.
+    if (lhs.rows() != out.rows() || lhs.cols() != B.rows() || B.cols() != out.cols())
+        throw std::logic_error("nytro internal error: product of shapes " + std::to_string(lhs.rows()) + "x" +
+                               std::to_string(lhs.cols()) + " and " + std::to_string(B.rows()) + "x" +
+                               std::to_string(B.cols()) + " into " + std::to_string(out.rows()) + "x" +
+                               std::to_string(out.cols()));
     if (B.cols() == 1 && B.outerStride() == 1 && out.outerStride() == 1) {
         const Eigen::Map<const Vector<T>> b(B.data(), B.rows());
         Eigen::Map<Vector<T>> o(out.data(), out.rows());

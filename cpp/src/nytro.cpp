@@ -61,9 +61,10 @@ struct DirectSolver {
             K = gaussian_kernel<S>(X.template cast<S>(), setup.used.template cast<S>(), sigma, threads);
         }
         pass = std::make_unique<detail::FusedPass<T, S>>(K, threads);
-        lifted.resize(R.rows(), Y.cols());
         problem.dim = setup.factor.rank();
         problem.apply = [this, &R, upper, threads](const Matrix<T>& p, Matrix<T>& out) {
+            // p has q columns on the path but one in the Lanczos estimate of the step.
+            lifted.resize(R.rows(), p.cols());
             detail::multiply_left<T>(R, upper, p, lifted, threads);
             detail::multiply_left_transposed<T>(R, upper, pass->normal(lifted), out, threads);
         };
