@@ -11,6 +11,7 @@
 #include "nytro/kernel.hpp"
 #include "nytro/solvers.hpp"
 #include "parallel.hpp"
+#include "symmetric_pass.hpp"
 
 #include <memory>
 #include <type_traits>
@@ -28,9 +29,9 @@ Solver choose_solver(Index n, Index n_val, Index k, Index max_iter, bool upper, 
     // Every solver validates each iteration: about 2 n_val k flops (as GEMMs).
     const double validation = t_max * 2.0 * double(n_val) * double(k) / kFlopsPerSecond;
     // gram: A = K R per block (n k^2 triangular, 2 n k^2 dense) and A^T A (n k^2 with the
-    // symmetric half), then one k x k matrix-vector product per iteration.
+    // symmetric half), then one product with H per iteration, reading its lower half.
     const double normal_equations = (upper ? 2.0 : 3.0) * double(n) * kk / kFlopsPerSecond;
-    const double gram = normal_equations + t_max * kk * size / kBytesPerSecond + validation;
+    const double gram = normal_equations + t_max * 0.5 * kk * size / kBytesPerSecond + validation;
     // spectral: the same, an eigendecomposition (LAPACK's divide and conquer runs at
     // about a tenth of the GEMM rate: ~9 k^3 flops at 1e10/s), then O(k) per iteration.
     const double spectral = normal_equations + 9.0 * kk * double(k) / 1e10 + validation;
@@ -79,10 +80,12 @@ struct DirectSolver {
 };
 
 // Gram: H = A^T A and C = A^T y accumulated once from streamed kernel blocks (K_nm never
-// stored), then every product is a k x k matrix-vector product with H kept in precision S.
+// stored), then every product is a k x k matrix-vector product with H kept in precision S,
+// reading only H's lower triangle.
 template <class T, class S>
 struct GramSolver {
     Matrix<S> H;
+    std::unique_ptr<detail::SymmetricPass<T, S>> pass;
 
     void build(detail::LinearProblem<T>& problem, const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
                const detail::NystromSetup<T>& setup, double sigma, int threads, const Callback& callback) {
@@ -93,17 +96,10 @@ struct GramSolver {
         const bool upper = setup.factor.upper_triangular;
         problem.dim = normal.H.rows();
         problem.rhs = std::move(normal.C);
-        if constexpr (low) {
-            H = normal.H.template cast<S>();
-            problem.apply = [this, threads](const Matrix<T>& p, Matrix<T>& out) {
-                detail::multiply_widened<T, S>(H, p, out, threads);
-            };
-        } else {
-            H = std::move(normal.H);
-            problem.apply = [this, threads](const Matrix<T>& p, Matrix<T>& out) {
-                detail::multiply<T>(H, p, out, threads);
-            };
-        }
+        if constexpr (low) H = normal.H.template cast<S>();
+        else H = std::move(normal.H);
+        pass = std::make_unique<detail::SymmetricPass<T, S>>(H, threads);
+        problem.apply = [this](const Matrix<T>& p, Matrix<T>& out) { pass->apply(p, out); };
         problem.to_alpha = [&R, upper, threads](const MatrixCRef<T>& betas, MatrixRef<T> alphas) {
             detail::multiply_left<T>(R, upper, betas, alphas, threads);
         };
