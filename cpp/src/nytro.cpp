@@ -179,16 +179,17 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
     const int threads = detail::resolve_threads(options.n_threads);
     const bool low = options.storage == Storage::float32 && !std::is_same_v<T, float>;
     auto setup = detail::prepare_nystrom<T>(centers, sigma, options.factor, threads, options.callback);
+    const double stored = low ? 4.0 : double(sizeof(T));  // bytes per stored K_nm or H entry
     PathResult<T> result;
     result.rank = setup.factor.rank();
     result.solver = options.solver != Solver::automatic
                         ? options.solver
                         : choose_solver(X.rows(), X_val.rows(), setup.used.rows(), options.max_iter,
-                                        setup.factor.upper_triangular, low ? 4.0 : double(sizeof(T)));
+                                        setup.factor.upper_triangular, stored);
 
     // The solver's own big allocation comes first; the hold-out kernel is stored only if
     // it fits beside it (else recomputed in blocks at each validation).
-    const double stored = low ? 4.0 : double(sizeof(T)), k_rows = double(setup.used.rows());
+    const double k_rows = double(setup.used.rows());
     const double reserved = result.solver == Solver::direct ? double(X.rows()) * k_rows * stored
                                                             : k_rows * k_rows * (stored + 2.0 * sizeof(T));
     setup.validation = detail::make_validation<T>(X_val, Y_val, setup.used, sigma, threads, low, reserved);

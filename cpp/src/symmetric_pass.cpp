@@ -34,7 +34,6 @@ void SymmetricPass<T, S>::apply(const MatrixCRef<T>& b, MatrixRef<T> out) {
     if (b.rows() != k || out.rows() != k || out.cols() != q)
         throw std::logic_error("nytro internal error: symmetric product of a " + std::to_string(k) +
                                "-square matrix with mismatched shapes");
-    // One output: vectors, so that Eigen uses its matrix-vector kernels.
     const bool vector = q == 1 && b.outerStride() == 1 && out.outerStride() == 1;
     parallel_for(slots, threads_, [&](Index slot, int thread) {
         const Index begin = bounds_[slot], end = bounds_[slot + 1];
@@ -44,35 +43,34 @@ void SymmetricPass<T, S>::apply(const MatrixCRef<T>& b, MatrixRef<T> out) {
             const Index rows = std::min(block_rows_, end - r0), width = r0 + rows;
             // block = rows r0.. of the lower triangle: `off` strictly left of the
             // diagonal block, `diagonal` (lower half used) on it.
-            auto products = [&](const auto& block) {
+            auto products = [&](const auto& block, const auto& x, auto& y, auto& above) {
                 const auto off = block.leftCols(r0);
                 const auto diagonal = block.rightCols(rows).template selfadjointView<Eigen::Lower>();
                 const Index own = r0 - begin;  // rows of this slot above the block
+                const auto x_block = x.middleRows(r0, rows);
+                y.middleRows(r0, rows).noalias() = diagonal * x_block;
+                if (r0 == 0) return;
+                y.middleRows(r0, rows).noalias() += off * x.topRows(r0);
+                if (own > 0) y.middleRows(begin, own).noalias() += off.rightCols(own).transpose() * x_block;
+                if (begin > 0) above.noalias() += off.leftCols(begin).transpose() * x_block;
+            };
+            // One output column goes through vector maps, so that Eigen uses its
+            // matrix-vector kernels (a one-column dynamic matrix takes the GEMM path).
+            auto on = [&](const auto& block) {
                 if (vector) {
                     const Eigen::Map<const Vector<T>> x(b.data(), k);
-                    Eigen::Map<Vector<T>> y(out.data(), k);
-                    Eigen::Map<Vector<T>> above(share.data(), begin);
-                    const auto x_block = x.segment(r0, rows);
-                    y.segment(r0, rows).noalias() = diagonal * x_block;
-                    if (r0 == 0) return;
-                    y.segment(r0, rows).noalias() += off * x.head(r0);
-                    if (own > 0) y.segment(begin, own).noalias() += off.rightCols(own).transpose() * x_block;
-                    if (begin > 0) above.noalias() += off.leftCols(begin).transpose() * x_block;
+                    Eigen::Map<Vector<T>> y(out.data(), k), above(share.data(), begin);
+                    products(block, x, y, above);
                 } else {
-                    const auto b_block = b.middleRows(r0, rows);
-                    out.middleRows(r0, rows).noalias() = diagonal * b_block;
-                    if (r0 == 0) return;
-                    out.middleRows(r0, rows).noalias() += off * b.topRows(r0);
-                    if (own > 0) out.middleRows(begin, own).noalias() += off.rightCols(own).transpose() * b_block;
-                    if (begin > 0) share.noalias() += off.leftCols(begin).transpose() * b_block;
+                    products(block, b, out, share);
                 }
             };
             if constexpr (std::is_same_v<S, T>) {
-                products(H_.block(r0, 0, rows, width));
+                on(H_.block(r0, 0, rows, width));
             } else {
                 Matrix<T>& widened = widened_[thread];
                 widened = H_.block(r0, 0, rows, width).template cast<T>();
-                products(widened);
+                on(widened);
             }
         }
     });

@@ -139,9 +139,12 @@ def _select(path, stopping, tol, window, patience=None):
     path = np.asarray(path)
     if stopping == "best":
         if patience:  # end the path `patience` iterations after its last improvement
+            best = 1
             for t in range(1, len(path) + 1):
-                if t - (int(np.argmin(path[:t])) + 1) >= patience:
-                    return int(np.argmin(path[:t])) + 1, t
+                if path[t - 1] < path[best - 1]:
+                    best = t
+                if t - best >= patience:
+                    return best, t
         return int(np.argmin(path)) + 1, len(path)
     if stopping == "relative":
         tol = 0.05 if tol is None else tol
