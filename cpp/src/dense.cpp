@@ -12,8 +12,10 @@ namespace nytro::detail {
 namespace {
 
 constexpr Index kTile = 256;
+constexpr Index kOutputTile = 512;  // multiply_right: outputs per task, each way
 
 Index panels(Index rows) { return (rows + kPanel - 1) / kPanel; }
+Index tiles_of(Index size) { return (size + kOutputTile - 1) / kOutputTile; }
 
 // out (+)= lhs * B. A single right-hand column goes through Eigen's matrix-vector
 // kernels: as a dynamic row-major matrix it would take the GEMM path, several times
@@ -73,14 +75,25 @@ template void multiply_widened<double, float>(const Matrix<float>&, const Matrix
 template <class T>
 void multiply_right(const MatrixCRef<T>& A, const MatrixCRef<T>& R, bool upper, MatrixRef<T> out,
                     int n_threads) {
+    // Tiles of 512 x 512 outputs: each task packs a 512-column slice of R and a 512-row
+    // slice of A, where 128-row panels against the whole of R spent a third of the time
+    // packing R at k = 5000 (measured: 105 -> 148 GFLOP/s at 838 x 5000, 124 -> 142 at
+    // 2097 x 2000, 2 threads). The widest column tiles, the most work, go first.
+    const Index k = R.cols(), row_tiles = tiles_of(A.rows()), col_tiles = tiles_of(k);
     const double flops = 2.0 * A.rows() * R.rows() * R.cols();
-    parallel_for(panels(A.rows()), threads_for(flops, n_threads), [&](Index p, int) {
-        const Index r0 = p * kPanel, rows = std::min(kPanel, A.rows() - r0);
-        if (upper)
-            out.middleRows(r0, rows).noalias() =
-                A.middleRows(r0, rows) * R.template triangularView<Eigen::Upper>();
-        else
-            out.middleRows(r0, rows).noalias() = A.middleRows(r0, rows) * R;
+    parallel_for(row_tiles * col_tiles, threads_for(flops, n_threads), [&](Index task, int) {
+        const Index r0 = (task / col_tiles) * kOutputTile, c0 = (col_tiles - 1 - task % col_tiles) * kOutputTile;
+        const Index rows = std::min(kOutputTile, A.rows() - r0), cols = std::min(kOutputTile, k - c0);
+        auto target = out.block(r0, c0, rows, cols);
+        if (!upper) {
+            target.noalias() = A.middleRows(r0, rows) * R.middleCols(c0, cols);
+            return;
+        }
+        // Columns c0.. of an upper triangular R: dense above row c0, a triangle on the
+        // diagonal, zero below.
+        const auto triangle = R.block(c0, c0, cols, cols).template triangularView<Eigen::Upper>();
+        target.noalias() = A.block(r0, c0, rows, cols) * triangle;
+        if (c0 > 0) target.noalias() += A.block(r0, 0, rows, c0) * R.block(0, c0, c0, cols);
     });
 }
 

@@ -1,8 +1,10 @@
 // The normal equations of the Nystrom problem, H = A^T A and C = A^T Y with A = K_nm R,
 // accumulated from row blocks of about 32 MiB of kernel, so K_nm is never stored whole.
-// Each block is multiplied by R before it is squared: forming K_nm^T K_nm first and
-// R^T (K^T K) R afterwards would cost fewer flops when n >> m, but loses a factor
-// cond(K_mm) of precision (measured: float32 coefficients off by 2e-4 instead of 4e-6).
+// Two routes, chosen by accuracy: each block multiplied by R before it is squared (error
+// in H ~ eps sqrt(cond(K_mm))), or K_nm^T K_nm accumulated first and R^T (K^T K) R formed
+// once, which saves n k^2 flops but loses another factor sqrt(cond(K_mm)) of precision
+// (measured: float32 coefficients off by 2e-4 instead of 4e-6). The second is taken only
+// in float64 with cond(K_mm) <= 1e6 and n >= 4k (on Adult, m = 1000: 0.54 -> 0.34 s).
 #pragma once
 
 #include "nytro/nystrom.hpp"
@@ -15,6 +17,11 @@ struct NormalEquations {
     Matrix<T> H;  // k x k, symmetric (both triangles filled)
     Matrix<T> C;  // k x q
 };
+
+// Whether the kernel-first route is taken for n training rows: float64, an upper
+// triangular factor, n >= 4k, and cond(K_mm) <= 1e6 (H then accurate to ~1e-10).
+template <class T>
+bool kernel_first_is_accurate(Index n, const NystromFactor<T>& factor, int n_threads);
 
 // `centers` are the centres in factor.support (the rows R acts on). low_precision (for
 // T = double): kernel blocks, A = K R and the tile products in float32, summed in double.

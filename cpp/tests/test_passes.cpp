@@ -2,7 +2,9 @@
 // product reads only H's lower triangle, and must equal H b for every shape that crosses
 // its blocking (slots of equal triangle area; blocks of up to 16 rows, fewer from
 // k = 2048 on), for one and several right-hand columns, in float, double, and float
-// storage with double compute; and give the same bits for any thread count.
+// storage with double compute; and give the same bits for any thread count. The Gram
+// solver's normal equations (both routes) and the tiled A * R they are built from are
+// checked here too.
 //
 // These tests reach into the library's private headers (cpp/src): the passes are
 // internal, and testing them alone localises a failure that the path tests only show
@@ -10,6 +12,8 @@
 #include "check.hpp"
 #include "support.hpp"
 
+#include "dense.hpp"
+#include "gram.hpp"
 #include "symmetric_pass.hpp"
 
 #include <limits>
@@ -71,4 +75,55 @@ NYTRO_TEST(symmetric_pass_rejects_mismatched_shapes) {
     Matrix<double> b(3, 1), out(4, 1);
     b.setOnes();
     CHECK_THROWS(pass.apply(b, out), std::logic_error);
+}
+
+// multiply_right works on 512 x 512 output tiles: shapes below, at and across a tile,
+// for an upper triangular R (strict lower part NaN: never read) and a dense one.
+NYTRO_TEST(multiply_right_matches_dense_products) {
+    for (const auto& [rows, k] : {std::pair<Index, Index>{1, 1}, {37, 5}, {512, 512}, {600, 513}, {1030, 1100}}) {
+        const MatrixD A = normal(rows, k, 7);
+        MatrixD R = normal(k, k, 8);
+        const MatrixD upper = R.triangularView<Eigen::Upper>();
+        for (Index i = 0; i < k; ++i)
+            for (Index j = 0; j < i; ++j) R(i, j) = std::numeric_limits<double>::quiet_NaN();
+        MatrixD out(rows, k), again(rows, k);
+        nytro::detail::multiply_right<double>(A, R, true, out, 2);
+        CHECK_CLOSE(out, (A * upper).eval(), 1e-12);
+        nytro::detail::multiply_right<double>(A, R, true, again, 3);
+        CHECK_BITWISE(again, out);
+        const MatrixD dense = normal(k, k + 3, 9);
+        MatrixD wide(rows, k + 3);
+        nytro::detail::multiply_right<double>(A, dense, false, wide, 2);
+        CHECK_CLOSE(wide, (A * dense).eval(), 1e-12);
+    }
+}
+
+// The normal equations by both routes against H = A^T A, C = A^T Y formed densely here.
+// The kernel-first route (K^T K, then R^T (K^T K) R) is taken only for float64, n >= 4k
+// and a well-conditioned K_mm; otherwise each kernel block is multiplied by R first.
+NYTRO_TEST(normal_equations_by_both_routes) {
+    struct Case {
+        Index n, m;
+        double sigma;
+        bool kernel_first;
+    };
+    // sigma = 0.5 on 4-d normal data: K_mm close to the identity. sigma = 6: nearly
+    // singular (cond ~1e12). n = 100 < 4 m: too few rows for the saving to matter.
+    for (const Case& c : {Case{400, 40, 0.5, true}, Case{400, 40, 6.0, false}, Case{100, 40, 0.5, false}}) {
+        const Problem p = make_problem(c.n, 4, c.m, 10, 2);
+        const auto factor = nytro::nystrom_factor<double>(direct_kernel(p.centers, p.centers, c.sigma));
+        MatrixD used(factor.rank(), 4);
+        for (Index i = 0; i < factor.rank(); ++i) used.row(i) = p.centers.row(factor.support[std::size_t(i)]);
+        CHECK_EQ(nytro::detail::kernel_first_is_accurate<double>(c.n, factor, 2), c.kernel_first);
+        CHECK(!nytro::detail::kernel_first_is_accurate<float>(c.n, nytro::nystrom_factor<float>(
+                                                                    direct_kernel(p.centers, p.centers, c.sigma).cast<float>()), 2));
+        const MatrixD R = factor.R.triangularView<Eigen::Upper>();
+        const MatrixD A = direct_kernel(p.X, used, c.sigma) * R;
+        const auto normal = nytro::detail::stream_normal_equations<double>(p.X, p.Y, used, factor, c.sigma, 2, {});
+        const double scale = (A.transpose() * A).norm();
+        CHECK_NEAR((normal.H - A.transpose() * A).norm() / scale, 0.0, c.kernel_first ? 1e-12 : 1e-10);
+        CHECK_BITWISE(normal.H, normal.H.transpose().eval());
+        CHECK_NEAR((normal.C - A.transpose() * p.Y).norm() / (A.transpose() * p.Y).norm(), 0.0,
+                   c.kernel_first ? 1e-12 : 1e-10);
+    }
 }
