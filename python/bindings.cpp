@@ -117,6 +117,25 @@ void define(py::module_& m, const std::string& suffix) {
           },
           py::arg("X"), py::arg("Z"), py::arg("sigma"), py::arg("n_threads"));
 
+    // Into a caller's C-contiguous, writable (n, m) array (checked in Python): no fresh
+    // n x m allocation, whose first-touch page faults cost as much as the kernel itself.
+    m.def(("gaussian_kernel_into_" + suffix).c_str(),
+          [](const Array<T>& X, const Array<T>& Z, double sigma, py::array out, int n_threads) {
+              auto x = view(X), z = view(Z);
+              // A plain py::array: an array_t parameter would convert a mismatched array
+              // into a temporary copy and the result would silently not reach the caller.
+              if (!out.dtype().is(py::dtype::of<T>()) || out.ndim() != 2 || out.shape(0) != X.shape(0) ||
+                  out.shape(1) != Z.shape(0) || !(out.flags() & py::array::c_style) || !out.writeable())
+                  throw std::invalid_argument("out must be a writable C-contiguous array of the computation's "
+                                              "dtype and shape (n_X, n_Z)");
+              Eigen::Map<Matrix<T>> target(static_cast<T*>(out.mutable_data()), out.shape(0), out.shape(1));
+              {
+                  py::gil_scoped_release release;
+                  nytro::gaussian_kernel_into<T>(x, z, sigma, target, n_threads);
+              }
+          },
+          py::arg("X"), py::arg("Z"), py::arg("sigma"), py::arg("out"), py::arg("n_threads"));
+
     m.def(("kernel_predict_" + suffix).c_str(),
           [](const Array<T>& X, const Array<T>& centers, const Array<T>& coef, double sigma, int n_threads,
              py::object progress) {

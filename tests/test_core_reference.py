@@ -47,6 +47,17 @@ def test_gaussian_kernel(dtype, n, p, d, sigma):
     assert_close(K, ref.gaussian_kernel(X, Z, sigma), dtype)
 
 
+def test_gaussian_kernel_into_out_equals_the_fresh_result(dtype):
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((700, 6)).astype(dtype)
+    Z = rng.standard_normal((530, 6)).astype(dtype)
+    out = np.full((700, 530), np.nan, dtype=dtype)  # every entry must be written
+    returned = nytro.gaussian_kernel(X, Z, 1.1, out=out)
+    assert returned is out
+    np.testing.assert_array_equal(out, nytro.gaussian_kernel(X, Z, 1.1))
+    assert_close(out, ref.gaussian_kernel(X, Z, 1.1), dtype)
+
+
 def test_gaussian_kernel_of_a_set_with_itself_has_unit_diagonal(dtype):
     X = np.random.default_rng(1).standard_normal((30, 4)).astype(dtype)
     K = nytro.gaussian_kernel(X, X, 0.7)

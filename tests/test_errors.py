@@ -258,6 +258,26 @@ def test_fit_at_extreme_scale_is_right_or_refused(cls):
     np.testing.assert_allclose(est.predict(X * 1e200), ref.predict(X), atol=1e-6)
 
 
+# ================================================================ kernel output
+@pytest.mark.parametrize("make_out, error, message", [
+    (lambda: [[0.0] * 4] * 6, TypeError, "out must be a numpy.ndarray"),
+    (lambda: np.empty((6, 5)), ValueError, r"out must have shape \(6, 4\)"),
+    (lambda: np.empty((6, 4), dtype=np.float32), ValueError, "out must have dtype float64"),
+    (lambda: np.empty((4, 6)).T, ValueError, "out must be C-contiguous"),
+    (lambda: _read_only(), ValueError, "out is read-only"),
+])
+def test_gaussian_kernel_out_is_checked(make_out, error, message):
+    X, Z = np.ones((6, 3)), np.zeros((4, 3))
+    with pytest.raises(error, match=message):
+        nytro.gaussian_kernel(X, Z, 1.0, out=make_out())
+
+
+def _read_only():
+    out = np.empty((6, 4))
+    out.flags.writeable = False
+    return out
+
+
 # ================================================================ memory
 def test_huge_kernel_raises_memory_error_before_allocating():
     """10^6 x 10^6 doubles are 8 TB: refused from the shapes, in well under a second."""

@@ -3,6 +3,7 @@
 #include "nytro/errors.hpp"
 #include "parallel.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -34,6 +35,30 @@ Matrix<T> scaled(const MatrixCRef<T>& A, double inverse, const char* name, doubl
     return out;
 }
 
+// out[j] = exp(min(2 dots[j] - z_norms[j] - x_norm, 0)) = exp(-||x' - z'_j||^2), clamped
+// at 0 against rounding. Every entry goes through the same vectorised exp, the last few
+// through a padded packet: Eigen's scalar exp differs from its vectorised one in the last
+// bit, and an array expression peels scalar iterations up to the destination's alignment,
+// which would make the bits depend on where the caller's output array starts.
+template <class T>
+void exp_of_negative_distances(const T* dots, const T* z_norms, T x_norm, T* out, Index count) {
+    using Packet = typename Eigen::internal::packet_traits<T>::type;
+    constexpr Index width = Eigen::internal::packet_traits<T>::size;
+    namespace ei = Eigen::internal;
+    const Packet two = ei::pset1<Packet>(T(2)), x = ei::pset1<Packet>(x_norm), zero = ei::pset1<Packet>(T(0));
+    auto exp_of = [&](const T* d, const T* z) {
+        return ei::pexp(ei::pmin(ei::psub(ei::psub(ei::pmul(two, ei::ploadu<Packet>(d)), ei::ploadu<Packet>(z)), x), zero));
+    };
+    Index j = 0;
+    for (; j + width <= count; j += width) ei::pstoreu(out + j, exp_of(dots + j, z_norms + j));
+    if (j == count) return;
+    alignas(64) T d[width] = {}, z[width] = {}, e[width];
+    std::copy(dots + j, dots + count, d);
+    std::copy(z_norms + j, z_norms + count, z);
+    ei::pstoreu(e, exp_of(d, z));
+    std::copy(e, e + (count - j), out + j);
+}
+
 }  // namespace
 
 template <class T>
@@ -59,12 +84,8 @@ void gaussian_kernel_into(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double
         const Vector<T> x_norms = Xs.rowwise().squaredNorm();
         Matrix<T>& block = dots[thread];
         block.noalias() = Xs * Zs.middleRows(c0, cols).transpose();
-        const auto zn = z_norms.segment(c0, cols).transpose().array();
-        for (Index i = 0; i < rows; ++i) {
-            // -||x' - z'||^2 = 2 x'.z' - |x'|^2 - |z'|^2, clamped at 0 against rounding.
-            out.row(r0 + i).segment(c0, cols).array() =
-                (T(2) * block.row(i).array() - zn - x_norms[i]).min(T(0)).exp();
-        }
+        for (Index i = 0; i < rows; ++i)
+            exp_of_negative_distances<T>(block.row(i).data(), z_norms.data() + c0, x_norms[i], &out(r0 + i, c0), cols);
     });
 }
 

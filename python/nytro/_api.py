@@ -57,14 +57,25 @@ def _tikhonov_result(raw: dict, lambdas: list, one_d: bool) -> TikhonovResult:
                           lambda_=float(lambdas[selected]), selected=selected, rank=int(raw["rank"]))
 
 
-def gaussian_kernel(X, Z, sigma, *, n_threads=None, dtype=None):
-    """K[i, j] = exp(-||X[i] - Z[j]||^2 / (2 sigma^2)), fused and blocked in C++."""
+def gaussian_kernel(X, Z, sigma, *, n_threads=None, dtype=None, out=None):
+    """K[i, j] = exp(-||X[i] - Z[j]||^2 / (2 sigma^2)), fused and blocked in C++.
+
+    out: an existing C-contiguous, writable array of shape (len(X), len(Z)) and of the
+    computation's dtype to write K into (it is returned). Reusing one saves the fresh
+    allocation, whose page faults cost about as much as computing K (0.08 s for
+    20000 x 2000 float64 on the benchmark machine, against 0.04 s for K at d = 22).
+    """
     dt = chk.compute_dtype(dtype, X, Z)
     X = chk.as_matrix(X, "X", dt)
     Z = chk.as_matrix(Z, "Z", dt)
     if X.shape[1] != Z.shape[1]:
         raise ValueError(f"X has {X.shape[1]} features but Z has {Z.shape[1]}")
-    return _native("gaussian_kernel", dt)(X, Z, chk.check_sigma(sigma), chk.check_n_threads(n_threads))
+    sigma, n_threads = chk.check_sigma(sigma), chk.check_n_threads(n_threads)
+    if out is None:
+        return _native("gaussian_kernel", dt)(X, Z, sigma, n_threads)
+    chk.check_output_array(out, "out", (X.shape[0], Z.shape[0]), dt)
+    _native("gaussian_kernel_into", dt)(X, Z, sigma, out, n_threads)
+    return out
 
 
 def kernel_predict(X, centers, coef, sigma, *, n_threads=None, progress=None):

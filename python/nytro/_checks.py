@@ -52,6 +52,21 @@ def as_matrix(a, name: str, dtype: np.dtype, *, allow_empty: bool = False) -> np
     return arr
 
 
+def check_output_array(out, name: str, shape: tuple, dtype: np.dtype) -> None:
+    """An array the caller gives to be written into: exactly the shape and dtype, C-contiguous,
+    writable (never converted: a converted copy would silently not be the caller's array)."""
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"{name} must be a numpy.ndarray, got {type(out).__name__}")
+    if out.shape != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)}, got {out.shape}")
+    if out.dtype != dtype:
+        raise ValueError(f"{name} must have dtype {np.dtype(dtype).name} (the computation's), got {out.dtype}")
+    if not out.flags.c_contiguous:
+        raise ValueError(f"{name} must be C-contiguous")
+    if not out.flags.writeable:
+        raise ValueError(f"{name} is read-only")
+
+
 def as_targets(y, name: str, n_rows: int, dtype: np.dtype):
     """Targets as a C-contiguous (n, q) array, plus whether they were 1-D."""
     arr = np.asarray(y)
