@@ -4,7 +4,8 @@
 // in H ~ eps sqrt(cond(K_mm))), or K_nm^T K_nm accumulated first and R^T (K^T K) R formed
 // once, which saves n k^2 flops but loses another factor sqrt(cond(K_mm)) of precision
 // (measured: float32 coefficients off by 2e-4 instead of 4e-6). The second is taken only
-// in float64 with cond(K_mm) <= 1e6 and n >= 4k (on Adult, m = 1000: 0.54 -> 0.34 s).
+// in float64, with n >= 4k and cond(K_mm) <= 1 / sqrt(k eps), where its error is within
+// the first route's worst case (on Adult, m = 1000: 0.54 -> 0.34 s).
 #pragma once
 
 #include "nytro/nystrom.hpp"
@@ -19,7 +20,8 @@ struct NormalEquations {
 };
 
 // Whether the kernel-first route is taken for n training rows: float64, an upper
-// triangular factor, n >= 4k, and cond(K_mm) <= 1e6 (H then accurate to ~1e-10).
+// triangular factor, n >= 4k, and cond(K_mm) <= 1 / sqrt(k eps) (H then accurate to
+// sqrt(eps / k), the A route's accuracy at the worst conditioning the factor admits).
 template <class T>
 bool kernel_first_is_accurate(Index n, const NystromFactor<T>& factor, int n_threads);
 
