@@ -1,9 +1,9 @@
 // The iterative path shared by NYTRO and Landweber: iterates beta_1, beta_2, ... of an
 // iterative regulariser (gd, nu or cg; see nytro::Method) for H beta = c from beta_0 = 0,
 // the validation RMSE of every iterate, and the stopping rule that picks t. Iterates
-// are buffered in chunks of 16 so that mapping them to coefficients and predicting the
-// validation set are matrix-matrix products rather than one matrix-vector product per
-// iteration.
+// are buffered in chunks of 16 to 64 (sized from what an iteration and a validation read)
+// so that mapping them to coefficients and predicting the validation set are
+// matrix-matrix products rather than one matrix-vector product per iteration.
 #pragma once
 
 #include "nytro/solvers.hpp"
@@ -21,6 +21,7 @@ struct LinearProblem {
     // out = H p for p, out both dim x q (H symmetric positive semidefinite).
     std::function<void(const Matrix<T>& p, Matrix<T>& out)> apply;
     Matrix<T> rhs;         // c, dim x q
+    double iteration_bytes = 0;  // what one `apply` reads from memory (0: unknown)
     // alphas = coefficients of a block of iterates (dim x c*q -> alpha_rows x c*q), in the
     // coordinates the validation set is given in.
     std::function<void(const MatrixCRef<T>& betas, MatrixRef<T> alphas)> to_alpha;

@@ -29,6 +29,7 @@ PathResult<T> landweber_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, dou
     problem.dim = problem.alpha_rows = n;
     problem.q = q;
     problem.apply = [&](const Matrix<T>& p, Matrix<T>& out) { detail::multiply<T>(K, p, out, threads); };
+    problem.iteration_bytes = double(K.size()) * sizeof(T);
     problem.rhs = Y;
     problem.to_alpha = [](const MatrixCRef<T>& betas, MatrixRef<T> alphas) { alphas = betas; };
     const double step = detail::resolve_step(options, n, [&] {

@@ -63,6 +63,7 @@ struct DirectSolver {
         }
         pass = std::make_unique<detail::FusedPass<T, S>>(K, threads);
         problem.dim = setup.factor.rank();
+        problem.iteration_bytes = double(K.size()) * sizeof(S) + double(R.size()) * sizeof(T);
         problem.apply = [this, &R, upper, threads](const Matrix<T>& p, Matrix<T>& out) {
             // p has q columns on the path but one in the Lanczos estimate of the step.
             lifted.resize(R.rows(), p.cols());
@@ -99,6 +100,7 @@ struct GramSolver {
         if constexpr (low) H = normal.H.template cast<S>();
         else H = std::move(normal.H);
         pass = std::make_unique<detail::SymmetricPass<T, S>>(H, threads);
+        problem.iteration_bytes = 0.5 * double(H.size()) * sizeof(S);
         problem.apply = [this](const Matrix<T>& p, Matrix<T>& out) { pass->apply(p, out); };
         problem.to_alpha = [&R, upper, threads](const MatrixCRef<T>& betas, MatrixRef<T> alphas) {
             detail::multiply_left<T>(R, upper, betas, alphas, threads);
@@ -129,6 +131,7 @@ struct SpectralSolver {
         basis.resize(setup.used.rows(), problem.dim);
         detail::multiply_left<T>(setup.factor.R, setup.factor.upper_triangular, V, basis, threads);
         problem.apply = [this](const Matrix<T>& p, Matrix<T>& out) { out = values.asDiagonal() * p; };
+        problem.iteration_bytes = double(values.size()) * sizeof(T);
         if (setup.validation && setup.validation->change_basis(basis, threads)) {
             // Validate and select in eigen-coordinates; map only the selected iterate.
             problem.alpha_rows = problem.dim;

@@ -62,6 +62,13 @@ void Validation<T>::rmse(const MatrixCRef<T>& alphas, Index q, std::vector<doubl
 }
 
 template <class T>
+double Validation<T>::bytes() const {
+    if (K_val_low_.size() > 0) return double(K_val_low_.size()) * sizeof(float);
+    if (K_val_.size() > 0) return double(K_val_.size()) * sizeof(T);
+    return 4.0 * double(Y_val_.rows()) * double(centers_.rows()) * sizeof(T);
+}
+
+template <class T>
 bool Validation<T>::change_basis(const Matrix<T>& W, int n_threads) {
     if (!stored()) return false;
     Matrix<T> projected(Y_val_.rows(), W.cols());
