@@ -76,7 +76,7 @@ SymmetricPass<T, S>::SymmetricPass(const Matrix<S>& H, int n_threads)
         if (bound > bounds_.back()) bounds_.push_back(bound);
     }
     transposed_.resize(bounds_.size() - 1);
-    widened_.resize(static_cast<std::size_t>(threads_));
+    if constexpr (!std::is_same_v<S, T>) widened_.assign(static_cast<std::size_t>(threads_), Matrix<T>(block_rows_, k));
 }
 
 template <class T, class S>
@@ -92,45 +92,41 @@ void SymmetricPass<T, S>::apply(const MatrixCRef<T>& b, MatrixRef<T> out) {
         share.setZero(begin, q);
         for (Index r0 = begin; r0 < end; r0 += block_rows_) {
             const Index rows = std::min(block_rows_, end - r0), width = r0 + rows;
-            // block = rows r0.. of the lower triangle: `off` strictly left of the
-            // diagonal block, `diagonal` (lower half used) on it.
-            auto products = [&](const auto& block, const auto& x, auto& y, auto& above) {
-                const auto off = block.leftCols(r0);
-                const auto diagonal = block.rightCols(rows).template selfadjointView<Eigen::Lower>();
-                const Index own = r0 - begin;  // rows of this slot above the block
-                const auto x_block = x.middleRows(r0, rows);
-                y.middleRows(r0, rows).noalias() = diagonal * x_block;
-                if (r0 == 0) return;
-                y.middleRows(r0, rows).noalias() += off * x.topRows(r0);
-                if (own > 0) y.middleRows(begin, own).noalias() += off.rightCols(own).transpose() * x_block;
-                if (begin > 0) above.noalias() += off.leftCols(begin).transpose() * x_block;
-            };
-            // One output column: the diagonal triangle through Eigen's matrix-vector
-            // kernel on vector maps (a one-column dynamic matrix would take the GEMM
-            // path), the rest through fused_columns.
+            // block = rows r0.. of the lower triangle: `off` strictly left of the diagonal
+            // block, `diagonal` (lower half used) on it; `own` rows of this slot lie above.
             auto on = [&](const auto& block) {
-                if (!vector) {
-                    products(block, b, out, share);
+                const auto diagonal = block.rightCols(rows).template selfadjointView<Eigen::Lower>();
+                if (vector) {
+                    // The diagonal through Eigen's matrix-vector kernel on vector maps (a
+                    // one-column dynamic matrix would take the GEMM path), `off` through
+                    // fused_columns: into the share above the slot, then into own rows.
+                    const T* x = b.data();
+                    T* y = out.data();
+                    Eigen::Map<Vector<T>>(y + r0, rows).noalias() =
+                        diagonal * Eigen::Map<const Vector<T>>(x + r0, rows);
+                    T dots[16] = {};
+                    if (begin > 0)
+                        fused_columns<T>(block.data(), block.outerStride(), rows, x + r0, x, share.data(), 0, begin,
+                                         dots);
+                    if (r0 > begin)
+                        fused_columns<T>(block.data(), block.outerStride(), rows, x + r0, x, y, begin, r0, dots);
+                    for (Index i = 0; i < rows; ++i) y[r0 + i] += dots[i];
                     return;
                 }
-                const Eigen::Map<const Vector<T>> x(b.data(), k);
-                Eigen::Map<Vector<T>> y(out.data(), k);
-                y.segment(r0, rows).noalias() =
-                    block.rightCols(rows).template selfadjointView<Eigen::Lower>() * x.segment(r0, rows);
-                T dots[16] = {};
-                const T* x_block = b.data() + r0;
-                if (begin > 0)
-                    fused_columns<T>(block.data(), block.outerStride(), rows, x_block, b.data(), share.data(), 0, begin,
-                                     dots);
-                if (r0 > begin)
-                    fused_columns<T>(block.data(), block.outerStride(), rows, x_block, b.data(), out.data(), begin, r0,
-                                     dots);
-                for (Index i = 0; i < rows; ++i) out.data()[r0 + i] += dots[i];
+                const auto off = block.leftCols(r0);
+                const auto x_block = b.middleRows(r0, rows);
+                const Index own = r0 - begin;
+                out.middleRows(r0, rows).noalias() = diagonal * x_block;
+                if (r0 == 0) return;
+                out.middleRows(r0, rows).noalias() += off * b.topRows(r0);
+                if (own > 0) out.middleRows(begin, own).noalias() += off.rightCols(own).transpose() * x_block;
+                if (begin > 0) share.noalias() += off.leftCols(begin).transpose() * x_block;
             };
             if constexpr (std::is_same_v<S, T>) {
                 on(H_.block(r0, 0, rows, width));
             } else {
-                Matrix<T>& widened = widened_[thread];
+                // Widened into a buffer sized once (block_rows_ x k): no allocation per block.
+                auto widened = widened_[thread].topLeftCorner(rows, width);
                 widened = H_.block(r0, 0, rows, width).template cast<T>();
                 on(widened);
             }
