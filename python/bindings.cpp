@@ -271,8 +271,8 @@ void define(py::module_& m, const std::string& suffix) {
           });
 }
 
-// SciPy exports its LAPACK to Cython as PyCapsules; taking ?syevd from there gives the
-// core a fast eigensolver without linking any LAPACK at build time.
+// SciPy exports its LAPACK to Cython as PyCapsules; taking ?syevd and ?potrf from there
+// gives the core a fast eigensolver and Cholesky without linking any LAPACK at build time.
 void register_scipy_lapack() {
     try {
         py::dict capi = py::module_::import("scipy.linalg.cython_lapack").attr("__pyx_capi__");
@@ -282,8 +282,10 @@ void register_scipy_lapack() {
         };
         nytro::set_lapack_syevd(reinterpret_cast<nytro::dsyevd_fn>(pointer("dsyevd")),
                                 reinterpret_cast<nytro::ssyevd_fn>(pointer("ssyevd")));
+        nytro::set_lapack_potrf(reinterpret_cast<nytro::dpotrf_fn>(pointer("dpotrf")),
+                                reinterpret_cast<nytro::spotrf_fn>(pointer("spotrf")));
     } catch (const py::error_already_set&) {
-        PyErr_Clear();  // no SciPy: Eigen's eigensolver is used
+        PyErr_Clear();  // no SciPy: Eigen's eigensolver and Cholesky are used
     }
 }
 

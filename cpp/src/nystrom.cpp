@@ -1,6 +1,7 @@
 #include "nytro/nystrom.hpp"
 
 #include "dense.hpp"
+#include "nytro/cholesky.hpp"
 #include "nytro/eigen_solver.hpp"
 #include "nytro/errors.hpp"
 #include "parallel.hpp"
@@ -110,14 +111,13 @@ NystromFactor<T> jittered_cholesky_factor(const MatrixCRef<T>& K, double jitter,
     const Index m = K.rows();
     Matrix<T> shifted = K;
     shifted.diagonal().array() += static_cast<T>(jitter);
-    Eigen::LLT<Matrix<T>> llt(shifted);
-    if (llt.info() != Eigen::Success)
+    if (!cholesky_lower_in_place<T>(shifted))
         throw std::runtime_error("K_mm + jitter*I is not positive definite (jitter=" +
                                  format_number(jitter) + "): use a larger jitter or factor='pivoted'");
     NystromFactor<T> factor;
     factor.support.resize(static_cast<std::size_t>(m));
     std::iota(factor.support.begin(), factor.support.end(), Index(0));
-    const Matrix<T> U = llt.matrixU();
+    const Matrix<T> U = shifted.template triangularView<Eigen::Lower>().transpose();
     factor.R = detail::upper_triangular_inverse<T>(U, n_threads);
     factor.upper_triangular = true;
     return factor;

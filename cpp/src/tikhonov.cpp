@@ -4,13 +4,12 @@
 #include "input_checks.hpp"
 #include "gram.hpp"
 #include "nystrom_setup.hpp"
+#include "nytro/cholesky.hpp"
 #include "nytro/eigen_solver.hpp"
 #include "nytro/errors.hpp"
 #include "nytro/kernel.hpp"
 #include "nytro/solvers.hpp"
 #include "parallel.hpp"
-
-#include <Eigen/Cholesky>
 
 #include <cmath>
 #include <limits>
@@ -37,9 +36,11 @@ public:
             if (solver_ == TikhonovSolver::cholesky) {
                 Matrix<T> M = H_;
                 M.diagonal().array() += static_cast<T>(shifts[l]);
-                Eigen::LLT<Matrix<T>> llt(M);
-                if (llt.info() == Eigen::Success) {
-                    block = llt.solve(C_);
+                if (cholesky_lower_in_place<T>(M)) {
+                    const Matrix<T>& factor = M;  // H + shift I = L L^T, L in the lower triangle
+                    block = C_;
+                    factor.template triangularView<Eigen::Lower>().solveInPlace(block);
+                    factor.template triangularView<Eigen::Lower>().transpose().solveInPlace(block);
                     if (block.allFinite()) {
                         if (callback) callback({"lambda", l + 1, L});
                         continue;

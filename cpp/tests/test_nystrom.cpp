@@ -127,3 +127,57 @@ NYTRO_TEST(factor_numerical_failures_are_runtime_errors) {
     CHECK_THROWS_WITH(nytro::nystrom_factor<double>(indefinite, {FactorMethod::cholesky, -1.0, 0.0}),
                       std::runtime_error, "jitter");
 }
+
+namespace {
+
+// A stand-in for LAPACK's dpotrf (column-major, uplo = 'U', unblocked), so that the
+// layout conversion in cholesky_lower_in_place is tested without a LAPACK at hand: the
+// Python tests run the same code against SciPy's real ?potrf.
+void column_major_upper_potrf(char* uplo, int* n, double* a, int* lda, int* info) {
+    CHECK_EQ(*uplo, 'U');
+    const int size = *n, ld = *lda;
+    auto at = [&](int i, int j) -> double& { return a[i + std::size_t(j) * ld]; };
+    *info = 0;
+    for (int j = 0; j < size; ++j) {
+        double d = at(j, j);
+        for (int k = 0; k < j; ++k) d -= at(k, j) * at(k, j);
+        if (!(d > 0)) {
+            *info = j + 1;
+            return;
+        }
+        at(j, j) = std::sqrt(d);
+        for (int i = j + 1; i < size; ++i) {
+            double s = at(j, i);
+            for (int k = 0; k < j; ++k) s -= at(k, j) * at(k, i);
+            at(j, i) = s / at(j, j);
+        }
+    }
+}
+
+template <class T>
+void cholesky_factors(double tol) {
+    const MatrixD B = normal(50, 50, 11);
+    const MatrixD A = B * B.transpose() + 50 * MatrixD::Identity(50, 50);
+    nytro::Matrix<T> F = A.cast<T>();
+    CHECK(nytro::cholesky_lower_in_place<T>(F));
+    const MatrixD L = F.template triangularView<Eigen::Lower>().toDenseMatrix().template cast<double>();
+    expect_close(L * L.transpose(), A, tol, "L L^T = A");
+    MatrixD indefinite = A;
+    indefinite(7, 7) = -1.0;
+    nytro::Matrix<T> G = indefinite.cast<T>();
+    CHECK(!nytro::cholesky_lower_in_place<T>(G));
+    nytro::Matrix<T> empty(0, 0);
+    CHECK(nytro::cholesky_lower_in_place<T>(empty));
+}
+
+}  // namespace
+
+NYTRO_TEST(cholesky_factors_and_reports_indefinite) {
+    CHECK(!nytro::has_lapack_potrf());
+    cholesky_factors<double>(1e-14);
+    cholesky_factors<float>(1e-6);
+    nytro::set_lapack_potrf(column_major_upper_potrf, nullptr);
+    CHECK(nytro::has_lapack_potrf());
+    cholesky_factors<double>(1e-14);
+    nytro::set_lapack_potrf(nullptr, nullptr);
+}

@@ -4,6 +4,7 @@
 
 #include "nytro/benchmark.hpp"
 #include "nytro/centers.hpp"
+#include "nytro/cholesky.hpp"
 #include "nytro/eigen_solver.hpp"
 #include "nytro/errors.hpp"
 #include "nytro/kernel.hpp"
