@@ -156,6 +156,19 @@ def test_table2_exact_methods_na_under_a_small_memory_budget(tmp_path):
     assert "NA (" in (out / "table2.md").read_text()
 
 
+@pytest.mark.skipif(not _insurance_available(), reason="NYTRO_DATA does not hold insurance_coil2000")
+def test_table2_float32_row_follows_the_float64_path(tmp_path):
+    out = tmp_path / "f32"
+    code = table2.main(["--datasets", "insurance", "--quick", "--threads", "1", "--out", str(out), "--no-progress",
+                        "--methods", "nytro,nytro-f32", "--no-peers"])
+    assert code == 0
+    records = {r["method"]: r for r in json.loads((out / "table2.json").read_text())["datasets"][0]["records"]}
+    assert records["nytro-f32"]["status"] == "ok"
+    assert records["nytro-f32"]["param"] == records["nytro"]["param"]
+    assert records["nytro-f32"]["test_rmse"] == pytest.approx(records["nytro"]["test_rmse"], rel=1e-4)
+    assert "float32 storage" in (out / "table2.md").read_text()
+
+
 def test_table2_rejects_unknown_names(tmp_path, capsys):
     assert table2.main(["--datasets", "mnist", "--out", str(tmp_path)]) == 2
     assert table2.main(["--methods", "svm", "--out", str(tmp_path)]) == 2

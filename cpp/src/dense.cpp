@@ -158,7 +158,15 @@ void rank_update(const MatrixCRef<T>& B, MatrixRef<T> G, T scale, bool upper, in
         if (upper) std::swap(i, j);
         const Index r0 = i * kTile, c0 = j * kTile;
         const Index rows = std::min(kTile, k - r0), cols = std::min(kTile, k - c0);
-        G.block(r0, c0, rows, cols).noalias() += scale * (B.middleCols(r0, rows).transpose() * B.middleCols(c0, cols));
+        if (i != j) {
+            G.block(r0, c0, rows, cols).noalias() += scale * (B.middleCols(r0, rows).transpose() * B.middleCols(c0, cols));
+        } else if (upper) {  // a diagonal tile: only its triangle, which saves up to half its flops
+            G.block(r0, r0, rows, rows).template selfadjointView<Eigen::Upper>().rankUpdate(
+                B.middleCols(r0, rows).transpose(), scale);
+        } else {
+            G.block(r0, r0, rows, rows).template selfadjointView<Eigen::Lower>().rankUpdate(
+                B.middleCols(r0, rows).transpose(), scale);
+        }
     });
 }
 

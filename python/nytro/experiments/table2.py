@@ -15,6 +15,8 @@ and model selection, kernels included; never the test prediction). Rows:
   nkrls         NKRLS, 100 lambdas, nytro's eigendecomposition solver
   nkrls-chol    NKRLS, 100 lambdas, the paper's form (one Cholesky solve per lambda)  [optional]
   nytro         NYTRO, the paper's protocol: gradient descent, step 1/lambda_max, best of 500
+  nytro-f32     the same protocol with storage="float32": A^T A (Gram solver) or K_nm (direct)
+                and K_val kept in float32, every sum in float64  [optional]
   nytro-window  NYTRO with the authors' window stopping rule and their per-dataset threshold
   nytro-cg      NYTRO with NytroRegressor's defaults: conjugate gradients, best of the
                 path, which ends 50 iterations after its last improvement
@@ -102,6 +104,9 @@ class Method:
         nytro = dict(n_centers=ctx.m, sigma=s, max_iter=ctx.max_iter, **ctx.config.nytro_options(), **common)
         if self.key == "nytro":  # the paper's protocol: GD, best of the whole path
             return NytroRegressor(method="gd", step_size="auto", stopping="best", n_iter_no_change=None, **nytro)
+        if self.key == "nytro-f32":  # the same protocol, A^T A (or K_nm) and K_val stored in float32
+            return NytroRegressor(method="gd", step_size="auto", stopping="best", n_iter_no_change=None,
+                                  **{**nytro, "storage": "float32"})
         if self.key == "nytro-window":
             return NytroRegressor(method="gd", step_size="auto", stopping="window", tol=ctx.config.window_tol,
                                   window=P.WINDOW, **nytro)
@@ -120,6 +125,8 @@ METHODS = {m.key: m for m in (
            peers=("reference-nkrls", "sklearn-ridge", "sklearn-ridgecv")),
     Method("nkrls-chol", "NKRLS (100 λ, paper's form: Cholesky per λ)", "nystrom", "lambda", "nkrls"),
     Method("nytro", "NYTRO (paper's protocol: gd, step auto, best of {T})", "nystrom", "t", "nytro",
+           peers=("reference-nytro",)),
+    Method("nytro-f32", "NYTRO (paper's protocol, float32 storage, float64 sums)", "nystrom", "t", "nytro",
            peers=("reference-nytro",)),
     Method("nytro-window", "NYTRO (authors' window rule, per-dataset tol)", "nystrom", "t", "nytro"),
     Method("nytro-cg", "NYTRO cg (NytroRegressor's defaults)", "nystrom", "t", None),
