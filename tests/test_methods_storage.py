@@ -166,3 +166,17 @@ def test_patience_matches_reference(solver):
     assert (ours.n_iter, ours.iterations_run) == (theirs.n_iter, theirs.iterations_run)
     assert ours.iterations_run == ours.n_iter + 20 < 300
     assert_close(ours.coef, theirs.coef, np.float64)
+
+
+def test_auto_charges_the_widened_direct_pass_as_float64():
+    # Float32 storage halves the bytes of K_nm, but the direct pass widens every entry to
+    # double and runs at the float64 pass's speed, while the Gram solver's GEMMs run in
+    # float at twice the rate: on a shape where float64 storage favours the direct solver
+    # (n = 3000, k = 150, 10 iterations), float32 storage must not make it look cheaper.
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((3000, 5))
+    y = X[:, 0]
+    f64 = nytro.nytro_path(X, y, X[:150], 1.0, max_iter=10, **SERIAL)
+    f32 = nytro.nytro_path(X, y, X[:150], 1.0, max_iter=10, storage="float32", **SERIAL)
+    assert f64.rank == f32.rank == 150
+    assert (f64.solver, f32.solver) == ("direct", "gram")

@@ -24,21 +24,29 @@ namespace {
 constexpr double kFlopsPerSecond = 1e11;
 constexpr double kBytesPerSecond = 3e10;
 
-Solver choose_solver(Index n, Index n_val, Index k, Index max_iter, bool upper, double size) {
+// stored: bytes per stored K_nm or H entry; computed: sizeof(T). With float32 storage the
+// GEMMs of the normal equations run in float (about twice the flop rate), but the direct
+// pass widens each float entry to double and runs at the float64 pass's time
+// (bench_kernels: 53.5 against 58.4 ms at 40000 x 5000), so it is charged 8 bytes.
+Solver choose_solver(Index n, Index n_val, Index k, Index max_iter, bool upper, double stored, double computed) {
     const double t_max = double(max_iter), kk = double(k) * double(k);
+    const double flop_rate = stored < 8 ? 2.0 * kFlopsPerSecond : kFlopsPerSecond;
     // Every solver validates each iteration: about 2 n_val k flops (as GEMMs).
     const double validation = t_max * 2.0 * double(n_val) * double(k) / kFlopsPerSecond;
     // gram: A = K R per block (n k^2 triangular, 2 n k^2 dense) and A^T A (n k^2 with the
     // symmetric half), then one product with H per iteration, reading its lower half.
-    const double normal_equations = (upper ? 2.0 : 3.0) * double(n) * kk / kFlopsPerSecond;
-    const double gram = normal_equations + t_max * 0.5 * kk * size / kBytesPerSecond + validation;
+    const double normal_equations = (upper ? 2.0 : 3.0) * double(n) * kk / flop_rate;
+    const double gram = normal_equations + t_max * 0.5 * kk * stored / kBytesPerSecond + validation;
     // spectral: the same, an eigendecomposition (LAPACK's divide and conquer runs at
     // about a tenth of the GEMM rate: ~9 k^3 flops at 1e10/s), then O(k) per iteration.
     const double spectral = normal_equations + 9.0 * kk * double(k) / 1e10 + validation;
-    // direct: a pass over the stored n x k kernel and two products with R per iteration.
+    // direct: a pass over the stored n x k kernel and two products with R (kept in T)
+    // per iteration.
+    const double pass_bytes = stored < computed ? computed : stored;
     const double direct =
-        t_max * (double(n) * double(k) + (upper ? 1.0 : 2.0) * kk) * size / kBytesPerSecond + validation;
-    const bool direct_fits = double(n) * double(k) * size <= 0.7 * double(available_memory_bytes());
+        t_max * (double(n) * double(k) * pass_bytes + (upper ? 1.0 : 2.0) * kk * computed) / kBytesPerSecond +
+        validation;
+    const bool direct_fits = double(n) * double(k) * stored <= 0.7 * double(available_memory_bytes());
     if (spectral < gram && (!direct_fits || spectral < direct)) return Solver::spectral;
     return direct_fits && direct <= gram ? Solver::direct : Solver::gram;
 }
@@ -188,7 +196,7 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
     result.solver = options.solver != Solver::automatic
                         ? options.solver
                         : choose_solver(X.rows(), X_val.rows(), setup.used.rows(), options.max_iter,
-                                        setup.factor.upper_triangular, stored);
+                                        setup.factor.upper_triangular, stored, double(sizeof(T)));
 
     // The solver's own big allocation comes first; the hold-out kernel is stored only if
     // it fits beside it (else recomputed in blocks at each validation).

@@ -117,7 +117,8 @@ def plot(result: dict, path: str) -> str:
             coef = np.polyfit(np.log(ms[sel]), np.log(mean[sel]), 1)
             grid = np.linspace(fit["m_from"], fit["m_to"], 20)
             log.plot(grid, np.exp(np.polyval(coef, np.log(grid))), color=color, ls="--", lw=1,
-                     label=f"slope {fit['upper_half']:.2f} over m ∈ [{fit['m_from']:.0f}, {fit['m_to']:.0f}]")
+                     label=f"slope {fit['upper_half']:.2f} over m ∈ [{fit['m_from']:.0f}, {fit['m_to']:.0f}]"
+                           + ("" if fit.get("all_m") is None else f"; {fit['all_m']:.2f} over all m"))
     lin.set(xlabel="m (Nyström centres)", ylabel="training + model selection time (s)",
             title="cpuSmall: time vs m (mean ± std)")
     log.set(xscale="log", yscale="log", xlabel="m", ylabel="time (s)",
