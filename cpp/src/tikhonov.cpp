@@ -30,11 +30,11 @@ public:
 
     Matrix<T> solve_all(const std::vector<double>& shifts, const Callback& callback) {
         const Index k = H_.rows(), q = C_.cols(), L = static_cast<Index>(shifts.size());
-        Matrix<T> out(k, q * L);
+        Matrix<T> out(k, q * L), M;  // M: H + shift I, factored in place; one buffer for all shifts
         for (Index l = 0; l < L; ++l) {
             auto block = out.middleCols(l * q, q);
             if (solver_ == TikhonovSolver::cholesky) {
-                Matrix<T> M = H_;
+                M = H_;
                 M.diagonal().array() += static_cast<T>(shifts[l]);
                 if (cholesky_lower_in_place<T>(M)) {
                     const Matrix<T>& factor = M;  // H + shift I = L L^T, L in the lower triangle

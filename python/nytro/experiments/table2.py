@@ -102,11 +102,10 @@ class Method:
         if self.key == "nkrls-chol":
             return NystromKRLSRegressor(ctx.m, s, solver="cholesky", **ctx.config.nystrom_options(), **common)
         nytro = dict(n_centers=ctx.m, sigma=s, max_iter=ctx.max_iter, **ctx.config.nytro_options(), **common)
-        if self.key == "nytro":  # the paper's protocol: GD, best of the whole path
+        if self.key in ("nytro", "nytro-f32"):  # the paper's protocol: GD, best of the whole path
+            if self.key == "nytro-f32":  # A^T A (or K_nm) and K_val stored in float32
+                nytro["storage"] = "float32"
             return NytroRegressor(method="gd", step_size="auto", stopping="best", n_iter_no_change=None, **nytro)
-        if self.key == "nytro-f32":  # the same protocol, A^T A (or K_nm) and K_val stored in float32
-            return NytroRegressor(method="gd", step_size="auto", stopping="best", n_iter_no_change=None,
-                                  **{**nytro, "storage": "float32"})
         if self.key == "nytro-window":
             return NytroRegressor(method="gd", step_size="auto", stopping="window", tol=ctx.config.window_tol,
                                   window=P.WINDOW, **nytro)
