@@ -6,6 +6,9 @@
    into a fresh array and into an existing one (out=), which is how the solvers use it.
 2. The direct solver's fused pass K^T (K a - y): bytes of K read per second against the
    read bandwidth (dot product of two 800 MB vectors, as ../shared/tools/limits.py).
+3. The Gram solver's iteration H b over the lower triangle of H (k x k): bytes of the
+   triangle read per second. At k = 2000 (Insurance) the triangle is 8-16 MB and is read
+   from L3, so it can pass the memory read bandwidth; at 5000 (Ijcnn) it is 50-100 MB.
 Both for float64 and float32 (and float32 storage with float64 compute), with 1 and 2
 threads. Each figure is the median of `--repeats` runs, A and B interleaved. Run it alone
 on a quiet machine: another process on the cores makes every number meaningless.
@@ -129,6 +132,26 @@ def pass_rows(threads: int, repeats: int, n: int, k: int) -> list:
     return rows
 
 
+def gram_rows(threads: int, repeats: int, k: int) -> list:
+    rng = np.random.default_rng(3)
+    H64 = rng.uniform(0, 1, (k, k))
+    H32 = H64.astype(np.float32)
+    b = rng.standard_normal((k, 1))
+    triangle = k * (k + 1) / 2
+    cases = {
+        "float64": (lambda: _core._symmetric_pass_seconds_float64(H64, b, threads, repeats), 8),
+        "float32": (lambda: _core._symmetric_pass_seconds_float32(H32, b.astype(np.float32), threads, repeats), 4),
+        "float32 storage, float64 compute": (
+            lambda: _core._symmetric_pass_seconds_float64_from_float32(H32, b, threads, repeats), 4),
+    }
+    rows = []
+    for name, (run, itemsize) in cases.items():
+        seconds = run()
+        rows.append({"case": name, "threads": threads, "k": k, "seconds": seconds,
+                     "GBps": triangle * itemsize / seconds / 1e9})
+    return rows
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="benchmarks/results/bench_kernels")
@@ -136,19 +159,22 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", default="1,2", help="thread counts to compare (default 1,2)")
     parser.add_argument("--kernel-shape", default="20000,2000", help="n,m of the kernel benchmark")
     parser.add_argument("--pass-shape", default="40000,5000", help="n,k of the fused pass (Ijcnn's)")
+    parser.add_argument("--gram-k", default="2000,5000", help="k of the Gram iteration H b (comma-separated)")
     parser.add_argument("--quick", action="store_true", help="tiny shapes, 2 repeats (CI)")
     args = parser.parse_args(argv)
     if args.quick:
-        args.repeats, args.kernel_shape, args.pass_shape = 2, "2000,300", "4000,500"
+        args.repeats, args.kernel_shape, args.pass_shape, args.gram_k = 2, "2000,300", "4000,500", "300"
     threads = [int(t) for t in args.threads.split(",")]
     n, m = (int(v) for v in args.kernel_shape.split(","))
     pn, pk = (int(v) for v in args.pass_shape.split(","))
     report = {"machine": machine(), "command": "python benchmarks/bench_kernels.py " + " ".join(argv or []),
-              "limits": {}, "kernel": [], "fused_pass": []}
+              "limits": {}, "kernel": [], "fused_pass": [], "gram_pass": []}
     for t in threads:
         report["limits"][t] = limits(t, 3 if not args.quick else 1)
         report["kernel"] += kernel_rows(t, args.repeats, n, m)
         report["fused_pass"] += pass_rows(t, args.repeats, pn, pk)
+        for k in (int(v) for v in args.gram_k.split(",")):
+            report["gram_pass"] += gram_rows(t, args.repeats, k)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "bench_kernels.json"), "w") as f:
         json.dump(report, f, indent=1)
@@ -182,6 +208,12 @@ def format_report(report: dict) -> str:
     for r in report["fused_pass"]:
         bw = report["limits"][r["threads"]]["read_GBps"]
         lines.append(f"| {r['case']} | {r['threads']} | {r['n']} x {r['k']} | {r['seconds'] * 1e3:.2f} | "
+                     f"{r['GBps']:.1f} | {r['GBps'] / bw:.0%} |")
+    lines += ["", "| Gram iteration H b (lower triangle) | threads | k | ms | GB/s of the triangle | "
+              "vs read bandwidth |", "|---|---|---|---|---|---|"]
+    for r in report.get("gram_pass", []):
+        bw = report["limits"][r["threads"]]["read_GBps"]
+        lines.append(f"| {r['case']} | {r['threads']} | {r['k']} | {r['seconds'] * 1e3:.3f} | "
                      f"{r['GBps']:.1f} | {r['GBps'] / bw:.0%} |")
     return "\n".join(lines) + "\n"
 

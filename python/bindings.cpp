@@ -171,6 +171,25 @@ void define(py::module_& m, const std::string& suffix) {
                   return fused_pass(K, a, y, n_threads, repeats);
               });
 
+    // Benchmark hook: median seconds of `repeats` products H b over the lower triangle of
+    // H, the inner loop of the Gram solver; H may be float32 for a float64 computation.
+    auto symmetric_pass = [](const auto& H, const Array<T>& b, int n_threads, int repeats) {
+        using S = typename std::decay_t<decltype(H)>::value_type;
+        const Matrix<S> stored = view(H);
+        auto bv = view(b);
+        py::gil_scoped_release release;
+        return nytro::symmetric_pass_seconds<T, S>(stored, bv, n_threads, repeats);
+    };
+    m.def(("_symmetric_pass_seconds_" + suffix).c_str(),
+          [symmetric_pass](const Array<T>& H, const Array<T>& b, int n_threads, int repeats) {
+              return symmetric_pass(H, b, n_threads, repeats);
+          });
+    if constexpr (std::is_same_v<T, double>)
+        m.def("_symmetric_pass_seconds_float64_from_float32",
+              [symmetric_pass](const Array<float>& H, const Array<T>& b, int n_threads, int repeats) {
+                  return symmetric_pass(H, b, n_threads, repeats);
+              });
+
     m.def(("nystrom_factor_" + suffix).c_str(),
           [](const Array<T>& K_mm, const std::string& method, double rank_tol, double jitter, int n_threads) {
               auto k = view(K_mm);

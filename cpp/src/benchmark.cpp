@@ -1,6 +1,7 @@
 #include "nytro/benchmark.hpp"
 
 #include "fused_pass.hpp"
+#include "symmetric_pass.hpp"
 #include "nytro/errors.hpp"
 
 #include <algorithm>
@@ -9,21 +10,40 @@
 
 namespace nytro {
 
-template <class T, class S>
-double fused_pass_seconds(const Matrix<S>& K, const MatrixCRef<T>& a, const MatrixCRef<T>& y, int n_threads,
-                          int repeats) {
-    require(a.rows() == K.cols() && y.rows() == K.rows() && a.cols() == y.cols(), "fused pass: shapes differ");
+namespace {
+
+// Median seconds of `repeats` calls of `step`, after one warm-up call (first touch of the
+// scratch space).
+template <class Step>
+double median_seconds(int repeats, Step&& step) {
     require(repeats >= 1, "repeats must be >= 1");
-    detail::FusedPass<T, S> pass(K, n_threads);
-    pass.normal_residual(a, y);  // warm-up: first touch of the scratch space
+    step();
     std::vector<double> seconds;
     for (int r = 0; r < repeats; ++r) {
         const auto start = std::chrono::steady_clock::now();
-        pass.normal_residual(a, y);
+        step();
         seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
     std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
     return seconds[seconds.size() / 2];
+}
+
+}  // namespace
+
+template <class T, class S>
+double fused_pass_seconds(const Matrix<S>& K, const MatrixCRef<T>& a, const MatrixCRef<T>& y, int n_threads,
+                          int repeats) {
+    require(a.rows() == K.cols() && y.rows() == K.rows() && a.cols() == y.cols(), "fused pass: shapes differ");
+    detail::FusedPass<T, S> pass(K, n_threads);
+    return median_seconds(repeats, [&] { pass.normal_residual(a, y); });
+}
+
+template <class T, class S>
+double symmetric_pass_seconds(const Matrix<S>& H, const MatrixCRef<T>& b, int n_threads, int repeats) {
+    require(H.rows() == H.cols() && b.rows() == H.rows(), "symmetric pass: shapes differ");
+    detail::SymmetricPass<T, S> pass(H, n_threads);
+    Matrix<T> out(b.rows(), b.cols());
+    return median_seconds(repeats, [&] { pass.apply(b, out); });
 }
 
 template double fused_pass_seconds<float, float>(const Matrix<float>&, const MatrixCRef<float>&,
@@ -32,5 +52,8 @@ template double fused_pass_seconds<double, double>(const Matrix<double>&, const 
                                                    const MatrixCRef<double>&, int, int);
 template double fused_pass_seconds<double, float>(const Matrix<float>&, const MatrixCRef<double>&,
                                                   const MatrixCRef<double>&, int, int);
+template double symmetric_pass_seconds<float, float>(const Matrix<float>&, const MatrixCRef<float>&, int, int);
+template double symmetric_pass_seconds<double, double>(const Matrix<double>&, const MatrixCRef<double>&, int, int);
+template double symmetric_pass_seconds<double, float>(const Matrix<float>&, const MatrixCRef<double>&, int, int);
 
 }  // namespace nytro

@@ -41,8 +41,9 @@ Solver choose_solver(Index n, Index n_val, Index k, Index max_iter, bool upper, 
     // about a tenth of the GEMM rate: ~9 k^3 flops at 1e10/s), then O(k) per iteration.
     const double spectral = normal_equations + 9.0 * kk * double(k) / 1e10 + validation;
     // direct: a pass over the stored n x k kernel and two products with R (kept in T)
-    // per iteration.
-    const double pass_bytes = stored < computed ? computed : stored;
+    // per iteration. A float32 pass with float64 sums widens each entry in registers,
+    // which costs it about 30% over a plain float32 pass (bench_kernels, 40000 x 5000).
+    const double pass_bytes = stored < computed ? 1.3 * stored : stored;
     const double direct =
         t_max * (double(n) * double(k) * pass_bytes + (upper ? 1.0 : 2.0) * kk * computed) / kBytesPerSecond +
         validation;

@@ -1,6 +1,7 @@
 #include "symmetric_pass.hpp"
 
 #include "parallel.hpp"
+#include "row_kernels.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,56 +9,6 @@
 #include <type_traits>
 
 namespace nytro::detail {
-namespace {
-
-// For `rows` (<= 16) rows of a row-major block (row stride `stride`) and its columns
-// [c0, c1): dst[c] += sum_i block(i, c) x_block[i] and dots[i] += sum_c block(i, c) x[c],
-// reading each entry once, straight into registers, for both products. (Two Eigen
-// matrix-vector products per block run at ~22 GB/s on one core, a plain one at ~32.)
-// Rows go in groups of 8: 8 row sums and 8 broadcasts stay in registers; a short group is
-// padded with a real row at weight 0, whose sum is dropped.
-template <class T>
-void fused_columns(const T* block, Index stride, Index rows, const T* x_block, const T* x, T* dst, Index c0,
-                   Index c1, T* dots) {
-    namespace ei = Eigen::internal;
-    using Packet = typename ei::packet_traits<T>::type;
-    constexpr Index width = ei::packet_traits<T>::size, group = 8;
-    for (Index g0 = 0; g0 < rows; g0 += group) {
-        const Index count = std::min(group, rows - g0);
-        const T* row[group];
-        T weight[group];
-        Packet scale[group], sum[group];
-        for (Index i = 0; i < group; ++i) {
-            row[i] = block + (g0 + (i < count ? i : 0)) * stride;
-            weight[i] = i < count ? x_block[g0 + i] : T(0);
-            scale[i] = ei::pset1<Packet>(weight[i]);
-            sum[i] = ei::pset1<Packet>(T(0));
-        }
-        Index c = c0;
-        for (; c + width <= c1; c += width) {
-            const Packet xc = ei::ploadu<Packet>(x + c);
-            Packet t = ei::ploadu<Packet>(dst + c);
-            for (Index i = 0; i < group; ++i) {
-                const Packet h = ei::ploadu<Packet>(row[i] + c);
-                sum[i] = ei::pmadd(h, xc, sum[i]);
-                t = ei::pmadd(h, scale[i], t);
-            }
-            ei::pstoreu(dst + c, t);
-        }
-        T tail[group] = {};
-        for (; c < c1; ++c) {
-            T t = dst[c];
-            for (Index i = 0; i < group; ++i) {
-                tail[i] += row[i][c] * x[c];
-                t += row[i][c] * weight[i];
-            }
-            dst[c] = t;
-        }
-        for (Index i = 0; i < count; ++i) dots[g0 + i] += ei::predux(sum[i]) + tail[i];
-    }
-}
-
-}  // namespace
 
 template <class T, class S>
 SymmetricPass<T, S>::SymmetricPass(const Matrix<S>& H, int n_threads)
@@ -92,27 +43,37 @@ void SymmetricPass<T, S>::apply(const MatrixCRef<T>& b, MatrixRef<T> out) {
         share.setZero(begin, q);
         for (Index r0 = begin; r0 < end; r0 += block_rows_) {
             const Index rows = std::min(block_rows_, end - r0), width = r0 + rows;
+            if (vector) {
+                // The diagonal block (widened into a small buffer when S != T) through
+                // Eigen's selfadjoint matrix-vector kernel on vector maps (a one-column
+                // dynamic matrix would take the GEMM path); the part left of it through
+                // the row kernels, reading each stored entry once for both products:
+                // into the share above the slot, then into own rows.
+                const T* x = b.data();
+                T* y = out.data();
+                const S* block = H_.data() + r0 * k;
+                auto multiply_diagonal = [&](const auto& diagonal) {
+                    Eigen::Map<Vector<T>>(y + r0, rows).noalias() =
+                        diagonal.template selfadjointView<Eigen::Lower>() * Eigen::Map<const Vector<T>>(x + r0, rows);
+                };
+                if constexpr (std::is_same_v<S, T>) {
+                    multiply_diagonal(H_.block(r0, r0, rows, rows));
+                } else {
+                    auto diagonal = widened_[thread].topLeftCorner(rows, rows);
+                    diagonal = H_.block(r0, r0, rows, rows).template cast<T>();
+                    multiply_diagonal(diagonal);
+                }
+                T dots[16] = {};
+                if (begin > 0)
+                    rows::dots_and_add_weighted<T, S>(block, k, rows, x + r0, x, share.data(), 0, begin, dots);
+                if (r0 > begin) rows::dots_and_add_weighted<T, S>(block, k, rows, x + r0, x, y, begin, r0, dots);
+                for (Index i = 0; i < rows; ++i) y[r0 + i] += dots[i];
+                continue;
+            }
             // block = rows r0.. of the lower triangle: `off` strictly left of the diagonal
             // block, `diagonal` (lower half used) on it; `own` rows of this slot lie above.
             auto on = [&](const auto& block) {
                 const auto diagonal = block.rightCols(rows).template selfadjointView<Eigen::Lower>();
-                if (vector) {
-                    // The diagonal through Eigen's matrix-vector kernel on vector maps (a
-                    // one-column dynamic matrix would take the GEMM path), `off` through
-                    // fused_columns: into the share above the slot, then into own rows.
-                    const T* x = b.data();
-                    T* y = out.data();
-                    Eigen::Map<Vector<T>>(y + r0, rows).noalias() =
-                        diagonal * Eigen::Map<const Vector<T>>(x + r0, rows);
-                    T dots[16] = {};
-                    if (begin > 0)
-                        fused_columns<T>(block.data(), block.outerStride(), rows, x + r0, x, share.data(), 0, begin,
-                                         dots);
-                    if (r0 > begin)
-                        fused_columns<T>(block.data(), block.outerStride(), rows, x + r0, x, y, begin, r0, dots);
-                    for (Index i = 0; i < rows; ++i) y[r0 + i] += dots[i];
-                    return;
-                }
                 const auto off = block.leftCols(r0);
                 const auto x_block = b.middleRows(r0, rows);
                 const Index own = r0 - begin;

@@ -4,7 +4,7 @@
 // k = 2048 on), for one and several right-hand columns, in float, double, and float
 // storage with double compute; and give the same bits for any thread count. The Gram
 // solver's normal equations (both routes) and the tiled A * R they are built from are
-// checked here too.
+// checked here too, and so is the direct solver's fused pass K^T (K a - Y).
 //
 // These tests reach into the library's private headers (cpp/src): the passes are
 // internal, and testing them alone localises a failure that the path tests only show
@@ -13,6 +13,7 @@
 #include "support.hpp"
 
 #include "dense.hpp"
+#include "fused_pass.hpp"
 #include "gram.hpp"
 #include "symmetric_pass.hpp"
 
@@ -76,6 +77,48 @@ NYTRO_TEST(symmetric_pass_rejects_mismatched_shapes) {
     b.setOnes();
     CHECK_THROWS(pass.apply(b, out), std::logic_error);
 }
+
+namespace {
+
+// FusedPass against K^T (K a - Y) formed densely (on the stored, rounded K), over shapes
+// that cross its blocking: row blocks of 16 or 8 rows (8 once 16 rows pass 512 KiB, here
+// from k = 4097 in double), groups of 8 rows in the row kernels, packet tails in k, and
+// slots of n / (4 block) rows; one and several right-hand columns; bits equal for any
+// thread count and on a second call.
+template <class T, class S>
+void fused_pass_matches_dense(Index n, Index k, Index q, double tolerance) {
+    const Matrix<S> K = normal(n, k, 3 + n + k).cast<S>();
+    const Matrix<T> a = normal(k, q, 5 + q).cast<T>(), Y = normal(n, q, 6 + q).cast<T>();
+    const MatrixD Kd = K.template cast<double>(), ad = a.template cast<double>();
+    const MatrixD expected = Kd.transpose() * (Kd * ad - Y.template cast<double>());
+    const MatrixD expected_normal = Kd.transpose() * (Kd * ad);
+    Matrix<T> reference_bits;
+    for (int threads : {1, 2, 3}) {
+        nytro::detail::FusedPass<T, S> pass(K, threads);
+        const Matrix<T> out = pass.normal_residual(a, Y);
+        const std::string label = "n=" + check::str(n) + " k=" + check::str(k) + " q=" + check::str(q) +
+                                  " threads=" + check::str(threads);
+        CHECK_MSG(check::relative_error(out, expected) <= tolerance,
+                  label + ": relative error " + check::str(check::relative_error(out, expected)));
+        CHECK_MSG(check::relative_error(pass.normal(a), expected_normal) <= tolerance, label + ": K^T K a");
+        if (threads == 1) reference_bits = out;
+        else CHECK_MSG(check::bitwise_equal(out, reference_bits), label + ": differs from 1 thread");
+        CHECK_MSG(check::bitwise_equal(pass.normal_residual(a, Y), out), label + ": a repeated call differs");
+    }
+}
+
+template <class T, class S>
+void fused_pass_shapes(double tolerance) {
+    for (const auto& [n, k] : {std::pair<Index, Index>{1, 1}, {7, 3}, {8, 8}, {9, 17}, {100, 31}, {1000, 300},
+                               {203, 4100}})
+        for (Index q : {1, 3}) fused_pass_matches_dense<T, S>(n, k, q, tolerance);
+}
+
+}  // namespace
+
+NYTRO_TEST(fused_pass_double) { fused_pass_shapes<double, double>(1e-12); }
+NYTRO_TEST(fused_pass_float) { fused_pass_shapes<float, float>(1e-4); }
+NYTRO_TEST(fused_pass_float_storage_double_compute) { fused_pass_shapes<double, float>(1e-12); }
 
 // multiply_right works on 512 x 512 output tiles: shapes below, at and across a tile,
 // for an upper triangular R (strict lower part NaN: never read) and a dense one.

@@ -12,4 +12,9 @@ template <class T, class S = T>
 double fused_pass_seconds(const Matrix<S>& K, const MatrixCRef<T>& a, const MatrixCRef<T>& y, int n_threads,
                           int repeats);
 
+// Median seconds of `repeats` products H b reading only the lower triangle of the
+// symmetric H (the Gram solver's iteration), for H stored in S and computed in T.
+template <class T, class S = T>
+double symmetric_pass_seconds(const Matrix<S>& H, const MatrixCRef<T>& b, int n_threads, int repeats);
+
 }  // namespace nytro
