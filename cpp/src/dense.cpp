@@ -4,6 +4,7 @@
 
 #include <Eigen/Core>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -55,9 +56,12 @@ template <class T, class S>
 void multiply_widened(const Matrix<S>& M, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads) {
     const double flops = 2.0 * M.rows() * M.cols() * B.cols();
     const int threads = threads_for(flops, resolve_threads(n_threads));
-    // Widened in blocks of 16 rows (256 KiB at m = 2000): they stay in L2 between the
-    // conversion and the product, so M costs one read from memory, in S.
-    constexpr Index kWide = 16;
+    // Widened in blocks of up to 2 MiB (128 rows at m = 2000, 26 at 10000), which stay in
+    // L2/L3 between the conversion and the product, so M costs one read from memory, in
+    // S. Blocks of 16 rows spent more on Eigen repacking B for each block than on the
+    // product when B has a few dozen columns (the validation of a chunk of iterates).
+    const Index kWide = std::clamp<Index>((Index(1) << 21) / (std::max<Index>(M.cols(), 1) * Index(sizeof(T))),
+                                          16, kPanel);
     std::vector<Matrix<T>> widened(static_cast<std::size_t>(threads));
     parallel_for(panels(M.rows()), threads, [&](Index p, int thread) {
         const Index r0 = p * kPanel, end = std::min(r0 + kPanel, M.rows());

@@ -18,8 +18,12 @@ constexpr Index kMinChunk = 16, kMaxChunk = 64;
 // up to c - 1 iterates computed past its stop. Over a path of T iterations that costs about
 // T V / c + c I bytes (V: the hold-out kernel, I: what one iteration reads), least at
 // c = sqrt(T V / I): 64 for the Gram solver on Adult (I = 3.9 MB, V = 51 MB), 16 for the
-// direct solver on Covertype (I = 16.7 GB, V = 4.2 GB).
-Index chunk_size(Index T_max, double validation_bytes, double iteration_bytes) {
+// direct solver on Covertype (I = 16.7 GB, V = 4.2 GB). A path that always runs to T_max
+// (stopping "best" without patience) computes nothing past a stop, so it takes the
+// largest chunk: the products of a chunk also run faster with more columns (the
+// validation of 500 iterates on Insurance, float32 storage: 0.09 s at c = 32).
+Index chunk_size(Index T_max, double validation_bytes, double iteration_bytes, bool runs_to_end) {
+    if (runs_to_end) return std::min(kMaxChunk, std::max<Index>(T_max, 1));
     Index c = kMinChunk;
     if (!(iteration_bytes > 0)) return c;
     while (c < kMaxChunk && double(c) * double(c) < double(T_max) * validation_bytes / iteration_bytes) c *= 2;
@@ -169,7 +173,8 @@ void run_path(const LinearProblem<T>& problem, double step, const Validation<T>*
     }
 
     StoppingRule rule(options.stopping, options.tol, options.window, options.patience);
-    const Index per_chunk = chunk_size(T_max, validation->bytes(), problem.iteration_bytes);
+    const bool runs_to_end = options.stopping == Stopping::best && options.patience == 0;
+    const Index per_chunk = chunk_size(T_max, validation->bytes(), problem.iteration_bytes, runs_to_end);
     Matrix<T> chunk(problem.dim, per_chunk * q), alphas(problem.alpha_rows, per_chunk * q);
     Matrix<T> selected = Matrix<T>::Zero(problem.alpha_rows, q);
     std::vector<double> rmse;

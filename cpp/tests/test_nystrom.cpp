@@ -87,12 +87,34 @@ void duplicates_rank(double tol) {
     }
 }
 
+// m = 300 (five 64-row panels of the blocked pivoted factor, whose rows get the later
+// panels' swaps at the end): 200 distinct centres in 10 dimensions, 100 of them repeated,
+// the copies spread among the originals so that pivots swap across panels.
+template <class T>
+void pivoted_across_panels(double tol) {
+    const MatrixD distinct = normal(200, 10, 12);
+    MatrixD C(300, 10);
+    const auto order = nytro::sample_centers(300, 300, 13);
+    for (Index i = 0; i < 300; ++i) C.row(order[std::size_t(i)]) = distinct.row(i < 200 ? i : i - 200);
+    const MatrixD K_t = direct_kernel(C, C, 2.0).cast<T>().template cast<double>();
+    const auto factor = nytro::nystrom_factor<T>(K_t.cast<T>(), {FactorMethod::pivoted, -1.0, kJitter}, 2);
+    const std::string what = std::string("pivoted m=300 ") + (sizeof(T) == 4 ? "float" : "double");
+    CHECK_MSG(factor.rank() == 200, what + ": rank " + check::str(factor.rank()));
+    const MatrixD R = checked_dense(factor, 300, FactorMethod::pivoted);
+    const MatrixD P = R * R.transpose();
+    expect_close(P * K_t * P, P, tol, what + ": P K P = P");
+    expect_close(K_t * P * K_t, K_t, tol, what + ": K P K = K");
+}
+
 }  // namespace
 
 NYTRO_TEST(factor_double_is_generalised_inverse) { generalised_inverse<double>(1e-8); }
 NYTRO_TEST(factor_float_is_generalised_inverse) { generalised_inverse<float>(2e-2); }
 NYTRO_TEST(factor_double_duplicated_centres_rank) { duplicates_rank<double>(1e-8); }
 NYTRO_TEST(factor_float_duplicated_centres_rank) { duplicates_rank<float>(2e-2); }
+
+NYTRO_TEST(factor_double_pivoted_across_panels) { pivoted_across_panels<double>(1e-8); }
+NYTRO_TEST(factor_float_pivoted_across_panels) { pivoted_across_panels<float>(2e-2); }
 
 NYTRO_TEST(factor_pivoted_support_skips_duplicates) {
     const MatrixD C = duplicated_centres();
