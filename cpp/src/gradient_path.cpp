@@ -11,22 +11,27 @@
 namespace nytro::detail {
 namespace {
 
-// Iterates per validation: between 16 and 64 (see chunk_size).
-constexpr Index kMinChunk = 16, kMaxChunk = 64;
+// Iterates per validation: between 8 and 64 (see chunk_size).
+constexpr Index kMinChunk = 8, kMaxChunk = 64;
 
-// The hold-out kernel is read once per chunk of c iterates, and a stopping rule may find
-// up to c - 1 iterates computed past its stop. Over a path of T iterations that costs about
-// T V / c + c I bytes (V: the hold-out kernel, I: what one iteration reads), least at
-// c = sqrt(T V / I): 64 for the Gram solver on Adult (I = 3.9 MB, V = 51 MB), 16 for the
-// direct solver on Covertype (I = 16.7 GB, V = 4.2 GB). A path that always runs to T_max
-// (stopping "best" without patience) computes nothing past a stop, so it takes the
+// The hold-out kernel is read (or, when it is not stored, recomputed) once per chunk of c
+// iterates, and a stopping rule finds on average c / 2 iterates computed past its stop.
+// A path stopped at T costs about T V / c + c I / 2 bytes (V: the hold-out kernel, or 4x
+// its size when recomputed; I: what one iteration reads), least at c = sqrt(2 T V / I).
+// T is not known before the stop, and the rules that stop early are what this is for:
+// with T = T_max / 8, c = sqrt(T_max V / (4 I)). That gives 64 for the Gram solver on
+// Adult (I = 3.9 MB, V = 51 MB) and 16 for the direct solver on Covertype (I = 17.5 GB,
+// V = 33 GB, recomputed): its window rule stops at t = 38, and chunks of 32 (the same
+// formula with T = T_max) ran 26 iterations past it, 23 s. A path that always runs to
+// T_max (stopping "best" without patience) computes nothing past a stop, so it takes the
 // largest chunk: the products of a chunk also run faster with more columns (the
 // validation of 500 iterates on Insurance, float32 storage: 0.09 s at c = 32).
 Index chunk_size(Index T_max, double validation_bytes, double iteration_bytes, bool runs_to_end) {
     if (runs_to_end) return std::min(kMaxChunk, std::max<Index>(T_max, 1));
     Index c = kMinChunk;
     if (!(iteration_bytes > 0)) return c;
-    while (c < kMaxChunk && double(c) * double(c) < double(T_max) * validation_bytes / iteration_bytes) c *= 2;
+    const double balance = double(T_max) * validation_bytes / (4.0 * iteration_bytes);
+    while (c < kMaxChunk && double(c) * double(c) < balance) c *= 2;
     return c;
 }
 

@@ -1,6 +1,7 @@
 #include "nytro/kernel.hpp"
 
 #include "nytro/errors.hpp"
+#include "huge_pages.hpp"
 #include "parallel.hpp"
 
 #include <algorithm>
@@ -96,6 +97,7 @@ Matrix<T> gaussian_kernel(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double
     check_allocation(double(X.rows()) * double(Z.rows()) * sizeof(T),
                      "the kernel matrix (" + shape_text<T>(X.rows(), Z.rows()) + ")");
     Matrix<T> K(X.rows(), Z.rows());
+    detail::advise_huge_pages(K.data(), std::size_t(K.size()) * sizeof(T));  // before the first write
     gaussian_kernel_into<T>(X, Z, sigma, K, n_threads);
     return K;
 }
