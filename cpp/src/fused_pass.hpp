@@ -3,7 +3,9 @@
 // from memory once per call. The rows are split into a fixed number of slots (by n
 // alone), each summed by one thread and then added in slot order: the result is the
 // same bit for bit for any thread count. K may be stored in a lower precision S than the
-// compute precision T: each block is widened in cache before its products.
+// compute precision T: one right-hand column (the solvers' iterations) goes through the
+// row kernels, which widen each entry in a register; several columns widen each block
+// into a buffer first.
 #pragma once
 
 #include "nytro/types.hpp"

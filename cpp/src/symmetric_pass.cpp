@@ -16,7 +16,8 @@ SymmetricPass<T, S>::SymmetricPass(const Matrix<S>& H, int n_threads)
     const Index k = H.rows();
     // Blocks of up to 16 rows of the triangle (at most 256 KiB): the matrix path's second
     // product reads them from cache; the vector path reads each entry once
-    // (fused_columns) and keeps one row sum per block row on the stack, hence at most 16.
+    // (rows::dots_and_add_weighted) and keeps one row sum per block row on the stack,
+    // hence at most 16.
     block_rows_ = std::clamp<Index>((Index(1) << 18) / (std::max<Index>(k, 1) * Index(sizeof(T))), 4, 16);
     // Slot s ends at row k sqrt((s + 1) / slots): every slot holds the same area of the
     // triangle.

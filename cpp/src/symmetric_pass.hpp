@@ -7,7 +7,8 @@
 // alone). A slot writes its own rows directly and accumulates its transposed share for
 // the rows above it in a private vector; the shares are added in slot order, so the
 // result is the same bit for bit for any thread count. H may be stored in a lower
-// precision S than the compute precision T: each block is widened in cache first.
+// precision S than the compute precision T: for one right-hand column the row kernels
+// widen each entry in a register; several columns widen each block in cache first.
 #pragma once
 
 #include "nytro/types.hpp"
@@ -31,7 +32,7 @@ private:
     Index block_rows_;
     std::vector<Index> bounds_;          // slot s owns rows [bounds_[s], bounds_[s + 1])
     std::vector<Matrix<T>> transposed_;  // slot s: its L^T b share for rows [0, bounds_[s])
-    std::vector<Matrix<T>> widened_;     // one widened block per thread (S != T)
+    std::vector<Matrix<T>> widened_;     // per thread (S != T): a widened block, or its diagonal part
 };
 
 }  // namespace nytro::detail
