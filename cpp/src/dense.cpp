@@ -60,15 +60,19 @@ void multiply_widened(const Matrix<S>& M, const MatrixCRef<T>& B, MatrixRef<T> o
     // L2/L3 between the conversion and the product, so M costs one read from memory, in
     // S. Blocks of 16 rows spent more on Eigen repacking B for each block than on the
     // product when B has a few dozen columns (the validation of a chunk of iterates).
-    const Index kWide = std::clamp<Index>((Index(1) << 21) / (std::max<Index>(M.cols(), 1) * Index(sizeof(T))),
-                                          16, kPanel);
-    std::vector<Matrix<T>> widened(static_cast<std::size_t>(threads));
+    // One buffer per thread, sized once: a short last block reuses its top rows (assigning
+    // a block of another shape would reallocate 2 MiB twice per panel at m = 10000).
+    const Index wide_rows = std::clamp<Index>(
+        (Index(1) << 21) / (std::max<Index>(M.cols(), 1) * Index(sizeof(T))), 16, kPanel);
+    std::vector<Matrix<T>> widened(static_cast<std::size_t>(threads),
+                                   Matrix<T>(std::min(wide_rows, M.rows()), M.cols()));
     parallel_for(panels(M.rows()), threads, [&](Index p, int thread) {
         const Index r0 = p * kPanel, end = std::min(r0 + kPanel, M.rows());
-        for (Index b0 = r0; b0 < end; b0 += kWide) {
-            const Index rows = std::min(kWide, end - b0);
-            widened[thread] = M.middleRows(b0, rows).template cast<T>();
-            product<Matrix<T>, T>(widened[thread], B, out.middleRows(b0, rows));
+        for (Index b0 = r0; b0 < end; b0 += wide_rows) {
+            const Index rows = std::min(wide_rows, end - b0);
+            auto block = widened[thread].topRows(rows);
+            block = M.middleRows(b0, rows).template cast<T>();
+            product<decltype(block), T>(block, B, out.middleRows(b0, rows));
         }
     });
 }

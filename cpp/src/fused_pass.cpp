@@ -55,9 +55,12 @@ void FusedPass<T, S>::run(const MatrixCRef<T>& a, const MatrixCRef<T>* Y) {
             } else if constexpr (std::is_same_v<S, T>) {
                 accumulate(K_.middleRows(r0, rows), r0, rows);
             } else {
+                // Sized once per thread; a short last block uses its top rows.
                 Matrix<T>& widened = widened_[thread];
-                widened = K_.middleRows(r0, rows).template cast<T>();
-                accumulate(widened, r0, rows);
+                if (widened.rows() != block_rows_ || widened.cols() != k) widened.resize(block_rows_, k);
+                auto block = widened.topRows(rows);
+                block = K_.middleRows(r0, rows).template cast<T>();
+                accumulate(block, r0, rows);
             }
         }
     });

@@ -25,9 +25,8 @@ constexpr double kFlopsPerSecond = 1e11;
 constexpr double kBytesPerSecond = 3e10;
 
 // stored: bytes per stored K_nm or H entry; computed: sizeof(T). With float32 storage the
-// GEMMs of the normal equations run in float (about twice the flop rate), but the direct
-// pass widens each float entry to double and runs at the float64 pass's time
-// (bench_kernels: 53.5 against 58.4 ms at 40000 x 5000), so it is charged 8 bytes.
+// GEMMs of the normal equations run in float (about twice the flop rate), and the direct
+// pass pays for widening each float entry to double (see pass_bytes below).
 Solver choose_solver(Index n, Index n_val, Index k, Index max_iter, bool upper, double stored, double computed) {
     const double t_max = double(max_iter), kk = double(k) * double(k);
     const double flop_rate = stored < 8 ? 2.0 * kFlopsPerSecond : kFlopsPerSecond;
