@@ -110,7 +110,7 @@ template <class T>
 NormalEquations<T> stream_normal_equations(const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
                                            const MatrixCRef<T>& centers, const NystromFactor<T>& factor,
                                            double sigma, int n_threads, const Callback& callback,
-                                           bool low_precision) {
+                                           bool low_precision, bool mirror) {
     const Index k = factor.rank(), q = Y.cols();
     check_allocation(double(k) * double(k) * sizeof(T), "A^T A (" + shape_text<T>(k, k) + ")");
     NormalEquations<T> normal;
@@ -124,7 +124,7 @@ NormalEquations<T> stream_normal_equations(const MatrixCRef<T>& X, const MatrixC
     } else {
         accumulate<T, T>(X, Y, centers, factor, sigma, n_threads, callback, normal);
     }
-    mirror_lower<T>(normal.H);
+    if (mirror) mirror_lower<T>(normal.H);
     return normal;
 }
 
@@ -134,11 +134,11 @@ template struct NormalEquations<float>;
 template struct NormalEquations<double>;
 template NormalEquations<float> stream_normal_equations<float>(const MatrixCRef<float>&, const MatrixCRef<float>&,
                                                               const MatrixCRef<float>&, const NystromFactor<float>&,
-                                                              double, int, const Callback&, bool);
+                                                              double, int, const Callback&, bool, bool);
 template NormalEquations<double> stream_normal_equations<double>(const MatrixCRef<double>&,
                                                                 const MatrixCRef<double>&,
                                                                 const MatrixCRef<double>&,
                                                                 const NystromFactor<double>&, double, int,
-                                                                const Callback&, bool);
+                                                                const Callback&, bool, bool);
 
 }  // namespace nytro::detail

@@ -15,7 +15,7 @@ namespace nytro::detail {
 
 template <class T>
 struct NormalEquations {
-    Matrix<T> H;  // k x k, symmetric (both triangles filled)
+    Matrix<T> H;  // k x k, symmetric (both triangles filled unless asked otherwise)
     Matrix<T> C;  // k x q
 };
 
@@ -27,10 +27,12 @@ bool kernel_first_is_accurate(Index n, const NystromFactor<T>& factor, int n_thr
 
 // `centers` are the centres in factor.support (the rows R acts on). low_precision (for
 // T = double): kernel blocks, A = K R and the tile products in float32, summed in double.
+// mirror = false leaves H's strict upper triangle unset, for callers that read only the
+// lower one (the Gram solver's symmetric pass).
 template <class T>
 NormalEquations<T> stream_normal_equations(const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
                                            const MatrixCRef<T>& centers, const NystromFactor<T>& factor,
                                            double sigma, int n_threads, const Callback& callback,
-                                           bool low_precision = false);
+                                           bool low_precision = false, bool mirror = true);
 
 }  // namespace nytro::detail
