@@ -1,6 +1,7 @@
 #include "nytro/nystrom.hpp"
 
 #include "dense.hpp"
+#include "nystrom_setup.hpp"
 #include "nytro/cholesky.hpp"
 #include "nytro/eigen_solver.hpp"
 #include "nytro/errors.hpp"
@@ -80,11 +81,12 @@ void apply_later_swaps(Matrix<T>& W, const std::vector<PivotPanel>& panels) {
 // matrix-vector product; the trailing triangle is updated once per panel by a parallel
 // rank-64 update. Stops when the largest remaining Schur diagonal is <= rank_tol *
 // max(diag K): a duplicated centre is never picked, its remaining diagonal being zero.
+// W is K, overwritten by the factor (a fresh copy of a 32 MB K_mm costs 17 ms in page
+// faults on the VMs measured here: the fit's own kernel is handed over instead).
 template <class T>
-NystromFactor<T> pivoted_factor(const MatrixCRef<T>& K, double rank_tol, int n_threads) {
-    const Index m = K.rows(), panel = 64;
-    Matrix<T> W = K;
-    Vector<T> d = K.diagonal();
+NystromFactor<T> pivoted_factor(Matrix<T> W, double rank_tol, int n_threads) {
+    const Index m = W.rows(), panel = 64;
+    Vector<T> d = W.diagonal();
     std::vector<Index> order(static_cast<std::size_t>(m));
     std::iota(order.begin(), order.end(), Index(0));
     std::vector<PivotPanel> panels;
@@ -138,9 +140,8 @@ NystromFactor<T> pivoted_factor(const MatrixCRef<T>& K, double rank_tol, int n_t
 
 // The authors' code: R = L^-T with L L^T = K_mm + jitter I.
 template <class T>
-NystromFactor<T> jittered_cholesky_factor(const MatrixCRef<T>& K, double jitter, int n_threads) {
-    const Index m = K.rows();
-    Matrix<T> shifted = K;
+NystromFactor<T> jittered_cholesky_factor(Matrix<T> shifted, double jitter, int n_threads) {
+    const Index m = shifted.rows();
     shifted.diagonal().array() += static_cast<T>(jitter);
     if (!cholesky_lower_in_place<T>(shifted))
         throw std::runtime_error("K_mm + jitter*I is not positive definite (jitter=" +
@@ -219,6 +220,28 @@ Matrix<T> NystromFactor<T>::dense(Index m) const {
     return full;
 }
 
+namespace {
+
+// The factor of a K_mm known to be square, finite and symmetric, which it may overwrite.
+template <class T>
+NystromFactor<T> factor_checked(Matrix<T>&& K_mm, const FactorOptions& options, int n_threads) {
+    const Index m = K_mm.rows();
+    const double rank_tol = options.rank_tol < 0 ? default_rank_tol<T>(m) : options.rank_tol;
+    require(rank_tol < 1, "rank_tol must be < 1, got " + format_number(rank_tol));
+    require(options.jitter >= 0 && std::isfinite(options.jitter),
+            "jitter must be finite and >= 0, got " + format_number(options.jitter));
+    check_allocation(2.0 * double(m) * double(m) * sizeof(T),
+                     "the Nystrom factor of a " + shape_text<T>(m, m) + " K_mm");
+    switch (options.method) {
+        case FactorMethod::pivoted: return pivoted_factor<T>(std::move(K_mm), rank_tol, n_threads);
+        case FactorMethod::cholesky: return jittered_cholesky_factor<T>(std::move(K_mm), options.jitter, n_threads);
+        case FactorMethod::qr: return qr_factor<T>(K_mm, rank_tol);
+    }
+    throw std::invalid_argument("unknown factor method");
+}
+
+}  // namespace
+
 template <class T>
 NystromFactor<T> nystrom_factor(const MatrixCRef<T>& K_mm, const FactorOptions& options,
                                 int n_threads) {
@@ -228,19 +251,21 @@ NystromFactor<T> nystrom_factor(const MatrixCRef<T>& K_mm, const FactorOptions& 
                                             std::to_string(K_mm.cols()));
     require(K_mm.allFinite(), "K_mm contains NaN or infinity");
     require(is_symmetric<T>(K_mm), "K_mm must be symmetric");
-    const double rank_tol = options.rank_tol < 0 ? default_rank_tol<T>(m) : options.rank_tol;
-    require(rank_tol < 1, "rank_tol must be < 1, got " + format_number(rank_tol));
-    require(options.jitter >= 0 && std::isfinite(options.jitter),
-            "jitter must be finite and >= 0, got " + format_number(options.jitter));
-    check_allocation(3.0 * double(m) * double(m) * sizeof(T),
-                     "the Nystrom factor of a " + shape_text<T>(m, m) + " K_mm");
-    switch (options.method) {
-        case FactorMethod::pivoted: return pivoted_factor<T>(K_mm, rank_tol, n_threads);
-        case FactorMethod::cholesky: return jittered_cholesky_factor<T>(K_mm, options.jitter, n_threads);
-        case FactorMethod::qr: return qr_factor<T>(K_mm, rank_tol);
-    }
-    throw std::invalid_argument("unknown factor method");
+    check_allocation(double(m) * double(m) * sizeof(T), "a copy of K_mm (" + shape_text<T>(m, m) + ")");
+    return factor_checked<T>(Matrix<T>(K_mm), options, n_threads);
 }
+
+namespace detail {
+
+template <class T>
+NystromFactor<T> factor_of_kernel(Matrix<T>&& K_mm, const FactorOptions& options, int n_threads) {
+    return factor_checked<T>(std::move(K_mm), options, n_threads);
+}
+
+template NystromFactor<float> factor_of_kernel<float>(Matrix<float>&&, const FactorOptions&, int);
+template NystromFactor<double> factor_of_kernel<double>(Matrix<double>&&, const FactorOptions&, int);
+
+}  // namespace detail
 
 template struct NystromFactor<float>;
 template struct NystromFactor<double>;

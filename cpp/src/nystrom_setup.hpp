@@ -16,6 +16,11 @@ struct NystromSetup {
     std::unique_ptr<Validation<T>> validation;    // null without a hold-out set
 };
 
+// nystrom_factor without its input checks, for a K_mm computed here (square, finite,
+// symmetric), which it overwrites instead of copying.
+template <class T>
+NystromFactor<T> factor_of_kernel(Matrix<T>&& K_mm, const FactorOptions& options, int n_threads);
+
 template <class T>
 NystromSetup<T> prepare_nystrom(const MatrixCRef<T>& centers, double sigma, const FactorOptions& factor, int threads,
                                 const Callback& callback);
