@@ -22,11 +22,12 @@ Index block_rows(Index n, Index m, Index k) {
     return (n + blocks - 1) / blocks;
 }
 
-// The accumulation in precision S (S = T, or float for a double computation).
-template <class T, class S>
+// The accumulation in precision S (S = T, or float for a double computation), into an H
+// of precision SH (T, or float when S is).
+template <class T, class S, class SH>
 void accumulate(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const MatrixCRef<T>& centers,
                 const NystromFactor<T>& factor, double sigma, int n_threads, const Callback& callback,
-                NormalEquations<T>& normal) {
+                NormalEquations<T, SH>& normal) {
     const Index n = X.rows(), m = centers.rows(), k = factor.rank();
     const Index block = block_rows(n, m, k);
     const Matrix<S> centers_s = centers.template cast<S>();
@@ -40,13 +41,10 @@ void accumulate(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const MatrixCRef
         Y_s = Y.middleRows(r0, rows).template cast<S>();
         gaussian_kernel_into<S>(X_s, centers_s, sigma, K_block, n_threads);
         multiply_right<S>(K_block, R, factor.upper_triangular, A_block, n_threads);
-        if constexpr (std::is_same_v<S, T>) {
-            rank_update<T>(A_block, normal.H, T(1), false, n_threads);
-            normal.C.noalias() += A_block.transpose() * Y_s;
-        } else {
-            rank_update_widened<T, S>(A_block, normal.H, n_threads);
-            normal.C += (A_block.transpose() * Y_s).template cast<T>();
-        }
+        if constexpr (std::is_same_v<SH, S>) rank_update<S>(A_block, normal.H, S(1), false, n_threads);
+        else rank_update_widened<SH, S>(A_block, normal.H, n_threads);
+        if constexpr (std::is_same_v<S, T>) normal.C.noalias() += A_block.transpose() * Y_s;
+        else normal.C += (A_block.transpose() * Y_s).template cast<T>();
         if (callback) callback({"gram", r0 + rows, n});
     }
 }
@@ -117,14 +115,28 @@ NormalEquations<T> stream_normal_equations(const MatrixCRef<T>& X, const MatrixC
     normal.H = Matrix<T>::Zero(k, k);
     normal.C = Matrix<T>::Zero(k, q);
     if (low_precision && !std::is_same_v<T, float>) {
-        accumulate<T, float>(X, Y, centers, factor, sigma, n_threads, callback, normal);
+        accumulate<T, float, T>(X, Y, centers, factor, sigma, n_threads, callback, normal);
     } else if (kernel_first_is_accurate<T>(X.rows(), factor, n_threads)) {
         check_allocation(2.0 * double(k) * double(k) * sizeof(T), "K^T K (" + shape_text<T>(k, k) + ")");
         accumulate_kernel_first<T>(X, Y, centers, factor, sigma, n_threads, callback, normal);
     } else {
-        accumulate<T, T>(X, Y, centers, factor, sigma, n_threads, callback, normal);
+        accumulate<T, T, T>(X, Y, centers, factor, sigma, n_threads, callback, normal);
     }
     if (mirror) mirror_lower<T>(normal.H);
+    return normal;
+}
+
+template <class T>
+NormalEquations<T, float> stream_float_normal_equations(const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
+                                                        const MatrixCRef<T>& centers,
+                                                        const NystromFactor<T>& factor, double sigma,
+                                                        int n_threads, const Callback& callback) {
+    const Index k = factor.rank();
+    check_allocation(double(k) * double(k) * sizeof(float), "A^T A (" + shape_text<float>(k, k) + ")");
+    NormalEquations<T, float> normal;
+    normal.H = Matrix<float>::Zero(k, k);
+    normal.C = Matrix<T>::Zero(k, Y.cols());
+    accumulate<T, float, float>(X, Y, centers, factor, sigma, n_threads, callback, normal);
     return normal;
 }
 
@@ -132,6 +144,13 @@ template bool kernel_first_is_accurate<float>(Index, const NystromFactor<float>&
 template bool kernel_first_is_accurate<double>(Index, const NystromFactor<double>&, int);
 template struct NormalEquations<float>;
 template struct NormalEquations<double>;
+template struct NormalEquations<double, float>;
+template NormalEquations<float, float> stream_float_normal_equations<float>(
+    const MatrixCRef<float>&, const MatrixCRef<float>&, const MatrixCRef<float>&, const NystromFactor<float>&,
+    double, int, const Callback&);
+template NormalEquations<double, float> stream_float_normal_equations<double>(
+    const MatrixCRef<double>&, const MatrixCRef<double>&, const MatrixCRef<double>&, const NystromFactor<double>&,
+    double, int, const Callback&);
 template NormalEquations<float> stream_normal_equations<float>(const MatrixCRef<float>&, const MatrixCRef<float>&,
                                                               const MatrixCRef<float>&, const NystromFactor<float>&,
                                                               double, int, const Callback&, bool, bool);
