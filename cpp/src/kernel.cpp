@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace nytro {
@@ -36,6 +37,36 @@ Matrix<T> scaled(const MatrixCRef<T>& A, double inverse, const char* name, doubl
     return out;
 }
 
+// exp(x) for double packets x <= 0. Eigen's vectorised double exp is a Pade form with a
+// division; this one has none: Cody-Waite reduction x = n ln2 + r with |r| <= ln2 / 2,
+// the degree-13 Taylor polynomial of e^r (truncation below 1e-17 relative), and 2^n by
+// pldexp. Measured at 20000 x 2000, d = 90, 2 threads: 73 -> 77 GFLOP/s (the GEMM
+// alone runs at 122; writing K costs more than the exp). x is clamped at -708, where
+// 2^n is still a normal number: below, the result is exp(-708) = 3e-308 instead of a
+// subnormal or 0.
+template <class Packet>
+EIGEN_STRONG_INLINE Packet exp_of_nonpositive(const Packet& x_in) {
+    namespace ei = Eigen::internal;
+    const Packet x = ei::pmax(x_in, ei::pset1<Packet>(-708.0));
+    const Packet n = ei::pfloor(ei::pmadd(x, ei::pset1<Packet>(1.4426950408889634), ei::pset1<Packet>(0.5)));
+    Packet r = ei::pmadd(n, ei::pset1<Packet>(-0.693145751953125), x);  // ln2's leading bits: n ln2_hi exact
+    r = ei::pmadd(n, ei::pset1<Packet>(-1.42860682030941723212e-6), r);
+    constexpr double inverse_factorial[] = {1.0 / 6227020800.0, 1.0 / 479001600.0, 1.0 / 39916800.0,
+                                            1.0 / 3628800.0,    1.0 / 362880.0,    1.0 / 40320.0,
+                                            1.0 / 5040.0,       1.0 / 720.0,       1.0 / 120.0,
+                                            1.0 / 24.0,         1.0 / 6.0,         0.5,
+                                            1.0,                1.0};
+    Packet p = ei::pset1<Packet>(inverse_factorial[0]);
+    for (int i = 1; i < 14; ++i) p = ei::pmadd(p, r, ei::pset1<Packet>(inverse_factorial[i]));
+    return ei::pldexp(p, n);
+}
+
+template <class T, class Packet>
+EIGEN_STRONG_INLINE Packet exp_packet(const Packet& x) {
+    if constexpr (std::is_same_v<T, double>) return exp_of_nonpositive(x);
+    else return Eigen::internal::pexp(x);  // float: a polynomial already
+}
+
 // out[j] = exp(min(2 dots[j] - z_norms[j] - x_norm, 0)) = exp(-||x' - z'_j||^2), clamped
 // at 0 against rounding. Every entry goes through the same vectorised exp, the last few
 // through a padded packet: Eigen's scalar exp differs from its vectorised one in the last
@@ -48,7 +79,7 @@ void exp_of_negative_distances(const T* dots, const T* z_norms, T x_norm, T* out
     namespace ei = Eigen::internal;
     const Packet two = ei::pset1<Packet>(T(2)), x = ei::pset1<Packet>(x_norm), zero = ei::pset1<Packet>(T(0));
     auto exp_of = [&](const T* d, const T* z) {
-        return ei::pexp(ei::pmin(ei::psub(ei::psub(ei::pmul(two, ei::ploadu<Packet>(d)), ei::ploadu<Packet>(z)), x), zero));
+        return exp_packet<T>(ei::pmin(ei::psub(ei::psub(ei::pmul(two, ei::ploadu<Packet>(d)), ei::ploadu<Packet>(z)), x), zero));
     };
     Index j = 0;
     for (; j + width <= count; j += width) ei::pstoreu(out + j, exp_of(dots + j, z_norms + j));
