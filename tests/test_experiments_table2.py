@@ -169,9 +169,23 @@ def test_table2_float32_row_follows_the_float64_path(tmp_path):
     assert "float32 storage" in (out / "table2.md").read_text()
 
 
+@pytest.mark.skipif(not _insurance_available(), reason="NYTRO_DATA does not hold insurance_coil2000")
+def test_table2_skips_the_named_peers_only(tmp_path):
+    out = tmp_path / "skip"
+    code = table2.main(["--datasets", "insurance", "--quick", "--threads", "1", "--out", str(out), "--no-progress",
+                        "--methods", "nkrls", "--skip-peers", "sklearn-ridgecv"])
+    assert code == 0
+    result = json.loads((out / "table2.json").read_text())
+    methods = {r["method"] for r in result["datasets"][0]["records"]}
+    assert methods == {"nkrls", "nkrls:reference-nkrls", "nkrls:sklearn-ridge"}
+    assert result["settings"]["skipped_peers"] == ["sklearn-ridgecv"]
+    assert "--skip-peers sklearn-ridgecv" in (out / "table2_command.txt").read_text()
+
+
 def test_table2_rejects_unknown_names(tmp_path, capsys):
     assert table2.main(["--datasets", "mnist", "--out", str(tmp_path)]) == 2
     assert table2.main(["--methods", "svm", "--out", str(tmp_path)]) == 2
+    assert table2.main(["--skip-peers", "sklearn-svr", "--out", str(tmp_path)]) == 2
     assert "unknown" in capsys.readouterr().err
 
 

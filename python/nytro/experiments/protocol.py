@@ -232,10 +232,23 @@ def repetition_seeds(base_seed: int, reps: int) -> list:
 # Timing and records
 # ---------------------------------------------------------------------------------------
 class Timer:
-    """``with Timer() as t: fit(...)``; then ``t.seconds`` (time.perf_counter)."""
+    """``with Timer() as t: fit(...)``; then ``t.seconds`` (time.perf_counter).
+
+    The clock starts after ``settle`` seconds of sleep: a BLAS pool that has just worked
+    (the previous fit's, often a peer's OpenBLAS) keeps its threads spinning for a while,
+    and on 2 cores they take time from the next fit (measured: Insurance's float32 NYTRO
+    fit right after a numpy GEMM 0.52-0.54 s, after a 0.5 s pause 0.48-0.49 s). Every
+    method and peer gets the same pause."""
+
+    SETTLE_S = 0.25
+
+    def __init__(self, settle: float | None = None):
+        self.settle = self.SETTLE_S if settle is None else settle
 
     def __enter__(self):
         self.seconds = float("nan")
+        if self.settle > 0:
+            time.sleep(self.settle)
         self._start = time.perf_counter()
         return self
 

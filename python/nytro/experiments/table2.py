@@ -131,6 +131,7 @@ METHODS = {m.key: m for m in (
     Method("nytro-cg", "NYTRO cg (NytroRegressor's defaults)", "nystrom", "t", None),
     Method("nytro-nu", "NYTRO nu-method (best of {T})", "nystrom", "t", None),
 )}
+PEERS = tuple(dict.fromkeys(peer for method in METHODS.values() for peer in method.peers))
 
 PEER_LABELS = {
     "reference-nytro": ("nytro.reference", "nytro.reference.nytro_path (NumPy)"),
@@ -266,6 +267,7 @@ class Settings:
     m: int | None             # None: the paper's m
     peers: bool
     peer_budget_s: float
+    skipped_peers: tuple      # peers left out by name (--skip-peers)
     memory_budget: float
     methods: list
     quick: bool
@@ -313,7 +315,7 @@ def run_dataset(name: str, data_dir, settings: Settings) -> dict:
     seeds = P.repetition_seeds(settings.seed, settings.reps)
     lambdas = paper_lambdas()
     methods = [METHODS[k] for k in settings.methods]
-    peer_keys = [p for meth in methods for p in meth.peers] if settings.peers else []
+    peer_keys = [p for meth in methods for p in meth.peers if p not in settings.skipped_peers] if settings.peers else []
     records: list = []
     skip_peer: dict = {}     # peer -> reason, once it is known to be over budget
     total = len(seeds) * (len(methods) + len(peer_keys))
@@ -334,7 +336,7 @@ def run_dataset(name: str, data_dir, settings: Settings) -> dict:
                 _say(settings, bar, _line(record))
                 if not settings.peers:
                     continue
-                for peer in method.peers:
+                for peer in (p for p in method.peers if p not in settings.skipped_peers):
                     bar.set_postfix_str(f"rep {rep + 1} {peer}")
                     peer_record = _run_peer(peer, method, ctx, record, X_tr, y_tr, X_val, y_val, centers,
                                             X_test, y_test, lambdas, settings, skip_peer, config, rep, d)
@@ -561,6 +563,8 @@ def _command(args, datasets, methods) -> str:
     options = ["--datasets", ",".join(datasets), "--reps", str(args.reps), "--seed", str(args.seed),
                "--threads", str(args.threads), "--methods", ",".join(methods),
                "--peers" if args.peers else "--no-peers", "--peer-budget", f"{args.peer_budget:g}"]
+    if args.skip_peers:
+        options += ["--skip-peers", args.skip_peers]
     if args.data_dir:
         options += ["--data-dir", args.data_dir]
     if args.memory_budget_gb is not None:
@@ -590,6 +594,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run the peers (nytro.reference, scikit-learn) on the same splits (default: yes)")
     parser.add_argument("--peer-budget", type=float, default=600.0,
                         help="seconds per peer fit; peers predicted or seen to exceed it are skipped (default 600)")
+    parser.add_argument("--skip-peers", default="",
+                        help=f"comma-separated peers not to run, from {', '.join(PEERS)} (default: none)")
     parser.add_argument("--memory-budget-gb", type=float, default=None,
                         help="memory for one fit; exact methods and peers above it are NA (default: half the RAM)")
     parser.add_argument("--m", type=int, default=None, help="override the paper's m (all datasets)")
@@ -605,6 +611,7 @@ def run(args) -> int:
     datasets = parse_list(args.datasets, list(P.CONFIGS) + list(P._ALIASES), "datasets")
     datasets = [P.dataset_config(name).name for name in datasets]
     methods = parse_list(args.methods, METHODS, "methods")
+    skipped_peers = tuple(parse_list(args.skip_peers, PEERS, "peers"))
     args.threads = P.resolve_threads(args.threads)
     if args.reps is None:
         args.reps = QUICK["reps"] if args.quick else 5
@@ -615,7 +622,8 @@ def run(args) -> int:
     os.makedirs(args.out, exist_ok=True)
     command = _command(args, datasets, methods)
     settings = Settings(reps=args.reps, seed=args.seed, threads=args.threads, max_iter=max_iter, m=args.m,
-                        peers=args.peers, peer_budget_s=args.peer_budget, memory_budget=budget, methods=methods,
+                        peers=args.peers, peer_budget_s=args.peer_budget, skipped_peers=skipped_peers,
+                        memory_budget=budget, methods=methods,
                         quick=args.quick,
                         progress=sys.stderr.isatty() if args.progress is None else args.progress)
     started = time.perf_counter()
@@ -633,6 +641,7 @@ def run(args) -> int:
     result = {"experiment": "table2", "quick": bool(args.quick), "command": command, "argv": sys.argv,
               "machine": info, "settings": {"reps": args.reps, "seed": args.seed, "threads": args.threads,
                                             "max_iter": max_iter, "methods": methods, "peers": args.peers,
+                                            "skipped_peers": list(skipped_peers),
                                             "peer_budget_s": args.peer_budget, "memory_budget_gb": budget / 1e9,
                                             "m_override": args.m},
               "wall_seconds": time.perf_counter() - started, "datasets": results}
