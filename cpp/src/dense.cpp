@@ -1,5 +1,6 @@
 #include "dense.hpp"
 
+#include "huge_pages.hpp"
 #include "parallel.hpp"
 
 #include <Eigen/Core>
@@ -242,6 +243,7 @@ template <class T>
 Matrix<T> upper_triangular_inverse(const MatrixCRef<T>& U, int n_threads) {
     const Index k = U.rows();
     Matrix<T> R(k, k);
+    populate(R);
     const double flops = double(k) * k * k / 3.0;
     invert_upper<T>(U, R, threads_for(flops, resolve_threads(n_threads)));
     return R;

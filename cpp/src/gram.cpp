@@ -2,6 +2,7 @@
 
 #include "dense.hpp"
 #include "gradient_path.hpp"
+#include "huge_pages.hpp"
 #include "nytro/errors.hpp"
 #include "nytro/kernel.hpp"
 
@@ -31,7 +32,16 @@ void accumulate(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const MatrixCRef
     const Index n = X.rows(), m = centers.rows(), k = factor.rank();
     const Index block = block_rows(n, m, k);
     const Matrix<S> centers_s = centers.template cast<S>();
-    const Matrix<S> R = factor.R.template cast<S>();
+    Matrix<S> R_cast;
+    if constexpr (!std::is_same_v<S, T>) {
+        R_cast.resize(factor.R.rows(), factor.R.cols());
+        populate(R_cast);
+        R_cast = factor.R.template cast<S>();
+    }
+    const MatrixCRef<S> R = [&]() -> MatrixCRef<S> {
+        if constexpr (std::is_same_v<S, T>) return factor.R;
+        else return R_cast;
+    }();
     Matrix<S> K(block, m), A(block, k), X_s, Y_s;
     for (Index r0 = 0; r0 < n; r0 += block) {
         const Index rows = std::min(block, n - r0);
@@ -112,7 +122,9 @@ NormalEquations<T> stream_normal_equations(const MatrixCRef<T>& X, const MatrixC
     const Index k = factor.rank(), q = Y.cols();
     check_allocation(double(k) * double(k) * sizeof(T), "A^T A (" + shape_text<T>(k, k) + ")");
     NormalEquations<T> normal;
-    normal.H = Matrix<T>::Zero(k, k);
+    normal.H.resize(k, k);
+    populate(normal.H);
+    normal.H.setZero();
     normal.C = Matrix<T>::Zero(k, q);
     if (low_precision && !std::is_same_v<T, float>) {
         accumulate<T, float, T>(X, Y, centers, factor, sigma, n_threads, callback, normal);
@@ -134,7 +146,9 @@ NormalEquations<T, float> stream_float_normal_equations(const MatrixCRef<T>& X, 
     const Index k = factor.rank();
     check_allocation(double(k) * double(k) * sizeof(float), "A^T A (" + shape_text<float>(k, k) + ")");
     NormalEquations<T, float> normal;
-    normal.H = Matrix<float>::Zero(k, k);
+    normal.H.resize(k, k);
+    populate(normal.H);
+    normal.H.setZero();
     normal.C = Matrix<T>::Zero(k, Y.cols());
     accumulate<T, float, float>(X, Y, centers, factor, sigma, n_threads, callback, normal);
     return normal;

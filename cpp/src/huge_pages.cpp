@@ -4,17 +4,40 @@
 
 #if defined(__linux__)
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 
 namespace nytro::detail {
+namespace {
+
+#if defined(__linux__)
+// madvise over the part of [data, data + bytes) aligned to `alignment` (a power of two)
+// at both ends; advice only, so its result is ignored.
+void advise_aligned_interior(void* data, std::size_t bytes, std::uintptr_t alignment, int advice) {
+    const auto begin = (reinterpret_cast<std::uintptr_t>(data) + alignment - 1) & ~(alignment - 1);
+    const auto end = (reinterpret_cast<std::uintptr_t>(data) + bytes) & ~(alignment - 1);
+    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, advice);
+}
+#endif
+
+}  // namespace
 
 void advise_huge_pages(void* data, std::size_t bytes) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (data == nullptr || bytes < kHugePageAdviceBytes) return;
-    constexpr std::uintptr_t huge = std::uintptr_t(1) << 21;
-    const auto begin = (reinterpret_cast<std::uintptr_t>(data) + huge - 1) & ~(huge - 1);
-    const auto end = (reinterpret_cast<std::uintptr_t>(data) + bytes) & ~(huge - 1);
-    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // advice: result ignored
+    advise_aligned_interior(data, bytes, std::uintptr_t(1) << 21, MADV_HUGEPAGE);
+#else
+    (void)data;
+    (void)bytes;
+#endif
+}
+
+void populate_pages(void* data, std::size_t bytes) {
+#if defined(__linux__)
+    constexpr int kPopulateWrite = 23;  // MADV_POPULATE_WRITE, absent from older headers
+    if (data == nullptr || bytes < kPopulateBytes || bytes >= kHugePageAdviceBytes) return;
+    static const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+    advise_aligned_interior(data, bytes, page, kPopulateWrite);
 #else
     (void)data;
     (void)bytes;
