@@ -18,7 +18,9 @@ FusedPass<T, S>::FusedPass(const Matrix<S>& K, int n_threads)
     slots_ = std::clamp<Index>(n / (4 * block_rows_), 1, 64);
     partial_.resize(static_cast<std::size_t>(slots_));
     residual_.resize(static_cast<std::size_t>(threads_));
-    widened_.resize(static_cast<std::size_t>(threads_));
+    // Sized once (block_rows_ x k per thread); a short last block uses its top rows.
+    if constexpr (!std::is_same_v<S, T>)
+        widened_.assign(static_cast<std::size_t>(threads_), Matrix<T>(block_rows_, K.cols()));
 }
 
 template <class T, class S>
@@ -55,10 +57,7 @@ void FusedPass<T, S>::run(const MatrixCRef<T>& a, const MatrixCRef<T>* Y) {
             } else if constexpr (std::is_same_v<S, T>) {
                 accumulate(K_.middleRows(r0, rows), r0, rows);
             } else {
-                // Sized once per thread; a short last block uses its top rows.
-                Matrix<T>& widened = widened_[thread];
-                if (widened.rows() != block_rows_ || widened.cols() != k) widened.resize(block_rows_, k);
-                auto block = widened.topRows(rows);
+                auto block = widened_[thread].topRows(rows);
                 block = K_.middleRows(r0, rows).template cast<T>();
                 accumulate(block, r0, rows);
             }

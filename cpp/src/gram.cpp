@@ -114,18 +114,26 @@ bool kernel_first_is_accurate(Index n, const NystromFactor<T>& factor, int n_thr
     return double(k) * 1.25 * top <= limit;
 }
 
+// H (k x k, zero, its pages populated: the zero fill is its first, single-threaded
+// write) and C (k x q, zero).
+template <class T, class SH>
+NormalEquations<T, SH> zero_normal_equations(Index k, Index q) {
+    check_allocation(double(k) * double(k) * sizeof(SH), "A^T A (" + shape_text<SH>(k, k) + ")");
+    NormalEquations<T, SH> normal;
+    normal.H.resize(k, k);
+    populate(normal.H);
+    normal.H.setZero();
+    normal.C = Matrix<T>::Zero(k, q);
+    return normal;
+}
+
 template <class T>
 NormalEquations<T> stream_normal_equations(const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
                                            const MatrixCRef<T>& centers, const NystromFactor<T>& factor,
                                            double sigma, int n_threads, const Callback& callback,
                                            bool low_precision, bool mirror) {
-    const Index k = factor.rank(), q = Y.cols();
-    check_allocation(double(k) * double(k) * sizeof(T), "A^T A (" + shape_text<T>(k, k) + ")");
-    NormalEquations<T> normal;
-    normal.H.resize(k, k);
-    populate(normal.H);
-    normal.H.setZero();
-    normal.C = Matrix<T>::Zero(k, q);
+    const Index k = factor.rank();
+    auto normal = zero_normal_equations<T, T>(k, Y.cols());
     if (low_precision && !std::is_same_v<T, float>) {
         accumulate<T, float, T>(X, Y, centers, factor, sigma, n_threads, callback, normal);
     } else if (kernel_first_is_accurate<T>(X.rows(), factor, n_threads)) {
@@ -143,13 +151,7 @@ NormalEquations<T, float> stream_float_normal_equations(const MatrixCRef<T>& X, 
                                                         const MatrixCRef<T>& centers,
                                                         const NystromFactor<T>& factor, double sigma,
                                                         int n_threads, const Callback& callback) {
-    const Index k = factor.rank();
-    check_allocation(double(k) * double(k) * sizeof(float), "A^T A (" + shape_text<float>(k, k) + ")");
-    NormalEquations<T, float> normal;
-    normal.H.resize(k, k);
-    populate(normal.H);
-    normal.H.setZero();
-    normal.C = Matrix<T>::Zero(k, Y.cols());
+    auto normal = zero_normal_equations<T, float>(factor.rank(), Y.cols());
     accumulate<T, float, float>(X, Y, centers, factor, sigma, n_threads, callback, normal);
     return normal;
 }

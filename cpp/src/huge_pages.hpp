@@ -1,13 +1,12 @@
-// Memory advice for fresh buffers. Transparent huge pages for the few buffers of a
+// Memory advice for fresh buffers: transparent huge pages for the few buffers of a
 // gigabyte and more (the stored K_nm of the direct solver: 16.7 GB on Covertype), and
-// populating in one call for mid-sized ones (populate_pages). On the Linux VMs measured
-// here the first
-// write to a fresh page costs 1.6 us per 4 KiB at 4 GiB and more per page as the
-// buffer grows: writing a fresh 16.7 GB K_nm took 35 s against 5.6 s for the same
+// population in one call for mid-sized ones (populate_pages). On the Linux VMs measured
+// here the first write to a fresh page costs 1.6 us per 4 KiB at 4 GiB and more per page
+// as the buffer grows: writing a fresh 16.7 GB K_nm took 35 s against 5.6 s for the same
 // kernel into memory already touched, and a 16 GiB first touch took 36.5 s with 4 KiB
-// pages against 13.0 s with huge pages. Smaller buffers are left alone: with the kernel's
-// "madvise" defragmentation mode a huge-page fault may compact memory first, which
-// stalled single calls by 0.3-0.4 s in a trial with a 320 MB kernel.
+// pages against 13.0 s with huge pages. Huge pages are not requested below a gigabyte:
+// with the kernel's "madvise" defragmentation mode a huge-page fault may compact memory
+// first, which stalled single calls by 0.3-0.4 s in a trial with a 320 MB kernel.
 #pragma once
 
 #include <cstddef>

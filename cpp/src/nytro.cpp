@@ -99,17 +99,16 @@ struct GramSolver {
     void build(detail::LinearProblem<T>& problem, const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
                const detail::NystromSetup<T>& setup, double sigma, int threads, const Callback& callback) {
         // The symmetric pass reads H's lower triangle only: it is not mirrored.
-        if constexpr (std::is_same_v<S, T>) {
-            auto normal = detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor, sigma, threads,
-                                                             callback, false, /*mirror=*/false);
-            H = std::move(normal.H);
-            problem.rhs = std::move(normal.C);
-        } else {
-            auto normal =
-                detail::stream_float_normal_equations<T>(X, Y, setup.used, setup.factor, sigma, threads, callback);
-            H = std::move(normal.H);
-            problem.rhs = std::move(normal.C);
-        }
+        auto normal = [&] {
+            if constexpr (std::is_same_v<S, T>)
+                return detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor, sigma, threads, callback,
+                                                          false, /*mirror=*/false);
+            else
+                return detail::stream_float_normal_equations<T>(X, Y, setup.used, setup.factor, sigma, threads,
+                                                                callback);
+        }();
+        H = std::move(normal.H);
+        problem.rhs = std::move(normal.C);
         const Matrix<T>& R = setup.factor.R;
         const bool upper = setup.factor.upper_triangular;
         problem.dim = H.rows();
