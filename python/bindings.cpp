@@ -59,6 +59,7 @@ py::dict path_dict(nytro::PathResult<T>&& r) {
     d["validation_rmse"] = py::array_t<double>(r.validation_rmse.size(), r.validation_rmse.data());
     d["n_iter"] = r.n_iter;
     d["iterations_run"] = r.iterations_run;
+    d["products"] = r.products;
     d["step_size"] = r.step_size;
     d["rank"] = r.rank;
     d["solver"] = std::string(nytro::to_string(r.solver));
@@ -85,8 +86,10 @@ nytro::FactorOptions factor_options(const std::string& method, double rank_tol, 
 
 void iterative_options(nytro::IterativeOptions& o, const std::string& method, double nu, Index max_iter,
                        const std::string& step_rule, double step_size, const std::string& stopping, double tol,
-                       Index window, Index patience, int n_threads, py::object progress) {
+                       Index window, Index patience, const std::string& iterates, int n_threads,
+                       py::object progress) {
     o.method = nytro::parse_method(method);
+    o.iterates = nytro::parse_iterates(iterates);
     o.nu = nu;
     o.max_iter = max_iter;
     if (step_rule == "fixed") {
@@ -207,11 +210,12 @@ void define(py::module_& m, const std::string& suffix) {
           [](const Array<T>& X, const Array<T>& Y, const Array<T>& centers, double sigma, const Array<T>& X_val,
              const Array<T>& Y_val, const std::string& method, double nu, Index max_iter,
              const std::string& step_rule, double step_size, const std::string& stopping, double tol, Index window,
-             Index patience, const std::string& factor, double rank_tol, double jitter, const std::string& solver,
-             const std::string& storage, int n_threads, py::object progress) {
+             Index patience, const std::string& iterates, const std::string& factor, double rank_tol,
+             double jitter, const std::string& solver, const std::string& storage, int n_threads,
+             py::object progress) {
               nytro::NytroOptions o;
               iterative_options(o, method, nu, max_iter, step_rule, step_size, stopping, tol, window, patience,
-                                n_threads, std::move(progress));
+                                iterates, n_threads, std::move(progress));
               o.factor = factor_options(factor, rank_tol, jitter);
               o.solver = nytro::parse_solver(solver);
               o.storage = nytro::parse_storage(storage);
@@ -227,11 +231,11 @@ void define(py::module_& m, const std::string& suffix) {
     m.def(("landweber_path_" + suffix).c_str(),
           [](const Array<T>& X, const Array<T>& Y, double sigma, const Array<T>& X_val, const Array<T>& Y_val,
              const std::string& method, double nu, Index max_iter, const std::string& step_rule, double step_size,
-             const std::string& stopping, double tol, Index window, Index patience, int n_threads,
-             py::object progress) {
+             const std::string& stopping, double tol, Index window, Index patience, const std::string& iterates,
+             int n_threads, py::object progress) {
               nytro::IterativeOptions o;
               iterative_options(o, method, nu, max_iter, step_rule, step_size, stopping, tol, window, patience,
-                                n_threads, std::move(progress));
+                                iterates, n_threads, std::move(progress));
               auto x = view(X), y = view(Y), xv = view(X_val), yv = view(Y_val);
               nytro::PathResult<T> r;
               {

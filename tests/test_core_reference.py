@@ -204,6 +204,45 @@ def test_nytro_solvers_agree(dtype):
     assert_same_path(gram, direct, dtype)
 
 
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("n_outputs", [None, 2])
+def test_nytro_lanczos_iterates_follow_the_reference_path(dtype, solver, n_outputs):
+    # m = 150 centres and 400 iterations: the Lanczos basis stays far smaller than m, so
+    # the iterates beyond its size come from the error bound, not from an exact basis.
+    # The coefficients over 150 centres are ill-conditioned (the Gram route's own rounding
+    # moves them by 2e-9 in float64, stepwise or not): compare the fitted functions. In
+    # float32 the basis amplifies each product's rounding coherently (predictions 5e-4 to
+    # 1e-3 off for the direct solver, against 7e-5 to 3e-4 stepwise), hence the wider
+    # tolerance there, and the automatic choice steps.
+    p = make_problem(n=600, m=150, n_val=120, n_outputs=n_outputs, dtype=dtype)
+    got, want = run_both("nytro_path", p.X, p.y, p.centers, p.sigma, **p.holdout, max_iter=400,
+                         solver=solver, iterates="lanczos")
+    stepwise = nytro.nytro_path(p.X, p.y, p.centers, p.sigma, **p.holdout, max_iter=400, solver=solver,
+                                iterates="stepwise", **SERIAL)
+    assert got.products < 100 < got.iterations_run == 400
+    assert stepwise.products == stepwise.iterations_run == 400
+    rtol = None if dtype == np.float64 else 5e-3
+    K_val = ref.gaussian_kernel(p.X_val, p.centers, p.sigma)
+    for other in (want, stepwise):
+        assert got.n_iter == other.n_iter
+        assert_close(got.validation_rmse, other.validation_rmse, dtype, rtol=rtol, what="validation_rmse")
+        assert_close(K_val @ got.coef, K_val @ other.coef, dtype, rtol=rtol, what="predictions")
+    auto = nytro.nytro_path(p.X, p.y, p.centers, p.sigma, **p.holdout, max_iter=400, solver=solver, **SERIAL)
+    assert (auto.products < 100) if dtype == np.float64 else (auto.products == 400)
+
+
+def test_nytro_iterates_auto_uses_lanczos_except_for_spectral():
+    p = make_problem(n=600, m=150, n_val=120)
+    runs = {s: nytro.nytro_path(p.X, p.y, p.centers, p.sigma, **p.holdout, max_iter=400, solver=s, **SERIAL)
+            for s in ("direct", "gram", "spectral")}
+    assert runs["direct"].products < 100 and runs["gram"].products < 100
+    assert runs["spectral"].products == 400
+    # nu and cg always step.
+    nu = nytro.nytro_path(p.X, p.y, p.centers, p.sigma, **p.holdout, max_iter=50, method="nu",
+                          iterates="lanczos", **SERIAL)
+    assert nu.products == nu.iterations_run == 50
+
+
 # --------------------------------------------------------------------- Landweber
 @pytest.mark.parametrize("stopping", ["best", "relative", "window"])
 @pytest.mark.parametrize("step_size", ["auto", "paper"])
@@ -212,6 +251,15 @@ def test_landweber_path(dtype, stopping, step_size):
     got, want = run_both("landweber_path", p.X, p.y, p.sigma, **p.holdout, max_iter=60,
                          step_size=step_size, stopping=stopping)
     assert got.rank == 200
+    assert_same_path(got, want, dtype)
+
+
+@pytest.mark.parametrize("iterates", ["lanczos", "stepwise"])
+def test_landweber_path_long(dtype, iterates):
+    p = make_problem(n=300, dtype=dtype)
+    got, want = run_both("landweber_path", p.X, p.y, p.sigma, **p.holdout, max_iter=300, step_size="auto",
+                         iterates=iterates)
+    assert (got.products < 150) if iterates == "lanczos" else (got.products == 300)
     assert_same_path(got, want, dtype)
 
 

@@ -160,7 +160,8 @@ def test_validation_fraction_leaving_no_rows(cls):
 # (class, parameter) for every option that takes one of a few strings
 OPTIONS = [
     (NytroRegressor, "step_size"), (NytroRegressor, "stopping"), (NytroRegressor, "factor"),
-    (NytroRegressor, "solver"), (LandweberRegressor, "step_size"), (LandweberRegressor, "stopping"),
+    (NytroRegressor, "solver"), (NytroRegressor, "iterates"), (LandweberRegressor, "step_size"),
+    (LandweberRegressor, "stopping"), (LandweberRegressor, "iterates"),
     (NystromKRLSRegressor, "factor"), (NystromKRLSRegressor, "solver"), (KRLSRegressor, "solver"),
 ] + [(cls, "dtype") for cls in ALL]
 
@@ -361,6 +362,7 @@ LOW_LEVEL_CASES = {
     "nytro stopping": (lambda: nyt(stopping="x"), "stopping='x' is not one of"),
     "nytro factor": (lambda: nyt(factor="x"), "factor='x' is not one of"),
     "nytro solver": (lambda: nyt(solver="x"), "solver='x' is not one of"),
+    "nytro iterates": (lambda: nyt(iterates="x"), "iterates='x' is not one of"),
     "nytro window": (lambda: nyt(window=1), "window must be an integer >= 2, got 1"),
     "nytro tol": (lambda: nyt(tol=-1.0), "tol must be None or a finite number >= 0"),
     "nytro X_val alone": (lambda: nyt(X_val=X0), "X_val and y_val must be given together"),
@@ -371,6 +373,7 @@ LOW_LEVEL_CASES = {
     "nytro y_val outputs": (lambda: nyt(X_val=X0, y_val=np.c_[Y0, Y0]), "y_val has 2 outputs but y has 1"),
     "landweber step_size": (lambda: nytro.landweber_path(X0, Y0, 1.0, step_size="x"), "step_size='x' is not one of"),
     "landweber stopping": (lambda: nytro.landweber_path(X0, Y0, 1.0, stopping="x"), "stopping='x' is not one of"),
+    "landweber iterates": (lambda: nytro.landweber_path(X0, Y0, 1.0, iterates="x"), "iterates='x' is not one of"),
     "nkrls lambdas < 0": (lambda: nkr(lambdas=[1.0, -1.0]), "lambdas must be finite and > 0"),
     "nkrls lambdas empty": (lambda: nkr(lambdas=[]), "lambdas must be a non-empty"),
     "nkrls no hold-out": (lambda: nkr(), "without a hold-out set exactly one lambda is needed, got 100"),

@@ -38,6 +38,13 @@ Stopping parse_stopping(const std::string& value) {
     unknown("stopping", value, "'best', 'relative', 'window'");
 }
 
+Iterates parse_iterates(const std::string& value) {
+    if (value == "auto") return Iterates::automatic;
+    if (value == "lanczos") return Iterates::lanczos;
+    if (value == "stepwise") return Iterates::stepwise;
+    unknown("iterates", value, "'auto', 'lanczos', 'stepwise'");
+}
+
 Solver parse_solver(const std::string& value) {
     if (value == "auto") return Solver::automatic;
     if (value == "direct") return Solver::direct;

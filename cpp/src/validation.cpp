@@ -33,9 +33,9 @@ void Validation<T>::add_squared_errors(const Matrix<T>& predictions, Index r0, I
 }
 
 template <class T>
-void Validation<T>::rmse(const MatrixCRef<T>& alphas, Index q, std::vector<double>& out, int n_threads) const {
-    const Index n_val = Y_val_.rows(), blocks = alphas.cols() / q;
-    std::vector<double> squared(static_cast<std::size_t>(blocks), 0.0);
+template <class Consumer>
+void Validation<T>::predict_blocks(const MatrixCRef<T>& alphas, int n_threads, Consumer&& consume) const {
+    const Index n_val = Y_val_.rows();
     Matrix<T> predictions;
     if (stored()) {
         predictions.resize(n_val, alphas.cols());
@@ -45,20 +45,36 @@ void Validation<T>::rmse(const MatrixCRef<T>& alphas, Index q, std::vector<doubl
         } else {
             multiply<T>(K_val_, alphas, predictions, n_threads);
         }
-        add_squared_errors(predictions, 0, q, squared);
-    } else {
-        const Index rows = std::max<Index>(256, (Index(1) << 22) / std::max<Index>(centers_.rows(), 1));
-        Matrix<T> K(std::min(rows, n_val), centers_.rows());
-        for (Index r0 = 0; r0 < n_val; r0 += rows) {
-            const Index count = std::min(rows, n_val - r0);
-            auto block = K.topRows(count);
-            gaussian_kernel_into<T>(X_val_.middleRows(r0, count), centers_, sigma_, block, n_threads);
-            predictions.resize(count, alphas.cols());
-            multiply<T>(block, alphas, predictions, n_threads);
-            add_squared_errors(predictions, r0, q, squared);
-        }
+        consume(predictions, Index(0));
+        return;
     }
+    const Index rows = std::max<Index>(256, (Index(1) << 22) / std::max<Index>(centers_.rows(), 1));
+    Matrix<T> K(std::min(rows, n_val), centers_.rows());
+    for (Index r0 = 0; r0 < n_val; r0 += rows) {
+        const Index count = std::min(rows, n_val - r0);
+        auto block = K.topRows(count);
+        gaussian_kernel_into<T>(X_val_.middleRows(r0, count), centers_, sigma_, block, n_threads);
+        predictions.resize(count, alphas.cols());
+        multiply<T>(block, alphas, predictions, n_threads);
+        consume(predictions, r0);
+    }
+}
+
+template <class T>
+void Validation<T>::rmse(const MatrixCRef<T>& alphas, Index q, std::vector<double>& out, int n_threads) const {
+    const Index n_val = Y_val_.rows(), blocks = alphas.cols() / q;
+    std::vector<double> squared(static_cast<std::size_t>(blocks), 0.0);
+    predict_blocks(alphas, n_threads,
+                   [&](const Matrix<T>& predictions, Index r0) { add_squared_errors(predictions, r0, q, squared); });
     for (double s : squared) out.push_back(std::sqrt(s / (double(n_val) * double(q))));
+}
+
+template <class T>
+Matrix<T> Validation<T>::predict(const MatrixCRef<T>& alphas, int n_threads) const {
+    Matrix<T> out(Y_val_.rows(), alphas.cols());
+    predict_blocks(alphas, n_threads,
+                   [&](const Matrix<T>& predictions, Index r0) { out.middleRows(r0, predictions.rows()) = predictions; });
+    return out;
 }
 
 template <class T>

@@ -27,6 +27,11 @@ public:
     // appends c RMSEs to `out`.
     void rmse(const MatrixCRef<T>& alphas, Index q, std::vector<double>& out, int n_threads) const;
 
+    // The predictions K_val a themselves (n_val x c).
+    Matrix<T> predict(const MatrixCRef<T>& alphas, int n_threads) const;
+
+    const Matrix<T>& targets() const { return Y_val_; }
+
     bool stored() const { return K_val_.size() > 0 || K_val_low_.size() > 0; }
 
     // Bytes one call reads: the stored kernel, or, streamed, the kernel it recomputes
@@ -39,6 +44,10 @@ public:
     bool change_basis(const Matrix<T>& W, int n_threads);
 
 private:
+    // consume(predictions, first_row) for the whole hold-out set, or row block by block
+    // when K_val is recomputed.
+    template <class Consumer>
+    void predict_blocks(const MatrixCRef<T>& alphas, int n_threads, Consumer&& consume) const;
     void add_squared_errors(const Matrix<T>& predictions, Index r0, Index q, std::vector<double>& squared) const;
 
     Matrix<T> K_val_;          // n_val x m when stored in T, else empty

@@ -48,7 +48,8 @@ def _coef(coef: np.ndarray, one_d: bool) -> np.ndarray:
 def _path_result(raw: dict, one_d: bool) -> PathResult:
     return PathResult(coef=_coef(raw["coef"], one_d), validation_rmse=raw["validation_rmse"],
                       n_iter=int(raw["n_iter"]), iterations_run=int(raw["iterations_run"]),
-                      step_size=float(raw["step_size"]), rank=int(raw["rank"]), solver=raw["solver"])
+                      step_size=float(raw["step_size"]), rank=int(raw["rank"]), solver=raw["solver"],
+                      products=int(raw["products"]))
 
 
 def _tikhonov_result(raw: dict, lambdas: list, one_d: bool) -> TikhonovResult:
@@ -122,23 +123,29 @@ def nystrom_factor(K_mm, *, method="pivoted", rank_tol=None, jitter=1e-10, n_thr
 
 def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
                step_size="auto", stopping="best", tol=None, window=10, n_iter_no_change=None,
-               factor="pivoted", rank_tol=None,
+               iterates="auto", factor="pivoted", rank_tol=None,
                jitter=1e-10, solver="auto", storage=None, n_threads=None, progress=None,
                dtype=None) -> PathResult:
     """NYTRO's path on A = K_nm R (gd: the paper's gradient descent; nu, cg: accelerated),
     with the validation RMSE at every iteration. storage="float32" keeps K_nm (direct) or
-    A^T A (gram) and K_val in float32 while computing in float64."""
+    A^T A (gram) and K_val in float32 while computing in float64. iterates ("auto",
+    "lanczos", "stepwise"): how gd's iterates are computed; "lanczos" takes them from a
+    Lanczos basis of the Krylov space (A^T A, A^T y), each within 64 machine epsilons of
+    the stepwise iterate by a computed bound, in tens of products with A^T A instead of one
+    per iteration; "auto" does so unless the solver is "spectral". The result's `products`
+    counts the products taken."""
     dt, X, Y, one_d, Xv, Yv, centers = _training_data(X, y, X_val, y_val, dtype, centers)
     chk.check_choice("method", method, chk.METHODS)
     step_rule, step_value = chk.check_step_size(step_size)
     chk.check_choice("stopping", stopping, chk.STOPPING_RULES)
     chk.check_choice("factor", factor, chk.FACTOR_METHODS)
     chk.check_choice("solver", solver, chk.NYTRO_SOLVERS)
+    chk.check_choice("iterates", iterates, chk.GD_ITERATES)
     raw = _native("nytro_path", dt)(
         X, Y, centers, chk.check_sigma(sigma), Xv, Yv, method, chk.check_nu(nu),
         chk.check_int("max_iter", max_iter, 1), step_rule,
         step_value, stopping, chk.check_tol(tol), chk.check_int("window", window, 2),
-        chk.check_patience(n_iter_no_change), factor,
+        chk.check_patience(n_iter_no_change), iterates, factor,
         chk.check_optional_positive("rank_tol", rank_tol, -1.0), chk.check_optional_positive("jitter", jitter, 1e-10),
         solver, chk.check_storage(storage), chk.check_n_threads(n_threads), progress)
     return _path_result(raw, one_d)
@@ -146,18 +153,19 @@ def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=
 
 def landweber_path(X, y, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
                    step_size="paper", stopping="best", tol=None, window=10, n_iter_no_change=None,
-                   n_threads=None, progress=None, dtype=None) -> PathResult:
+                   iterates="auto", n_threads=None, progress=None, dtype=None) -> PathResult:
     """Landweber iteration (early stopping) on the full n x n kernel (method gd), or its
-    accelerated forms (nu, cg) on K alpha = y."""
+    accelerated forms (nu, cg) on K alpha = y. iterates: as for nytro_path."""
     dt, X, Y, one_d, Xv, Yv, _ = _training_data(X, y, X_val, y_val, dtype)
     chk.check_choice("method", method, chk.METHODS)
     step_rule, step_value = chk.check_step_size(step_size)
     chk.check_choice("stopping", stopping, chk.STOPPING_RULES)
+    chk.check_choice("iterates", iterates, chk.GD_ITERATES)
     raw = _native("landweber_path", dt)(
         X, Y, chk.check_sigma(sigma), Xv, Yv, method, chk.check_nu(nu), chk.check_int("max_iter", max_iter, 1),
         step_rule, step_value,
         stopping, chk.check_tol(tol), chk.check_int("window", window, 2), chk.check_patience(n_iter_no_change),
-        chk.check_n_threads(n_threads), progress)
+        iterates, chk.check_n_threads(n_threads), progress)
     return _path_result(raw, one_d)
 
 

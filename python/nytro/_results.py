@@ -19,7 +19,9 @@ class PathResult:
     iterations_run  : iterations computed (fewer than max_iter after an early stop).
     step_size       : the step actually used.
     rank            : columns of the Nystrom factor R (n for Landweber).
-    solver          : "direct" or "gram" ("reference" for nytro.reference).
+    solver          : "direct", "gram" or "spectral" ("reference" for nytro.reference).
+    products        : products with A^T A (K for Landweber) taken: iterations_run when
+                      stepping, far fewer when gd's iterates come from a Lanczos basis.
     """
 
     coef: np.ndarray
@@ -29,6 +31,7 @@ class PathResult:
     step_size: float
     rank: int
     solver: str
+    products: int
 
 
 @dataclass

@@ -2,8 +2,8 @@
 
 Each function has the signature of its C++-backed twin in ``nytro`` and returns the
 same result up to rounding. The arguments that only steer how the C++ core computes
-(``solver``, ``storage``, ``n_threads``, ``progress``) are accepted and ignored: there is one way
-to compute everything here, the most direct one.
+(``solver``, ``iterates``, ``storage``, ``n_threads``, ``progress``) are accepted and
+ignored: there is one way to compute everything here, the most direct one.
 
 Symbols follow the paper: K_nm = k(X, centres), R R^T = pinv(K_mm) (or the reflexive
 generalised inverse of the pivoted factor), A = K_nm R, beta the iterate in the k
@@ -246,8 +246,8 @@ def _out(coef, one_d):
 # ----------------------------------------------------------------------- NYTRO
 def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
                step_size="auto", stopping="best", tol=None, window=10, n_iter_no_change=None,
-               factor="pivoted", rank_tol=None, jitter=1e-10, solver="auto", storage=None, n_threads=None,
-               progress=None, dtype=None) -> PathResult:
+               iterates="auto", factor="pivoted", rank_tol=None, jitter=1e-10, solver="auto", storage=None,
+               n_threads=None, progress=None, dtype=None) -> PathResult:
     """NYTRO (paper, eq. 13): beta_t = beta_{t-1} - step A^T (A beta_{t-1} - y) for method
     "gd"; "nu" and "cg" run the accelerated regularisers on the same A^T A beta = A^T y."""
     dt, X, Y, one_d, Xv, Yv, C = _prepare(X, y, X_val, y_val, dtype, centers)
@@ -258,12 +258,12 @@ def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=
     alpha, path, selected, run = _iterative_path(
         lambda beta: A.T @ (A @ beta), A.T @ Y, lambda beta: R @ beta, method, nu, step, max_iter,
         (lambda alpha: K_val @ alpha) if K_val is not None else None, Yv, stopping, tol, window, n_iter_no_change)
-    return PathResult(_out(alpha, one_d), path, selected, run, step, R.shape[1], "reference")
+    return PathResult(_out(alpha, one_d), path, selected, run, step, R.shape[1], "reference", run)
 
 
 def landweber_path(X, y, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
                    step_size="paper", stopping="best", tol=None, window=10, n_iter_no_change=None,
-                   n_threads=None, progress=None, dtype=None) -> PathResult:
+                   iterates="auto", n_threads=None, progress=None, dtype=None) -> PathResult:
     """Landweber (paper, eq. 8): alpha_t = alpha_{t-1} - step (K alpha_{t-1} - y) for "gd";
     "nu" and "cg" run the accelerated regularisers on K alpha = y."""
     dt, X, Y, one_d, Xv, Yv, _ = _prepare(X, y, X_val, y_val, dtype)
@@ -273,7 +273,7 @@ def landweber_path(X, y, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, 
     alpha, path, selected, run = _iterative_path(
         lambda alpha: K @ alpha, Y, lambda alpha: alpha, method, nu, step, max_iter,
         (lambda alpha: K_val @ alpha) if K_val is not None else None, Yv, stopping, tol, window, n_iter_no_change)
-    return PathResult(_out(alpha, one_d), path, selected, run, step, X.shape[0], "reference")
+    return PathResult(_out(alpha, one_d), path, selected, run, step, X.shape[0], "reference", run)
 
 
 # -------------------------------------------------------------------- Tikhonov

@@ -37,6 +37,18 @@ enum class Method {
     cg,  // conjugate gradients on the normal equations (fastest, not a fixed linear filter)
 };
 
+// How the iterates of method gd are computed (the same iterates up to rounding; nu and
+// cg always step).
+enum class Iterates {
+    automatic,  // lanczos in float64 compute, unless a product with A^T A costs as little
+                // as an iterate (the spectral solver); stepwise in float32 compute, whose
+                // rounding per product the basis would amplify
+    lanczos,    // from a Lanczos basis of the Krylov space of (A^T A, A^T y), each iterate
+                // within 64 eps of the stepwise one by a computed bound: tens of products
+                // with A^T A for hundreds of iterations (see src/lanczos_path.hpp)
+    stepwise,   // one product with A^T A per iteration, as the paper writes it
+};
+
 // How NYTRO's iterations are carried out (same iterates up to rounding).
 enum class Solver {
     automatic,  // chosen by a cost model from n, m, max_iter and memory
@@ -71,6 +83,7 @@ struct IterativeOptions {
     Index window = 10;                     // iterations the early rules look back
     Index patience = 0;                    // best: end the path this many iterations after
                                            // its last improvement (0: run to max_iter)
+    Iterates iterates = Iterates::automatic;  // see Iterates (method gd only)
     int n_threads = 0;                     // <= 0: all cores of the machine
     Callback callback;                     // progress / interruption, may be empty
 };
@@ -101,6 +114,7 @@ FactorMethod parse_factor_method(const std::string& value);
 Method parse_method(const std::string& value);
 StepRule parse_step_rule(const std::string& value);
 Stopping parse_stopping(const std::string& value);
+Iterates parse_iterates(const std::string& value);
 Solver parse_solver(const std::string& value);
 TikhonovSolver parse_tikhonov_solver(const std::string& value);
 Storage parse_storage(const std::string& value);

@@ -13,17 +13,19 @@ class LandweberRegressor(KernelRegressorBase):
     Parameters are those of NytroRegressor without the Nystrom ones; step_size defaults
     to "paper" (1/n, as in the paper's experiments) and n_iter_no_change to None (the
     whole path). method "nu" and "cg" accelerate the iterations on K alpha = y.
+    iterates ("auto", "lanczos", "stepwise") is as for NytroRegressor.
 
     Attributes
     ----------
     centers_ : (n_train, d) the training rows.
     coef_ : alpha at the selected t; n_iter_ : the selected t;
-    validation_rmse_ : hold-out RMSE after each iteration; step_size_ : the step used.
+    validation_rmse_ : hold-out RMSE after each iteration; step_size_ : the step used;
+    products_ : products with K taken (fewer than the iterations with Lanczos iterates).
     """
 
     def __init__(self, sigma=1.0, *, method="gd", nu=1.0, max_iter=500, step_size="paper", stopping="best",
-                 tol=None, window=10, n_iter_no_change=None, validation_fraction=0.2, random_state=None,
-                 n_threads=None, verbose=0, dtype=None):
+                 tol=None, window=10, n_iter_no_change=None, iterates="auto", validation_fraction=0.2,
+                 random_state=None, n_threads=None, verbose=0, dtype=None):
         self.sigma = sigma
         self.method = method
         self.nu = nu
@@ -33,6 +35,7 @@ class LandweberRegressor(KernelRegressorBase):
         self.tol = tol
         self.window = window
         self.n_iter_no_change = n_iter_no_change
+        self.iterates = iterates
         self.validation_fraction = validation_fraction
         self.random_state = random_state
         self.n_threads = n_threads
@@ -45,10 +48,11 @@ class LandweberRegressor(KernelRegressorBase):
         result = landweber_path(
             X_train, Y_train, self.sigma, X_val=X_val if held_out else None, y_val=Y_val if held_out else None,
             method=self.method, nu=self.nu, max_iter=self.max_iter, step_size=self.step_size, stopping=self.stopping, tol=self.tol,
-            window=self.window, n_iter_no_change=self.n_iter_no_change, n_threads=self.n_threads,
-            progress=self._progress())
+            window=self.window, n_iter_no_change=self.n_iter_no_change, iterates=self.iterates,
+            n_threads=self.n_threads, progress=self._progress())
         self.centers_ = X_train
         self.n_iter_ = result.n_iter
         self.validation_rmse_ = result.validation_rmse
         self.step_size_ = result.step_size
+        self.products_ = result.products
         return result.coef

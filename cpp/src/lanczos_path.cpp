@@ -1,0 +1,235 @@
+#include "lanczos_path.hpp"
+
+#include "nytro/errors.hpp"
+#include "stopping.hpp"
+#include "validation.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace nytro::detail {
+namespace {
+
+// Beyond this the full reorthogonalisation (4 dim k flops a step, reading the basis)
+// costs about as much as a product with a Gram matrix of the same dim.
+constexpr Index kMostSteps = 512;
+constexpr double kBasisBytes = 256.0 * 1024 * 1024;
+// Iterates validated together (one product with the basis images per chunk).
+constexpr Index kChunk = 64;
+
+}  // namespace
+
+template <class T>
+LanczosGradient<T>::LanczosGradient(const LinearProblem<T>& problem, double step, Index max_iter,
+                                    const Callback& callback)
+    : problem_(problem), step_(step), max_iter_(max_iter), callback_(callback),
+      // An iterate off by this much relative is within the rounding of the stepwise path
+      // itself (about t eps after t steps).
+      tolerance_(64.0 * double(std::numeric_limits<T>::epsilon())),
+      columns_(static_cast<std::size_t>(problem.q)) {
+    const Index dim = problem.dim;
+    check_allocation(double(dim) * double(capacity() + 1) * double(problem.q) * sizeof(double),
+                     "the Lanczos basis");
+    for (Index j = 0; j < problem.q; ++j) {
+        Column& column = columns_[std::size_t(j)];
+        Eigen::VectorXd c = problem.rhs.col(j).template cast<double>();
+        column.norm_c = c.norm();
+        if (!(column.norm_c > 0)) {  // c = 0: every iterate is 0
+            column.complete = true;
+            continue;
+        }
+        column.basis.resize(dim, 1);
+        column.basis.col(0) = c / column.norm_c;
+    }
+    // About sqrt(t) steps are needed for t iterates of a smooth spectrum (the polynomial
+    // degree that approximates (1 - s x)^t); decaying kernel spectra need a few more.
+    extend(std::min(capacity(), std::max<Index>(16, Index(std::sqrt(double(max_iter_))))));
+    while (true) {
+        certified_ = max_iter_;
+        Index largest = 0;
+        bool open = false;
+        for (const Column& column : columns_) {
+            certified_ = std::min(certified_, certified(column));
+            largest = std::max(largest, column.size());
+            open = open || (!column.complete && column.size() < capacity());
+        }
+        if (certified_ >= max_iter_ || !open) return;
+        extend(std::max<Index>(8, largest / 4));
+    }
+}
+
+template <class T>
+Index LanczosGradient<T>::capacity() const {
+    const double per_step = double(problem_.dim) * double(problem_.q) * sizeof(double);
+    const Index by_memory = std::max<Index>(1, Index(kBasisBytes / per_step) - 1);
+    // At most half the products of the stepwise path, which runs instead when the basis
+    // falls short.
+    const Index by_path = std::min(max_iter_, std::max<Index>(32, max_iter_ / 2));
+    return std::min({problem_.dim, by_path, kMostSteps, by_memory});
+}
+
+template <class T>
+void LanczosGradient<T>::extend(Index steps) {
+    const Index dim = problem_.dim, limit = capacity();
+    std::vector<Column*> open;
+    Matrix<T> vectors, products;
+    for (Index done = 0; done < steps; ++done) {
+        open.clear();
+        for (Column& column : columns_)
+            if (!column.complete && column.size() < limit) open.push_back(&column);
+        if (open.empty()) return;
+        // One product for all open columns: H is read once whatever their number.
+        vectors.resize(dim, Index(open.size()));
+        products.resize(dim, Index(open.size()));
+        for (std::size_t i = 0; i < open.size(); ++i)
+            vectors.col(Index(i)) = open[i]->basis.col(open[i]->size()).template cast<T>();
+        problem_.apply(vectors, products);
+        ++products_;
+        for (std::size_t i = 0; i < open.size(); ++i) {
+            Column& column = *open[i];
+            const Index k = column.size();
+            Eigen::VectorXd w = products.col(Index(i)).template cast<double>();
+            const double applied = w.norm();
+            const double a = w.dot(column.basis.col(k));
+            if (k > 0) column.off.push_back(column.coupling);
+            column.diagonal.push_back(a);
+            // Full reorthogonalisation, twice: V stays orthonormal to rounding, which the
+            // error bound assumes.
+            const auto V = column.basis.leftCols(k + 1);
+            for (int pass = 0; pass < 2; ++pass) w -= V * (V.transpose() * w);
+            const double b = w.norm();
+            if (!(b > 4 * std::numeric_limits<double>::epsilon() * applied) || k + 1 == dim) {
+                column.complete = true;  // the basis spans an invariant subspace
+                column.coupling = 0;
+                column.basis.conservativeResize(Eigen::NoChange, k + 1);
+                continue;
+            }
+            column.coupling = b;
+            column.basis.conservativeResize(Eigen::NoChange, k + 2);
+            column.basis.col(k + 1) = w / b;
+        }
+        if (callback_) callback_({"lanczos", products_, limit});
+    }
+}
+
+template <class T>
+void LanczosGradient<T>::step_projected(const Column& column, Eigen::VectorXd& z) const {
+    const Index k = column.size();
+    if (k == 0) return;  // c = 0
+    double before = 0;  // z[i - 1] before this step
+    for (Index i = 0; i < k; ++i) {
+        double Tz = column.diagonal[std::size_t(i)] * z[i];
+        if (i > 0) Tz += column.off[std::size_t(i - 1)] * before;
+        if (i + 1 < k) Tz += column.off[std::size_t(i)] * z[i + 1];
+        before = z[i];
+        z[i] -= step_ * Tz;
+    }
+    z[0] += step_ * column.norm_c;
+}
+
+template <class T>
+Index LanczosGradient<T>::certified(const Column& column) const {
+    if (column.complete) return max_iter_;
+    Eigen::VectorXd z = Eigen::VectorXd::Zero(column.size());
+    double sum = 0;
+    for (Index t = 1; t <= max_iter_; ++t) {
+        sum += std::abs(z[column.size() - 1]);
+        step_projected(column, z);
+        if (step_ * column.coupling * sum > tolerance_ * z.norm()) return t - 1;
+    }
+    return max_iter_;
+}
+
+template <class T>
+Matrix<T> LanczosGradient<T>::coefficient_basis(const Column& column, int n_threads) const {
+    (void)n_threads;  // to_alpha carries its own thread count
+    if (column.size() == 0) return Matrix<T>(problem_.alpha_rows, 0);  // c = 0
+    const Matrix<T> basis = column.basis.leftCols(column.size()).template cast<T>();
+    Matrix<T> alphas(problem_.alpha_rows, column.size());
+    problem_.to_alpha(basis, alphas);
+    return alphas;
+}
+
+template <class T>
+void LanczosGradient<T>::run(const Validation<T>* validation, const IterativeOptions& options,
+                             PathResult<T>& result) const {
+    const Index q = problem_.q;
+    std::vector<Matrix<T>> coefficients;  // per column: alpha_rows x k
+    std::vector<Eigen::VectorXd> z;       // per column: the projected iterate
+    for (const Column& column : columns_) {
+        coefficients.push_back(coefficient_basis(column, options.n_threads));
+        z.push_back(Eigen::VectorXd::Zero(column.size()));
+    }
+    auto coefficients_of = [&](const std::vector<Eigen::VectorXd>& at) {
+        Matrix<T> alpha(problem_.alpha_rows, q);
+        for (Index j = 0; j < q; ++j) {
+            const auto& W = coefficients[std::size_t(j)];
+            if (W.cols() == 0) alpha.col(j).setZero();
+            else alpha.col(j) = W * at[std::size_t(j)].template cast<T>();
+        }
+        return problem_.finish ? problem_.finish(alpha) : alpha;
+    };
+    result.step_size = step_;
+    result.products = products_;
+    result.validation_rmse.clear();
+
+    if (validation == nullptr) {
+        for (Index t = 1; t <= max_iter_; ++t) {
+            for (Index j = 0; j < q; ++j) step_projected(columns_[std::size_t(j)], z[std::size_t(j)]);
+            if (options.callback) options.callback({"iterate", t, max_iter_});
+        }
+        result.coef = coefficients_of(z);
+        result.n_iter = result.iterations_run = max_iter_;
+        return;
+    }
+
+    // The hold-out predictions of the basis vectors: an iterate's are these times z_t.
+    std::vector<Eigen::MatrixXd> images;
+    for (const auto& W : coefficients)
+        images.push_back(W.cols() ? Eigen::MatrixXd(validation->predict(W, options.n_threads).template cast<double>())
+                                  : Eigen::MatrixXd());
+    const Eigen::MatrixXd targets = validation->targets().template cast<double>();
+    const Index n_val = targets.rows();
+
+    StoppingRule rule(options.stopping, options.tol, options.window, options.patience);
+    std::vector<Eigen::MatrixXd> chunk(static_cast<std::size_t>(q));
+    std::vector<Eigen::VectorXd> selected = z;
+    Eigen::ArrayXd squared(kChunk);
+    Eigen::MatrixXd errors;
+    Index t = 0;
+    bool stop = false;
+    while (t < max_iter_ && !stop) {
+        const Index count = std::min(kChunk, max_iter_ - t);
+        squared.setZero();
+        for (Index j = 0; j < q; ++j) {
+            const std::size_t c = std::size_t(j);
+            chunk[c].resize(z[c].size(), count);
+            for (Index i = 0; i < count; ++i) {
+                step_projected(columns_[c], z[c]);
+                chunk[c].col(i) = z[c];
+            }
+            if (images[c].cols() == 0) errors = -targets.col(j).replicate(1, count);
+            else errors.noalias() = images[c] * chunk[c];
+            if (images[c].cols() != 0) errors.colwise() -= targets.col(j);
+            squared.head(count) += errors.colwise().squaredNorm().transpose().array();
+        }
+        for (Index i = 0; i < count && !stop; ++i) {
+            ++t;
+            const auto verdict = rule.push(std::sqrt(squared[i] / (double(n_val) * double(q))));
+            if (verdict.candidate)
+                for (std::size_t c = 0; c < chunk.size(); ++c) selected[c] = chunk[c].col(i);
+            stop = verdict.stop;
+            if (options.callback) options.callback({"iterate", t, max_iter_});
+        }
+    }
+    result.validation_rmse = rule.path();
+    result.iterations_run = t;
+    result.n_iter = rule.selected();
+    result.coef = coefficients_of(selected);
+}
+
+template class LanczosGradient<float>;
+template class LanczosGradient<double>;
+
+}  // namespace nytro::detail

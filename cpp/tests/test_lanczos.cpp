@@ -1,0 +1,179 @@
+// Gradient descent's iterates from a Lanczos basis (Iterates::lanczos) against the
+// stepwise iterates, on the public paths (both NYTRO solvers, Landweber, every stopping
+// rule, several outputs) and on diagonal problems with a closed form, including one whose
+// spectrum is too flat for the basis to certify the path, which must then step.
+#include "check.hpp"
+#include "support.hpp"
+
+#include "gradient_path.hpp"
+
+#include <cmath>
+
+using namespace support;
+using nytro::Iterates;
+using nytro::Solver;
+using nytro::Stopping;
+
+namespace {
+
+template <class T>
+nytro::PathResult<T> run(const Problem& p, nytro::NytroOptions o, Iterates iterates, bool holdout = true) {
+    o.iterates = iterates;
+    o.n_threads = 2;
+    const Matrix<T> X = p.as<T>(p.X), Y = p.as<T>(p.Y), C = p.as<T>(p.centers);
+    const Matrix<T> Xv = holdout ? p.as<T>(p.X_val) : Matrix<T>(0, p.X.cols());
+    const Matrix<T> Yv = holdout ? p.as<T>(p.Y_val) : Matrix<T>(0, p.Y.cols());
+    return nytro::nytro_path<T>(X, Y, C, p.sigma, Xv, Yv, o);
+}
+
+MatrixD path_of(const std::vector<double>& rmse) {
+    return Eigen::Map<const MatrixD>(rmse.data(), 1, Index(rmse.size()));
+}
+
+// The coefficients over the centres are ill-conditioned (float32 runs differ from float64
+// by 1-2% in them, stepwise or not), so they are compared through their predictions.
+template <class T>
+void same_path(const Problem& p, const nytro::PathResult<T>& lanczos, const nytro::PathResult<T>& stepwise,
+               double rtol) {
+    CHECK_EQ(lanczos.n_iter, stepwise.n_iter);
+    CHECK_EQ(lanczos.iterations_run, stepwise.iterations_run);
+    CHECK_EQ(lanczos.step_size, stepwise.step_size);
+    CHECK_EQ(stepwise.products, stepwise.iterations_run);
+    CHECK_CLOSE(path_of(lanczos.validation_rmse), path_of(stepwise.validation_rmse), rtol);
+    const MatrixD K_val = direct_kernel(p.X_val, lanczos.coef.rows() == p.centers.rows() ? p.centers : p.X, p.sigma);
+    CHECK_CLOSE((K_val * lanczos.coef.template cast<double>()).eval(),
+                (K_val * stepwise.coef.template cast<double>()).eval(), 10 * rtol);
+}
+
+// A diagonal H with eigenvalues `values` > 0 and c = 1: beta_t = (1 - (1 - s h)^t) / h.
+struct Diagonal {
+    Eigen::VectorXd values;
+    nytro::detail::LinearProblem<double> problem;
+
+    explicit Diagonal(const Eigen::VectorXd& h) : values(h) {
+        problem.dim = problem.alpha_rows = h.size();
+        problem.q = 1;
+        problem.rhs = Matrix<double>::Ones(h.size(), 1);
+        problem.apply = [this](const Matrix<double>& p, Matrix<double>& out) { out = values.asDiagonal() * p; };
+        problem.to_alpha = [](const nytro::MatrixCRef<double>& betas, nytro::MatrixRef<double> alphas) { alphas = betas; };
+        problem.iteration_bytes = 1e9;  // as costly as a large Gram product
+    }
+
+    MatrixD beta(double step, Index t) const {
+        MatrixD out(values.size(), 1);
+        for (Index i = 0; i < values.size(); ++i)
+            // 1 - (1 - s h)^t without the cancellation for small s h
+            out(i, 0) = -std::expm1(double(t) * std::log1p(-step * values[i])) / values[i];
+        return out;
+    }
+
+    nytro::PathResult<double> run(double step, Index t, Iterates iterates) const {
+        nytro::IterativeOptions o;
+        o.max_iter = t;
+        o.iterates = iterates;
+        nytro::PathResult<double> result;
+        nytro::detail::run_path<double>(problem, step, nullptr, o, result);
+        return result;
+    }
+};
+
+}  // namespace
+
+NYTRO_TEST(lanczos_equals_stepwise_for_both_solvers) {
+    const Problem p = make_problem(600, 4, 150, 120, 2);
+    for (Solver solver : {Solver::direct, Solver::gram}) {
+        nytro::NytroOptions o;
+        o.solver = solver;
+        o.max_iter = 400;
+        const auto lanczos = run<double>(p, o, Iterates::lanczos);
+        const auto stepwise = run<double>(p, o, Iterates::stepwise);
+        same_path(p, lanczos, stepwise, 1e-11);
+        CHECK(lanczos.products < 100);  // against 400 stepwise
+        // The automatic choice takes the basis for both solvers at this size.
+        CHECK_EQ(run<double>(p, o, Iterates::automatic).products, lanczos.products);
+
+        const auto lanczos_f = run<float>(p, o, Iterates::lanczos);
+        const auto stepwise_f = run<float>(p, o, Iterates::stepwise);
+        same_path(p, lanczos_f, stepwise_f, 1e-4);
+
+        const auto no_holdout = run<double>(p, o, Iterates::lanczos, false);
+        CHECK(no_holdout.validation_rmse.empty());
+        CHECK_EQ(no_holdout.n_iter, Index(400));
+        CHECK_CLOSE(no_holdout.coef, run<double>(p, o, Iterates::stepwise, false).coef, 1e-9);
+    }
+}
+
+NYTRO_TEST(lanczos_follows_every_stopping_rule) {
+    const Problem p = make_problem(600, 4, 150, 120, 1);
+    for (Stopping rule : {Stopping::relative, Stopping::window, Stopping::best}) {
+        nytro::NytroOptions o;
+        o.solver = Solver::gram;
+        o.max_iter = 300;
+        o.stopping = rule;
+        o.tol = rule == Stopping::relative ? 1e-3 : 1e-6;
+        if (rule == Stopping::best) o.patience = 20;
+        same_path(p, run<double>(p, o, Iterates::lanczos), run<double>(p, o, Iterates::stepwise), 1e-11);
+    }
+}
+
+NYTRO_TEST(lanczos_zero_output_column_stays_zero) {
+    Problem p = make_problem(400, 3, 80, 60, 2);
+    p.Y.col(1).setZero();
+    nytro::NytroOptions o;
+    o.solver = Solver::gram;
+    o.max_iter = 200;
+    const auto both = run<double>(p, o, Iterates::lanczos);
+    CHECK(both.coef.col(1).isZero(0));
+    Problem first = p;
+    first.Y = p.Y.leftCols(1);
+    first.Y_val = p.Y_val.leftCols(1);
+    const auto alone = run<double>(first, o, Iterates::lanczos);
+    CHECK_CLOSE(MatrixD(both.coef.col(0)), alone.coef, 1e-12);
+}
+
+NYTRO_TEST(lanczos_landweber_equals_stepwise) {
+    const Problem p = make_problem(300, 4, 30, 60, 1);
+    nytro::IterativeOptions o;
+    o.max_iter = 300;
+    o.n_threads = 2;
+    nytro::PathResult<double> r[2];
+    for (int i = 0; i < 2; ++i) {
+        o.iterates = i == 0 ? Iterates::lanczos : Iterates::stepwise;
+        r[i] = nytro::landweber_path<double>(p.X, p.Y, p.sigma, p.X_val, p.Y_val, o);
+    }
+    same_path(p, r[0], r[1], 1e-11);
+    CHECK(r[0].products < 150);
+}
+
+NYTRO_TEST(lanczos_diagonal_closed_form) {
+    // Two well separated clusters: the Krylov space is nearly two-dimensional.
+    Eigen::VectorXd h(1000);
+    for (Index i = 0; i < h.size(); ++i) h[i] = i % 2 ? 1.0 - 1e-3 * double(i) / 1000 : 1e-3 * double(i + 1) / 1000;
+    const Diagonal diagonal(h);
+    const double step = 1.0 / h.maxCoeff();
+    for (Index t : {1, 5, 300, 2000}) {
+        const auto r = diagonal.run(step, t, Iterates::lanczos);
+        CHECK_CLOSE(r.coef, diagonal.beta(step, t), 1e-12);
+        CHECK(r.products < 60);
+        CHECK_EQ(r.iterations_run, t);
+    }
+}
+
+NYTRO_TEST(lanczos_flat_spectrum_falls_back_to_steps) {
+    // Eigenvalues spread evenly over (0, 1]: 70 iterates need more than the 35 steps the
+    // basis may take for them, so the path is stepped, and pays for the attempt.
+    Eigen::VectorXd h(3000);
+    for (Index i = 0; i < h.size(); ++i) h[i] = double(i + 1) / double(h.size());
+    const Diagonal diagonal(h);
+    const auto r = diagonal.run(1.0, 70, Iterates::lanczos);
+    const auto stepwise = diagonal.run(1.0, 70, Iterates::stepwise);
+    CHECK_BITWISE(r.coef, stepwise.coef);
+    CHECK(r.products > 70);
+    CHECK(r.products <= 70 + 35);
+    CHECK_EQ(stepwise.products, Index(70));
+    CHECK_CLOSE(r.coef, diagonal.beta(1.0, 70), 1e-12);
+    // A short path on the same spectrum is within the basis: exact for t <= k.
+    const auto short_path = diagonal.run(1.0, 20, Iterates::lanczos);
+    CHECK(short_path.products <= 20);
+    CHECK_CLOSE(short_path.coef, diagonal.beta(1.0, 20), 1e-12);
+}
