@@ -152,9 +152,14 @@ def test_spectral_follows_gd_far_beyond_500_iterations():
     assert long.validation_rmse.min() < short.validation_rmse.min()
 
 
-def test_auto_solver_picks_spectral_for_long_paths():
+def test_auto_solver_for_long_paths():
+    # nu steps, so 5e4 iterations go to the spectral solver (O(k) each); gd's iterates
+    # come from a Lanczos basis, complete here after k = 40 products, so no eigh is needed.
     p = make_problem(n=800, m=40)
-    assert nytro.nytro_path(p.X, p.y, p.centers, p.sigma, **p.holdout, max_iter=50_000).solver == "spectral"
+    assert nytro.nytro_path(p.X, p.y, p.centers, p.sigma, **p.holdout, max_iter=50_000,
+                            method="nu").solver == "spectral"
+    gd = nytro.nytro_path(p.X, p.y, p.centers, p.sigma, **p.holdout, max_iter=50_000)
+    assert gd.solver in ("direct", "gram") and gd.products <= 40
 
 
 @pytest.mark.parametrize("solver", ["direct", "gram", "spectral"])
@@ -168,15 +173,14 @@ def test_patience_matches_reference(solver):
     assert_close(ours.coef, theirs.coef, np.float64)
 
 
-def test_auto_charges_float32_storage_on_both_sides():
-    # Float32 storage halves the bytes of K_nm, but the direct pass also widens every
-    # entry to double (about 30% over a plain float32 pass), while the Gram solver's
-    # GEMMs run in float at twice the rate: on a shape where float64 storage favours the
-    # direct solver (n = 3000, k = 150, 10 iterations), float32 storage favours gram.
+def test_auto_prefers_direct_when_lanczos_saves_the_products():
+    # 500 iterations cost the direct solver 500 passes over K_nm stepwise, but about 40
+    # by Lanczos: then forming A^T A (2 n k^2 flops) no longer pays.
     rng = np.random.default_rng(0)
-    X = rng.standard_normal((3000, 5))
+    X = rng.standard_normal((4000, 20))
     y = X[:, 0]
-    f64 = nytro.nytro_path(X, y, X[:150], 1.0, max_iter=10, **SERIAL)
-    f32 = nytro.nytro_path(X, y, X[:150], 1.0, max_iter=10, storage="float32", **SERIAL)
-    assert f64.rank == f32.rank == 150
-    assert (f64.solver, f32.solver) == ("direct", "gram")
+    lanczos = nytro.nytro_path(X, y, X[:1200], 3.0, max_iter=500, **SERIAL)
+    stepwise = nytro.nytro_path(X, y, X[:1200], 3.0, max_iter=500, iterates="stepwise", **SERIAL)
+    assert lanczos.rank == stepwise.rank == 1200
+    assert (lanczos.solver, stepwise.solver) == ("direct", "gram")
+    assert lanczos.products < 50 and stepwise.products == 500

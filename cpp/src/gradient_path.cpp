@@ -39,23 +39,23 @@ Index chunk_size(Index T_max, double validation_bytes, double iteration_bytes, b
 
 std::string text(double value) { return format_number(value); }
 
-// Lanczos pays off where a product with H costs far more than forming an iterate from the
-// basis (dim x k); the spectral solver's diagonal products cost less. In float32 compute,
-// each product's own rounding (sums in float) enters the basis' tridiagonal matrix as one
-// fixed perturbation, which t iterates amplify coherently, where the stepwise path's
-// per-step errors partly cancel: on 400 iterates at m = 150 the direct solver's
-// predictions moved 5e-4 to 1e-3 by Lanczos against 7e-5 to 3e-4 stepwise. So the
-// automatic choice takes Lanczos for float64 compute only (float32 storage included: its
-// rounding is a fixed perturbation of the stored matrix, the same for both).
+// Past its basis, an iterate from Lanczos costs O(k) and its validation O(n_val k), less
+// than a product and a validation of the stepwise path whenever a product costs more than
+// O(dim); the spectral solver's diagonal products do not, and it keeps stepping.
 template <class T>
 bool by_lanczos(const LinearProblem<T>& problem, const IterativeOptions& options) {
-    if (options.method != Method::gd || options.iterates == Iterates::stepwise) return false;
+    if (!lanczos_applies<T>(options)) return false;
     if (options.iterates == Iterates::lanczos) return true;
-    if (!std::is_same_v<T, double>) return false;
-    return !(problem.iteration_bytes > 0) || problem.iteration_bytes > 64.0 * double(problem.dim) * sizeof(double);
+    return !(problem.iteration_bytes > 0) || problem.iteration_bytes > 2.0 * double(problem.dim) * sizeof(double);
 }
 
 }  // namespace
+
+template <class T>
+bool lanczos_applies(const IterativeOptions& options) {
+    if (options.method != Method::gd || options.iterates == Iterates::stepwise) return false;
+    return options.iterates == Iterates::lanczos || std::is_same_v<T, double>;
+}
 
 void check_iterative_options(const IterativeOptions& options) {
     require(options.nu > 0 && std::isfinite(options.nu), "nu must be a finite number > 0, got " + text(options.nu));
@@ -276,6 +276,8 @@ double largest_eigenvalue(Index dim, const std::function<void(const Matrix<T>&, 
     return previous;
 }
 
+template bool lanczos_applies<float>(const IterativeOptions&);
+template bool lanczos_applies<double>(const IterativeOptions&);
 template void run_path<float>(const LinearProblem<float>&, double, const Validation<float>*,
                               const IterativeOptions&, PathResult<float>&);
 template void run_path<double>(const LinearProblem<double>&, double, const Validation<double>*,

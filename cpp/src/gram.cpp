@@ -131,12 +131,12 @@ template <class T>
 NormalEquations<T> stream_normal_equations(const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
                                            const MatrixCRef<T>& centers, const NystromFactor<T>& factor,
                                            double sigma, int n_threads, const Callback& callback,
-                                           bool low_precision, bool mirror) {
+                                           bool low_precision, bool mirror, std::optional<bool> kernel_first) {
     const Index k = factor.rank();
     auto normal = zero_normal_equations<T, T>(k, Y.cols());
     if (low_precision && !std::is_same_v<T, float>) {
         accumulate<T, float, T>(X, Y, centers, factor, sigma, n_threads, callback, normal);
-    } else if (kernel_first_is_accurate<T>(X.rows(), factor, n_threads)) {
+    } else if (kernel_first ? *kernel_first : kernel_first_is_accurate<T>(X.rows(), factor, n_threads)) {
         check_allocation(2.0 * double(k) * double(k) * sizeof(T), "K^T K (" + shape_text<T>(k, k) + ")");
         accumulate_kernel_first<T>(X, Y, centers, factor, sigma, n_threads, callback, normal);
     } else {
@@ -169,11 +169,12 @@ template NormalEquations<double, float> stream_float_normal_equations<double>(
     double, int, const Callback&);
 template NormalEquations<float> stream_normal_equations<float>(const MatrixCRef<float>&, const MatrixCRef<float>&,
                                                               const MatrixCRef<float>&, const NystromFactor<float>&,
-                                                              double, int, const Callback&, bool, bool);
+                                                              double, int, const Callback&, bool, bool,
+                                                              std::optional<bool>);
 template NormalEquations<double> stream_normal_equations<double>(const MatrixCRef<double>&,
                                                                 const MatrixCRef<double>&,
                                                                 const MatrixCRef<double>&,
                                                                 const NystromFactor<double>&, double, int,
-                                                                const Callback&, bool, bool);
+                                                                const Callback&, bool, bool, std::optional<bool>);
 
 }  // namespace nytro::detail

@@ -11,6 +11,8 @@
 #include "nytro/nystrom.hpp"
 #include "nytro/types.hpp"
 
+#include <optional>
+
 namespace nytro::detail {
 
 template <class T, class SH = T>
@@ -28,12 +30,14 @@ bool kernel_first_is_accurate(Index n, const NystromFactor<T>& factor, int n_thr
 // `centers` are the centres in factor.support (the rows R acts on). low_precision (for
 // T = double): kernel blocks, A = K R and the tile products in float32, summed in double.
 // mirror = false leaves H's strict upper triangle unset, for callers that read only the
-// lower one (the Gram solver's symmetric pass).
+// lower one (the Gram solver's symmetric pass). kernel_first: the route, if the caller
+// has decided it already (by kernel_first_is_accurate); else it is decided here.
 template <class T>
 NormalEquations<T> stream_normal_equations(const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
                                            const MatrixCRef<T>& centers, const NystromFactor<T>& factor,
                                            double sigma, int n_threads, const Callback& callback,
-                                           bool low_precision = false, bool mirror = true);
+                                           bool low_precision = false, bool mirror = true,
+                                           std::optional<bool> kernel_first = std::nullopt);
 
 // The Gram solver's float32 storage: kernel blocks, A = K R and H in float32 from the
 // start (lower triangle only), C in T. The float32 tile products were already summed in

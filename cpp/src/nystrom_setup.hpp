@@ -6,6 +6,7 @@
 #include "validation.hpp"
 
 #include <memory>
+#include <optional>
 
 namespace nytro::detail {
 
@@ -14,6 +15,7 @@ struct NystromSetup {
     NystromFactor<T> factor;
     Matrix<T> used;                               // the centres in factor.support
     std::unique_ptr<Validation<T>> validation;    // null without a hold-out set
+    std::optional<bool> kernel_first;             // the normal equations' route, once decided
 };
 
 // nystrom_factor without its input checks, for a K_mm computed here (square, finite,

@@ -13,6 +13,8 @@
 #include "parallel.hpp"
 #include "symmetric_pass.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <type_traits>
 
@@ -23,29 +25,51 @@ namespace {
 // in a streamed matrix-vector product. Only their ratio matters for the choice.
 constexpr double kFlopsPerSecond = 1e11;
 constexpr double kBytesPerSecond = 3e10;
+constexpr double kFreshBytesPerSecond = 3e9;
+
+// Products with H that gd's Lanczos basis takes for t_max iterates: about sqrt(t_max)
+// plus a margin (30 for 500 on Insurance and Adult), and at most k (a complete basis);
+// the stepwise path takes t_max.
+double lanczos_products(Index max_iter, Index k) {
+    const double t = double(max_iter);
+    return std::min({t, 8.0 + 1.5 * std::sqrt(t), double(k)});
+}
 
 // stored: bytes per stored K_nm or H entry; computed: sizeof(T). With float32 storage the
 // GEMMs of the normal equations run in float (about twice the flop rate), and the direct
-// pass pays for widening each float entry to double (see pass_bytes below).
-Solver choose_solver(Index n, Index n_val, Index k, Index max_iter, bool upper, double stored, double computed) {
+// pass pays for widening each float entry to double (see pass_bytes below). lanczos: gd's
+// iterates come from a Lanczos basis, so the path takes about sqrt(max_iter) products
+// and validates the basis (k vectors) rather than every iterate. That makes the direct
+// solver's n k bytes per product cheaper than forming A^T A (2-3 n k^2 flops) wherever
+// K_nm fits in memory: Insurance float64 0.50 s by gram, 0.30 s by direct.
+Solver choose_solver(Index n, Index n_val, Index k, Index max_iter, bool upper, double stored, double computed,
+                     bool lanczos, bool kernel_first) {
     const double t_max = double(max_iter), kk = double(k) * double(k);
+    const double products = lanczos ? lanczos_products(max_iter, k) : t_max;
     const double flop_rate = stored < 8 ? 2.0 * kFlopsPerSecond : kFlopsPerSecond;
-    // Every solver validates each iteration: about 2 n_val k flops (as GEMMs).
-    const double validation = t_max * 2.0 * double(n_val) * double(k) / kFlopsPerSecond;
+    // Validation: about 2 n_val k flops (as GEMMs) per iterate, or per basis vector.
+    const double validation = products * 2.0 * double(n_val) * double(k) / kFlopsPerSecond;
     // gram: A = K R per block (n k^2 triangular, 2 n k^2 dense) and A^T A (n k^2 with the
-    // symmetric half), then one product with H per iteration, reading its lower half.
-    const double normal_equations = (upper ? 2.0 : 3.0) * double(n) * kk / flop_rate;
-    const double gram = normal_equations + t_max * 0.5 * kk * stored / kBytesPerSecond + validation;
+    // symmetric half), or by the kernel-first route K^T K (n k^2) and two k^3 products;
+    // then one product with H per iteration, reading its lower half.
+    const double normal_equations =
+        (kernel_first ? double(n) * kk + 2.0 * kk * double(k) : (upper ? 2.0 : 3.0) * double(n) * kk) / flop_rate;
+    const double gram = normal_equations + products * 0.5 * kk * stored / kBytesPerSecond + validation;
     // spectral: the same, an eigendecomposition (LAPACK's divide and conquer runs at
-    // about a tenth of the GEMM rate: ~9 k^3 flops at 1e10/s), then O(k) per iteration.
-    const double spectral = normal_equations + 9.0 * kk * double(k) / 1e10 + validation;
+    // about a tenth of the GEMM rate: ~9 k^3 flops at 1e10/s), then O(k) per iteration
+    // (it always steps: Lanczos would save nothing there).
+    const double spectral = normal_equations + 9.0 * kk * double(k) / 1e10 +
+                            t_max * 2.0 * double(n_val) * double(k) / kFlopsPerSecond;
     // direct: a pass over the stored n x k kernel and two products with R (kept in T)
-    // per iteration. A float32 pass with float64 sums widens each entry in registers,
+    // per product. A float32 pass with float64 sums widens each entry in registers,
     // which costs it about 30% over a plain float32 pass (bench_kernels, 40000 x 5000).
     const double pass_bytes = stored < computed ? 1.3 * stored : stored;
+    // The stored kernel is fresh memory, and its first touch costs: 0.4-0.5 ms per MB on
+    // the VMs measured here (0.1 s for Adult's 208 MB), less on bare metal.
+    const double first_touch = double(n) * double(k) * stored / kFreshBytesPerSecond;
     const double direct =
-        t_max * (double(n) * double(k) * pass_bytes + (upper ? 1.0 : 2.0) * kk * computed) / kBytesPerSecond +
-        validation;
+        products * (double(n) * double(k) * pass_bytes + (upper ? 1.0 : 2.0) * kk * computed) / kBytesPerSecond +
+        validation + first_touch;
     const bool direct_fits = double(n) * double(k) * stored <= 0.7 * double(available_memory_bytes());
     if (spectral < gram && (!direct_fits || spectral < direct)) return Solver::spectral;
     return direct_fits && direct <= gram ? Solver::direct : Solver::gram;
@@ -102,7 +126,7 @@ struct GramSolver {
         auto normal = [&] {
             if constexpr (std::is_same_v<S, T>)
                 return detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor, sigma, threads, callback,
-                                                          false, /*mirror=*/false);
+                                                          false, /*mirror=*/false, setup.kernel_first);
             else
                 return detail::stream_float_normal_equations<T>(X, Y, setup.used, setup.factor, sigma, threads,
                                                                 callback);
@@ -134,7 +158,8 @@ struct SpectralSolver {
                const detail::NystromSetup<T>& setup, double sigma, int threads, const Callback& callback) {
         constexpr bool low = !std::is_same_v<S, T>;
         auto normal =
-            detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor, sigma, threads, callback, low);
+            detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor, sigma, threads, callback, low, true,
+                                               setup.kernel_first);
         Matrix<T> V;
         symmetric_eigen<T>(normal.H, values, V);
         values = values.cwiseMax(T(0));  // rounding-level negative eigenvalues of A^T A
@@ -198,10 +223,21 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
     const double stored = low ? 4.0 : double(sizeof(T));  // bytes per stored K_nm or H entry
     PathResult<T> result;
     result.rank = setup.factor.rank();
-    result.solver = options.solver != Solver::automatic
-                        ? options.solver
-                        : choose_solver(X.rows(), X_val.rows(), setup.used.rows(), options.max_iter,
-                                        setup.factor.upper_triangular, stored, double(sizeof(T)));
+    result.solver = options.solver;
+    if (options.solver == Solver::automatic) {
+        // The kernel-first route halves the normal equations' flops but needs a check of
+        // cond(K_mm) (a Lanczos run on R^T R): made only when the choice hinges on it.
+        auto choose = [&](bool kernel_first) {
+            return choose_solver(X.rows(), X_val.rows(), setup.used.rows(), options.max_iter,
+                                 setup.factor.upper_triangular, stored, double(sizeof(T)),
+                                 detail::lanczos_applies<T>(options), kernel_first);
+        };
+        result.solver = choose(!low);
+        if (result.solver != Solver::direct && !low) {
+            setup.kernel_first = detail::kernel_first_is_accurate<T>(X.rows(), setup.factor, threads);
+            result.solver = choose(*setup.kernel_first);
+        }
+    }
 
     // The solver's own big allocation comes first; the hold-out kernel is stored only if
     // it fits beside it (else recomputed in blocks at each validation).
