@@ -26,13 +26,18 @@ FusedPass<T, S>::FusedPass(const Matrix<S>& K, int n_threads)
 template <class T, class S>
 void FusedPass<T, S>::run(const MatrixCRef<T>& a, const MatrixCRef<T>* Y) {
     const Index n = K_.rows(), k = K_.cols(), q = a.cols();
-    // One output: the row kernels (a one-column row-major matrix would take Eigen's
-    // GEMM path, several times slower than a matrix-vector product).
-    const bool vector = q == 1 && a.outerStride() == 1 && (!Y || Y->outerStride() == 1);
+    // Up to kRowColumns outputs go through the row kernels, one column after the other
+    // while the block stays in cache: Eigen's GEMM on a 16-row block with a one- or
+    // two-column right side runs several times slower than matrix-vector products (two
+    // columns, Insurance's K_nm: 7 ms a pass against 2.2 ms for one). Their shares are
+    // kept transposed (q x k), so that each output's is contiguous.
+    const bool by_rows = q <= kRowColumns;
+    if (by_rows) a_rows_ = a.transpose();
     parallel_for(slots_, threads_, [&](Index slot, int thread) {
         Matrix<T>& share = partial_[slot];
         Matrix<T>& residual = residual_[thread];
-        share.setZero(k, q);
+        if (by_rows) share.setZero(q, k);
+        else share.setZero(k, q);
         residual.resize(block_rows_, q);
         // residual = block a - Y[r0:], share += block^T residual, block still in cache.
         auto accumulate = [&](const auto& block, Index r0, Index rows) {
@@ -44,16 +49,32 @@ void FusedPass<T, S>::run(const MatrixCRef<T>& a, const MatrixCRef<T>* Y) {
         const Index begin = range_begin(n, slots_, slot), end = range_begin(n, slots_, slot + 1);
         for (Index r0 = begin; r0 < end; r0 += block_rows_) {
             const Index rows = std::min(block_rows_, end - r0);
-            if (vector) {
+            if (by_rows) {
                 // The row kernels read the stored entries straight into registers (widened
                 // there when S != T): residual, then its share of the gradient.
+                // Outputs go in pairs, each entry read once per pair.
                 const S* block = K_.data() + r0 * k;
-                T* r = residual.data();
-                std::fill(r, r + rows, T(0));
-                rows::dots<T, S>(block, k, rows, a.data(), 0, k, r);
+                T* const r = residual.data();  // column-major use: output j at r + j * rows
+                std::fill(r, r + rows * q, T(0));
+                for (Index j = 0; j < q; j += 2) {
+                    T* rj = r + j * rows;
+                    if (j + 1 < q)
+                        rows::dots2<T, S>(block, k, rows, a_rows_.row(j).data(), a_rows_.row(j + 1).data(), 0, k,
+                                          rj, rj + rows);
+                    else
+                        rows::dots<T, S>(block, k, rows, a_rows_.row(j).data(), 0, k, rj);
+                }
                 if (Y)
-                    for (Index i = 0; i < rows; ++i) r[i] -= Y->data()[r0 + i];
-                rows::add_weighted<T, S>(block, k, rows, r, share.data(), 0, k);
+                    for (Index j = 0; j < q; ++j)
+                        for (Index i = 0; i < rows; ++i) r[j * rows + i] -= (*Y)(r0 + i, j);
+                for (Index j = 0; j < q; j += 2) {
+                    const T* rj = r + j * rows;
+                    if (j + 1 < q)
+                        rows::add_weighted2<T, S>(block, k, rows, rj, rj + rows, share.row(j).data(),
+                                                  share.row(j + 1).data(), 0, k);
+                    else
+                        rows::add_weighted<T, S>(block, k, rows, rj, share.row(j).data(), 0, k);
+                }
             } else if constexpr (std::is_same_v<S, T>) {
                 accumulate(K_.middleRows(r0, rows), r0, rows);
             } else {
@@ -63,8 +84,10 @@ void FusedPass<T, S>::run(const MatrixCRef<T>& a, const MatrixCRef<T>* Y) {
             }
         }
     });
-    result_ = partial_[0];
-    for (Index slot = 1; slot < slots_; ++slot) result_ += partial_[slot];
+    Matrix<T> sum = partial_[0];
+    for (Index slot = 1; slot < slots_; ++slot) sum += partial_[slot];
+    if (by_rows) result_ = sum.transpose();
+    else result_ = std::move(sum);
 }
 
 template <class T, class S>

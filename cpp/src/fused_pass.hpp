@@ -3,9 +3,9 @@
 // from memory once per call. The rows are split into a fixed number of slots (by n
 // alone), each summed by one thread and then added in slot order: the result is the
 // same bit for bit for any thread count. K may be stored in a lower precision S than the
-// compute precision T: one right-hand column (the solvers' iterations) goes through the
-// row kernels, which widen each entry in a register; several columns widen each block
-// into a buffer first.
+// compute precision T: up to 8 right-hand columns (the solvers' iterations, Lanczos
+// blocks) go through the row kernels, which widen each entry in a register; more columns
+// widen each block into a buffer first and use Eigen's products.
 #pragma once
 
 #include "nytro/types.hpp"
@@ -33,7 +33,10 @@ private:
     std::vector<Matrix<T>> partial_;   // one gradient share per slot
     std::vector<Matrix<T>> residual_;  // one residual block per thread
     std::vector<Matrix<T>> widened_;   // one widened K block per thread (S != T)
+    Matrix<T> a_rows_;                 // a transposed: one contiguous row per output
     Matrix<T> result_;
+
+    static constexpr Index kRowColumns = 8;  // outputs the row kernels take
 };
 
 }  // namespace nytro::detail

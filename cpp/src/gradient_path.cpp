@@ -1,10 +1,9 @@
 #include "gradient_path.hpp"
 
+#include "lanczos.hpp"
 #include "lanczos_path.hpp"
 #include "nytro/errors.hpp"
 #include "stopping.hpp"
-
-#include <Eigen/Eigenvalues>
 
 #include <cmath>
 #include <string>
@@ -168,16 +167,11 @@ private:
     Eigen::RowVectorXd rr_;
 };
 
+// The path one product per iteration; `spent`: products of a Lanczos basis that fell short.
 template <class T>
-void run_path(const LinearProblem<T>& problem, double step, const Validation<T>* validation,
-              const IterativeOptions& options, PathResult<T>& result) {
+void run_stepwise(const LinearProblem<T>& problem, double step, const Validation<T>* validation,
+                  const IterativeOptions& options, PathResult<T>& result, Index spent) {
     const Index q = problem.q, T_max = options.max_iter;
-    Index spent = 0;  // products of a Lanczos basis that fell short
-    if (by_lanczos(problem, options)) {
-        const LanczosGradient<T> lanczos(problem, step, T_max, options.callback);
-        if (lanczos.covers_path()) return lanczos.run(validation, options, result);
-        spent = lanczos.products();
-    }
     Iterates<T> iterates(problem, options.method, step, options.nu);
     result.step_size = step;
     result.validation_rmse.clear();
@@ -236,48 +230,51 @@ void run_path(const LinearProblem<T>& problem, double step, const Validation<T>*
 }
 
 template <class T>
+void run_path(const LinearProblem<T>& problem, double step, const Validation<T>* validation,
+              const IterativeOptions& options, PathResult<T>& result) {
+    if (!by_lanczos(problem, options)) return run_stepwise(problem, step, validation, options, result, 0);
+    LanczosGradient<T> lanczos(problem, options.max_iter, options.callback, false);
+    lanczos.certify(step);
+    if (lanczos.covers_path()) return lanczos.run(validation, options, result);
+    run_stepwise(problem, step, validation, options, result, lanczos.products());
+}
+
+template <class T>
+void run_path_with_step(const LinearProblem<T>& problem, Index n, const Validation<T>* validation,
+                        const IterativeOptions& options, PathResult<T>& result) {
+    if (!by_lanczos(problem, options)) {
+        const double step = resolve_step(options, n, [&] {
+            return largest_eigenvalue<T>(problem.dim, problem.apply, options.callback);
+        });
+        return run_stepwise(problem, step, validation, options, result, 0);
+    }
+    LanczosGradient<T> lanczos(problem, options.max_iter, options.callback, options.step_rule != StepRule::paper);
+    const double step = resolve_step(options, n, [&] { return lanczos.top_eigenvalue(); });
+    lanczos.certify(step);
+    if (lanczos.covers_path()) return lanczos.run(validation, options, result);
+    run_stepwise(problem, step, validation, options, result, lanczos.products());
+}
+
+template <class T>
 double largest_eigenvalue(Index dim, const std::function<void(const Matrix<T>&, Matrix<T>&)>& apply,
                           const Callback& callback) {
-    const Index max_steps = std::min<Index>(dim, 120);
-    Eigen::MatrixXd basis(dim, max_steps);
-    std::vector<double> alpha, beta;
-    // Fixed pseudo-random start (a Weyl sequence): deterministic and never orthogonal
-    // to the top eigenvector in practice.
-    Eigen::VectorXd v(dim);
-    for (Index i = 0; i < dim; ++i) v[i] = std::fmod(0.6180339887498949 * double(i + 1), 1.0) - 0.5;
-    v.normalize();
+    TopEigenvalue top(dim, top_eigenvalue_tolerance<T>());
     Matrix<T> in(dim, 1), out(dim, 1);
-    // The operator is applied in T, so in float32 the Ritz value settles at ~1e-7.
-    const double tolerance = sizeof(T) == 4 ? 1e-6 : 1e-13;
-    double previous = 0;
-    for (Index k = 0; k < max_steps; ++k) {
-        basis.col(k) = v;
-        in = v.cast<T>();
+    while (!top.done()) {
+        in = top.next_vector().template cast<T>();
         apply(in, out);
-        Eigen::VectorXd w = out.col(0).template cast<double>();
-        alpha.push_back(w.dot(v));
-        // Full reorthogonalisation (twice is enough) keeps the Ritz values honest.
-        for (int pass = 0; pass < 2; ++pass)
-            w -= basis.leftCols(k + 1) * (basis.leftCols(k + 1).transpose() * w);
-        Eigen::VectorXd diag = Eigen::Map<Eigen::VectorXd>(alpha.data(), k + 1);
-        Eigen::VectorXd off = Eigen::Map<Eigen::VectorXd>(beta.data(), k);
-        Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> ritz;
-        ritz.computeFromTridiagonal(diag, off, Eigen::EigenvaluesOnly);
-        const double top = ritz.eigenvalues().maxCoeff();
-        const double norm = w.norm();
-        if (callback) callback({"step_size", k + 1, max_steps});
-        if ((k >= 2 && std::abs(top - previous) <= tolerance * std::abs(top)) || norm <= 1e-14 * std::abs(top) ||
-            k + 1 == max_steps)
-            return top;
-        previous = top;
-        beta.push_back(norm);
-        v = w / norm;
+        top.absorb(out.col(0).template cast<double>());
+        if (callback) callback({"step_size", top.steps(), top.most_steps()});
     }
-    return previous;
+    return top.value();
 }
 
 template bool lanczos_applies<float>(const IterativeOptions&);
 template bool lanczos_applies<double>(const IterativeOptions&);
+template void run_path_with_step<float>(const LinearProblem<float>&, Index, const Validation<float>*,
+                                        const IterativeOptions&, PathResult<float>&);
+template void run_path_with_step<double>(const LinearProblem<double>&, Index, const Validation<double>*,
+                                         const IterativeOptions&, PathResult<double>&);
 template void run_path<float>(const LinearProblem<float>&, double, const Validation<float>*,
                               const IterativeOptions&, PathResult<float>&);
 template void run_path<double>(const LinearProblem<double>&, double, const Validation<double>*,

@@ -36,12 +36,26 @@ template <class T>
 void run_path(const LinearProblem<T>& problem, double step, const Validation<T>* validation,
               const IterativeOptions& options, PathResult<T>& result);
 
+// The step from options (resolve_step with n training rows) and then the path. Where gd's
+// iterates come from a Lanczos basis, the Lanczos estimate of lambda_max for the automatic
+// step runs in the basis' own block products instead of 8-20 products of its own.
+template <class T>
+void run_path_with_step(const LinearProblem<T>& problem, Index n, const Validation<T>* validation,
+                        const IterativeOptions& options, PathResult<T>& result);
+
 // lambda_max of a symmetric positive semidefinite operator of size dim (applied to
 // dim x 1 matrices), by Lanczos with full reorthogonalisation from a fixed start vector
 // (so it is deterministic), to relative accuracy ~1e-12 for a separated top eigenvalue.
 template <class T>
 double largest_eigenvalue(Index dim, const std::function<void(const Matrix<T>&, Matrix<T>&)>& apply,
                           const Callback& callback);
+
+// The Ritz value's settling tolerance: the operator is applied in T, so in float32 it
+// settles at ~1e-7.
+template <class T>
+constexpr double top_eigenvalue_tolerance() {
+    return sizeof(T) == 4 ? 1e-6 : 1e-13;
+}
 
 // Whether gd's iterates may come from a Lanczos basis (see lanczos_path.hpp): method gd,
 // and iterates lanczos, or automatic in float64 compute. In float32 compute each

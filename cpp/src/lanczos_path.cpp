@@ -21,40 +21,47 @@ constexpr Index kChunk = 64;
 }  // namespace
 
 template <class T>
-LanczosGradient<T>::LanczosGradient(const LinearProblem<T>& problem, double step, Index max_iter,
-                                    const Callback& callback)
-    : problem_(problem), step_(step), max_iter_(max_iter), callback_(callback),
+LanczosGradient<T>::LanczosGradient(const LinearProblem<T>& problem, Index max_iter, const Callback& callback,
+                                    bool estimate_top)
+    : problem_(problem), max_iter_(max_iter), callback_(callback),
       // An iterate off by this much relative is within the rounding of the stepwise path
       // itself (about t eps after t steps).
       tolerance_(64.0 * double(std::numeric_limits<T>::epsilon())),
       columns_(static_cast<std::size_t>(problem.q)) {
-    const Index dim = problem.dim;
-    check_allocation(double(dim) * double(capacity() + 1) * double(problem.q) * sizeof(double),
+    check_allocation(double(problem.dim) * double(capacity() + 1) * double(problem.q) * sizeof(double),
                      "the Lanczos basis");
     for (Index j = 0; j < problem.q; ++j) {
         Column& column = columns_[std::size_t(j)];
-        Eigen::VectorXd c = problem.rhs.col(j).template cast<double>();
+        const Eigen::VectorXd c = problem.rhs.col(j).template cast<double>();
         column.norm_c = c.norm();
-        if (!(column.norm_c > 0)) {  // c = 0: every iterate is 0
-            column.complete = true;
-            continue;
-        }
-        column.basis.resize(dim, 1);
-        column.basis.col(0) = c / column.norm_c;
+        if (column.norm_c > 0) column.process.start(c);
     }
+    if (estimate_top) top_.emplace(problem.dim, top_eigenvalue_tolerance<T>());
     // About sqrt(t) steps are needed for t iterates of a smooth spectrum (the polynomial
     // degree that approximates (1 - s x)^t); decaying kernel spectra need a few more.
     extend(std::min(capacity(), std::max<Index>(16, Index(std::sqrt(double(max_iter_))))));
+}
+
+template <class T>
+double LanczosGradient<T>::top_eigenvalue() {
+    if (!top_) top_.emplace(problem_.dim, top_eigenvalue_tolerance<T>());
+    while (!top_->done()) extend(1);
+    return top_->value();
+}
+
+template <class T>
+void LanczosGradient<T>::certify(double step) {
+    step_ = step;
     while (true) {
         certified_ = max_iter_;
         Index largest = 0;
-        bool open = false;
+        bool growing = false;
         for (const Column& column : columns_) {
             certified_ = std::min(certified_, certified(column));
             largest = std::max(largest, column.size());
-            open = open || (!column.complete && column.size() < capacity());
+            growing = growing || open(column);
         }
-        if (certified_ >= max_iter_ || !open) return;
+        if (certified_ >= max_iter_ || !growing) return;
         extend(std::max<Index>(8, largest / 4));
     }
 }
@@ -71,45 +78,29 @@ Index LanczosGradient<T>::capacity() const {
 
 template <class T>
 void LanczosGradient<T>::extend(Index steps) {
-    const Index dim = problem_.dim, limit = capacity();
-    std::vector<Column*> open;
+    std::vector<LanczosProcess*> growing;
     Matrix<T> vectors, products;
     for (Index done = 0; done < steps; ++done) {
-        open.clear();
+        growing.clear();
         for (Column& column : columns_)
-            if (!column.complete && column.size() < limit) open.push_back(&column);
-        if (open.empty()) return;
-        // One product for all open columns: H is read once whatever their number.
-        vectors.resize(dim, Index(open.size()));
-        products.resize(dim, Index(open.size()));
-        for (std::size_t i = 0; i < open.size(); ++i)
-            vectors.col(Index(i)) = open[i]->basis.col(open[i]->size()).template cast<T>();
+            if (open(column)) growing.push_back(&column.process);
+        const bool top = top_ && !top_->done();
+        const Index count = Index(growing.size()) + (top ? 1 : 0);
+        if (count == 0) return;
+        // One block product for every open process: H is read once whatever their number.
+        vectors.resize(problem_.dim, count);
+        products.resize(problem_.dim, count);
+        for (std::size_t i = 0; i < growing.size(); ++i)
+            vectors.col(Index(i)) = growing[i]->next_vector().template cast<T>();
+        if (top) vectors.col(count - 1) = top_->next_vector().template cast<T>();
         problem_.apply(vectors, products);
         ++products_;
-        for (std::size_t i = 0; i < open.size(); ++i) {
-            Column& column = *open[i];
-            const Index k = column.size();
-            Eigen::VectorXd w = products.col(Index(i)).template cast<double>();
-            const double applied = w.norm();
-            const double a = w.dot(column.basis.col(k));
-            if (k > 0) column.off.push_back(column.coupling);
-            column.diagonal.push_back(a);
-            // Full reorthogonalisation, twice: V stays orthonormal to rounding, which the
-            // error bound assumes.
-            const auto V = column.basis.leftCols(k + 1);
-            for (int pass = 0; pass < 2; ++pass) w -= V * (V.transpose() * w);
-            const double b = w.norm();
-            if (!(b > 4 * std::numeric_limits<double>::epsilon() * applied) || k + 1 == dim) {
-                column.complete = true;  // the basis spans an invariant subspace
-                column.coupling = 0;
-                column.basis.conservativeResize(Eigen::NoChange, k + 1);
-                continue;
-            }
-            column.coupling = b;
-            column.basis.conservativeResize(Eigen::NoChange, k + 2);
-            column.basis.col(k + 1) = w / b;
-        }
-        if (callback_) callback_({"lanczos", products_, limit});
+        for (std::size_t i = 0; i < growing.size(); ++i)
+            growing[i]->absorb(products.col(Index(i)).template cast<double>());
+        if (top) top_->absorb(products.col(count - 1).template cast<double>());
+        if (!callback_) continue;
+        if (top) callback_({"step_size", top_->steps(), top_->most_steps()});
+        else callback_({"lanczos", products_, capacity()});
     }
 }
 
@@ -117,11 +108,13 @@ template <class T>
 void LanczosGradient<T>::step_projected(const Column& column, Eigen::VectorXd& z) const {
     const Index k = column.size();
     if (k == 0) return;  // c = 0
+    const auto& diagonal = column.process.diagonal();
+    const auto& off = column.process.off_diagonal();
     double before = 0;  // z[i - 1] before this step
     for (Index i = 0; i < k; ++i) {
-        double Tz = column.diagonal[std::size_t(i)] * z[i];
-        if (i > 0) Tz += column.off[std::size_t(i - 1)] * before;
-        if (i + 1 < k) Tz += column.off[std::size_t(i)] * z[i + 1];
+        double Tz = diagonal[std::size_t(i)] * z[i];
+        if (i > 0) Tz += off[std::size_t(i - 1)] * before;
+        if (i + 1 < k) Tz += off[std::size_t(i)] * z[i + 1];
         before = z[i];
         z[i] -= step_ * Tz;
     }
@@ -130,22 +123,21 @@ void LanczosGradient<T>::step_projected(const Column& column, Eigen::VectorXd& z
 
 template <class T>
 Index LanczosGradient<T>::certified(const Column& column) const {
-    if (column.complete) return max_iter_;
+    if (column.complete()) return max_iter_;
     Eigen::VectorXd z = Eigen::VectorXd::Zero(column.size());
     double sum = 0;
     for (Index t = 1; t <= max_iter_; ++t) {
         sum += std::abs(z[column.size() - 1]);
         step_projected(column, z);
-        if (step_ * column.coupling * sum > tolerance_ * z.norm()) return t - 1;
+        if (step_ * column.process.coupling() * sum > tolerance_ * z.norm()) return t - 1;
     }
     return max_iter_;
 }
 
 template <class T>
-Matrix<T> LanczosGradient<T>::coefficient_basis(const Column& column, int n_threads) const {
-    (void)n_threads;  // to_alpha carries its own thread count
+Matrix<T> LanczosGradient<T>::coefficient_basis(const Column& column) const {
     if (column.size() == 0) return Matrix<T>(problem_.alpha_rows, 0);  // c = 0
-    const Matrix<T> basis = column.basis.leftCols(column.size()).template cast<T>();
+    const Matrix<T> basis = column.process.basis().template cast<T>();
     Matrix<T> alphas(problem_.alpha_rows, column.size());
     problem_.to_alpha(basis, alphas);
     return alphas;
@@ -158,7 +150,7 @@ void LanczosGradient<T>::run(const Validation<T>* validation, const IterativeOpt
     std::vector<Matrix<T>> coefficients;  // per column: alpha_rows x k
     std::vector<Eigen::VectorXd> z;       // per column: the projected iterate
     for (const Column& column : columns_) {
-        coefficients.push_back(coefficient_basis(column, options.n_threads));
+        coefficients.push_back(coefficient_basis(column));
         z.push_back(Eigen::VectorXd::Zero(column.size()));
     }
     auto coefficients_of = [&](const std::vector<Eigen::VectorXd>& at) {

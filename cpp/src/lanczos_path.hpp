@@ -19,7 +19,9 @@
 #pragma once
 
 #include "gradient_path.hpp"
+#include "lanczos.hpp"
 
+#include <optional>
 #include <vector>
 
 namespace nytro::detail {
@@ -27,8 +29,18 @@ namespace nytro::detail {
 template <class T>
 class LanczosGradient {
 public:
-    // Builds the basis. step must be stable (< 2 / lambda_max(H)): the bound relies on it.
-    LanczosGradient(const LinearProblem<T>& problem, double step, Index max_iter, const Callback& callback);
+    // Starts a basis for every column of c; with estimate_top, the Lanczos estimate of
+    // lambda_max (for the automatic step) runs in the same block products, so that its
+    // 8-20 products cost nothing beyond the basis' own.
+    LanczosGradient(const LinearProblem<T>& problem, Index max_iter, const Callback& callback, bool estimate_top);
+
+    // lambda_max(H), as largest_eigenvalue gives it (further products, if needed, also
+    // grow the basis).
+    double top_eigenvalue();
+
+    // Grows the basis until the bound certifies every iterate up to max_iter for this
+    // step, or to its size limit. step must be stable (< 2 / lambda_max(H)).
+    void certify(double step);
 
     // Every iterate up to max_iter is certified; otherwise the path must be run stepwise.
     bool covers_path() const { return certified_ >= max_iter_; }
@@ -41,29 +53,29 @@ public:
     void run(const Validation<T>* validation, const IterativeOptions& options, PathResult<T>& result) const;
 
 private:
-    // One column of c: its Lanczos basis and projected matrix.
+    // One column of c: its Lanczos process (not started when c = 0).
     struct Column {
-        double norm_c = 0;            // |c|: the projected right-hand side is norm_c e_1
-        Eigen::MatrixXd basis;        // dim x (k + 1): v_1..v_k and the next vector v'
-        std::vector<double> diagonal, off;  // T's diagonal (k) and off-diagonal (k - 1)
-        double coupling = 0;          // b in H V = V T + b v' e_k^T (0: the space is invariant)
-        bool complete = false;        // invariant subspace found: every iterate is exact
-        Index size() const { return Index(diagonal.size()); }
+        double norm_c = 0;  // |c|: the projected right-hand side is norm_c e_1
+        LanczosProcess process;
+        Index size() const { return process.size(); }
+        bool complete() const { return norm_c == 0 || process.complete(); }  // every iterate exact
     };
 
-    void extend(Index steps);                          // more Lanczos steps on every open column
+    void extend(Index steps);                          // more steps on every open process
+    bool open(const Column& column) const { return !column.complete() && column.size() < capacity(); }
     Index certified(const Column& column) const;       // the last t whose bound holds
     void step_projected(const Column& column, Eigen::VectorXd& z) const;  // z += s (|c| e_1 - T z)
     Index capacity() const;                            // the basis size limit
     // alpha_rows x k: the coefficients the basis vectors map to.
-    Matrix<T> coefficient_basis(const Column& column, int n_threads) const;
+    Matrix<T> coefficient_basis(const Column& column) const;
 
     const LinearProblem<T>& problem_;
-    double step_;
     Index max_iter_;
     Callback callback_;
     double tolerance_;
+    double step_ = 0;
     std::vector<Column> columns_;
+    std::optional<TopEigenvalue> top_;
     Index certified_ = 0, products_ = 0;
 };
 

@@ -32,15 +32,12 @@ PathResult<T> landweber_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, dou
     problem.iteration_bytes = double(K.size()) * sizeof(T);
     problem.rhs = Y;
     problem.to_alpha = [](const MatrixCRef<T>& betas, MatrixRef<T> alphas) { alphas = betas; };
-    const double step = detail::resolve_step(options, n, [&] {
-        return detail::largest_eigenvalue<T>(n, problem.apply, options.callback);
-    });
     PathResult<T> result;
     result.rank = n;
     result.solver = Solver::direct;
     IterativeOptions loop = options;
     loop.n_threads = threads;
-    detail::run_path<T>(problem, step, validation.get(), loop, result);
+    detail::run_path_with_step<T>(problem, n, validation.get(), loop, result);
     return result;
 }
 

@@ -254,12 +254,9 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
                             : build_solver<T, T>(result.solver, problem, X, Y, setup, sigma, threads,
                                                  options.callback);
 
-    const double step = detail::resolve_step(options, X.rows(), [&] {
-        return detail::largest_eigenvalue<T>(problem.dim, problem.apply, options.callback);
-    });
     IterativeOptions loop = options;
     loop.n_threads = threads;
-    detail::run_path<T>(problem, step, setup.validation.get(), loop, result);
+    detail::run_path_with_step<T>(problem, X.rows(), setup.validation.get(), loop, result);
     result.coef = detail::scatter_rows<T>(result.coef, setup.factor.support, centers.rows());
     return result;
 }

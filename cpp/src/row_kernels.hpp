@@ -99,6 +99,80 @@ void add_weighted(const S* block, Index stride, Index rows, const T* w, T* dst, 
     }
 }
 
+// dots for two vectors at once, reading each entry once: out0[i] += block(i, :) x0,
+// out1[i] += block(i, :) x1 over columns [c0, c1). 16 sums stay in registers (AVX-512
+// has 32; narrower units spill some, which costs speed, not accuracy).
+template <class T, class S>
+void dots2(const S* block, Index stride, Index rows, const T* x0, const T* x1, Index c0, Index c1, T* out0,
+           T* out1) {
+    for (Index g0 = 0; g0 < rows; g0 += group) {
+        const Index count = std::min(group, rows - g0);
+        const S* row[group];
+        group_rows(block, stride, g0, count, row);
+        Packet<T> sum0[group], sum1[group];
+        for (Index i = 0; i < group; ++i) sum0[i] = sum1[i] = ei::pset1<Packet<T>>(T(0));
+        Index c = c0;
+        for (; c + width<T> <= c1; c += width<T>) {
+            const Packet<T> a = ei::ploadu<Packet<T>>(x0 + c), b = ei::ploadu<Packet<T>>(x1 + c);
+            for (Index i = 0; i < group; ++i) {
+                const Packet<T> h = load<T>(row[i] + c);
+                sum0[i] = ei::pmadd(h, a, sum0[i]);
+                sum1[i] = ei::pmadd(h, b, sum1[i]);
+            }
+        }
+        T tail0[group] = {}, tail1[group] = {};
+        for (; c < c1; ++c)
+            for (Index i = 0; i < group; ++i) {
+                tail0[i] += T(row[i][c]) * x0[c];
+                tail1[i] += T(row[i][c]) * x1[c];
+            }
+        for (Index i = 0; i < count; ++i) {
+            out0[g0 + i] += ei::predux(sum0[i]) + tail0[i];
+            out1[g0 + i] += ei::predux(sum1[i]) + tail1[i];
+        }
+    }
+}
+
+// add_weighted for two weight vectors at once, reading each entry once:
+// dst0[c] += sum_i block(i, c) w0[i], dst1[c] += sum_i block(i, c) w1[i].
+template <class T, class S>
+void add_weighted2(const S* block, Index stride, Index rows, const T* w0, const T* w1, T* dst0, T* dst1, Index c0,
+                   Index c1) {
+    for (Index g0 = 0; g0 < rows; g0 += group) {
+        const Index count = std::min(group, rows - g0);
+        const S* row[group];
+        group_rows(block, stride, g0, count, row);
+        T weight0[group], weight1[group];
+        Packet<T> scale0[group], scale1[group];
+        for (Index i = 0; i < group; ++i) {
+            weight0[i] = i < count ? w0[g0 + i] : T(0);
+            weight1[i] = i < count ? w1[g0 + i] : T(0);
+            scale0[i] = ei::pset1<Packet<T>>(weight0[i]);
+            scale1[i] = ei::pset1<Packet<T>>(weight1[i]);
+        }
+        Index c = c0;
+        for (; c + width<T> <= c1; c += width<T>) {
+            Packet<T> t0 = ei::ploadu<Packet<T>>(dst0 + c), t1 = ei::ploadu<Packet<T>>(dst1 + c);
+            for (Index i = 0; i < group; ++i) {
+                const Packet<T> h = load<T>(row[i] + c);
+                t0 = ei::pmadd(h, scale0[i], t0);
+                t1 = ei::pmadd(h, scale1[i], t1);
+            }
+            ei::pstoreu(dst0 + c, t0);
+            ei::pstoreu(dst1 + c, t1);
+        }
+        for (; c < c1; ++c) {
+            T t0 = dst0[c], t1 = dst1[c];
+            for (Index i = 0; i < group; ++i) {
+                t0 += T(row[i][c]) * weight0[i];
+                t1 += T(row[i][c]) * weight1[i];
+            }
+            dst0[c] = t0;
+            dst1[c] = t1;
+        }
+    }
+}
+
 // Both at once, reading each entry once: dst[c] += sum_i block(i, c) w[i] and
 // dots[i] += sum_c block(i, c) x[c], over columns [c0, c1).
 template <class T, class S>

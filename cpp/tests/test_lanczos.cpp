@@ -37,7 +37,9 @@ void same_path(const Problem& p, const nytro::PathResult<T>& lanczos, const nytr
                double rtol) {
     CHECK_EQ(lanczos.n_iter, stepwise.n_iter);
     CHECK_EQ(lanczos.iterations_run, stepwise.iterations_run);
-    CHECK_EQ(lanczos.step_size, stepwise.step_size);
+    // The automatic step's Lanczos runs in the basis' block products, whose rounding may
+    // differ from single-column products (float32: its Ritz value settles at ~1e-7).
+    CHECK_NEAR(lanczos.step_size, stepwise.step_size, rtol * stepwise.step_size);
     CHECK_EQ(stepwise.products, stepwise.iterations_run);
     CHECK_CLOSE(path_of(lanczos.validation_rmse), path_of(stepwise.validation_rmse), rtol);
     const MatrixD K_val = direct_kernel(p.X_val, lanczos.coef.rows() == p.centers.rows() ? p.centers : p.X, p.sigma);

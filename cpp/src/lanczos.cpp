@@ -1,0 +1,65 @@
+#include "lanczos.hpp"
+
+#include <Eigen/Eigenvalues>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace nytro::detail {
+
+void LanczosProcess::start(const Eigen::VectorXd& start) {
+    basis_.resize(start.size(), 1);
+    basis_.col(0) = start / start.norm();
+    diagonal_.clear();
+    off_.clear();
+    coupling_ = 0;
+    complete_ = false;
+}
+
+void LanczosProcess::absorb(Eigen::VectorXd w) {
+    const Index k = size(), dim = basis_.rows();
+    const double applied = w.norm();
+    diagonal_.push_back(w.dot(basis_.col(k)));
+    if (k > 0) off_.push_back(coupling_);
+    const auto V = basis_.leftCols(k + 1);
+    for (int pass = 0; pass < 2; ++pass) w -= V * (V.transpose() * w);
+    const double b = w.norm();
+    if (!(b > 4 * std::numeric_limits<double>::epsilon() * applied) || k + 1 == dim) {
+        complete_ = true;
+        coupling_ = 0;
+        basis_.conservativeResize(Eigen::NoChange, k + 1);
+        return;
+    }
+    coupling_ = b;
+    basis_.conservativeResize(Eigen::NoChange, k + 2);
+    basis_.col(k + 1) = w / b;
+}
+
+double LanczosProcess::top_ritz_value() const {
+    const Eigen::VectorXd diagonal = Eigen::Map<const Eigen::VectorXd>(diagonal_.data(), size());
+    const Eigen::VectorXd off = Eigen::Map<const Eigen::VectorXd>(off_.data(), size() - 1);
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> ritz;
+    ritz.computeFromTridiagonal(diagonal, off, Eigen::EigenvaluesOnly);
+    return ritz.eigenvalues().maxCoeff();
+}
+
+TopEigenvalue::TopEigenvalue(Index dim, double tolerance)
+    : tolerance_(tolerance), most_steps_(std::min<Index>(dim, 120)) {
+    Eigen::VectorXd v(dim);
+    for (Index i = 0; i < dim; ++i) v[i] = std::fmod(0.6180339887498949 * double(i + 1), 1.0) - 0.5;
+    process_.start(v);
+}
+
+void TopEigenvalue::absorb(const Eigen::VectorXd& product) {
+    process_.absorb(product);
+    const double top = process_.top_ritz_value();
+    // Converged: the Ritz value moved by at most the tolerance (from the third step on),
+    // or the Krylov space is invariant, or the step budget is spent.
+    if ((steps() >= 3 && std::abs(top - value_) <= tolerance_ * std::abs(top)) || process_.complete() ||
+        steps() == most_steps_)
+        done_ = true;
+    value_ = top;
+}
+
+}  // namespace nytro::detail

@@ -1,0 +1,68 @@
+// The Lanczos process with full reorthogonalisation, one step at a time, for a symmetric
+// positive semidefinite H applied elsewhere: the callers batch the products of several
+// processes into one block product (H is read once whatever the number of columns).
+// Used for lambda_max (the automatic step) and for gd's iterates (lanczos_path.hpp).
+#pragma once
+
+#include "nytro/types.hpp"
+
+#include <vector>
+
+namespace nytro::detail {
+
+// Builds V (dim x k, orthonormal) and T (k x k, tridiagonal) with
+// H V = V T + coupling v' e_k^T, from a start vector.
+class LanczosProcess {
+public:
+    // start must be nonzero; it is normalised here.
+    void start(const Eigen::VectorXd& start);
+
+    // The vector whose product with H the next step takes (v' in the relation above).
+    auto next_vector() const { return basis_.col(size()); }
+
+    // One step, given product = H next_vector(). Orthogonalises against the whole basis
+    // twice (V stays orthonormal to rounding), and marks the process complete when the
+    // remainder vanishes (an invariant subspace) or the basis spans the space.
+    void absorb(Eigen::VectorXd product);
+
+    Index size() const { return Index(diagonal_.size()); }
+    bool complete() const { return complete_; }
+    double coupling() const { return coupling_; }  // 0 once complete
+    const std::vector<double>& diagonal() const { return diagonal_; }
+    const std::vector<double>& off_diagonal() const { return off_; }
+    // v_1..v_k (the next vector excluded).
+    auto basis() const { return basis_.leftCols(size()); }
+
+    // The largest eigenvalue of T (its top Ritz value, a lower bound on lambda_max(H)).
+    double top_ritz_value() const;
+
+private:
+    Eigen::MatrixXd basis_;             // dim x (k + 1): v_1..v_k and the next vector
+    std::vector<double> diagonal_, off_;
+    double coupling_ = 0;
+    bool complete_ = false;
+};
+
+// lambda_max(H) by Lanczos from a fixed pseudo-random start (a Weyl sequence: deterministic,
+// and never orthogonal to the top eigenvector in practice), stopped once the top Ritz
+// value settles to `tolerance` (relative), at most 120 steps.
+class TopEigenvalue {
+public:
+    TopEigenvalue(Index dim, double tolerance);
+
+    bool done() const { return done_; }
+    auto next_vector() const { return process_.next_vector(); }
+    void absorb(const Eigen::VectorXd& product);
+    double value() const { return value_; }
+    Index steps() const { return process_.size(); }
+    Index most_steps() const { return most_steps_; }
+
+private:
+    LanczosProcess process_;
+    double tolerance_;
+    Index most_steps_;
+    double value_ = 0;
+    bool done_ = false;
+};
+
+}  // namespace nytro::detail
