@@ -201,9 +201,12 @@ void LanczosGradient<T>::run(const Validation<T>* validation, const IterativeOpt
                 step_projected(columns_[c], z[c]);
                 chunk[c].col(i) = z[c];
             }
-            if (images[c].cols() == 0) errors = -targets.col(j).replicate(1, count);
-            else errors.noalias() = images[c] * chunk[c];
-            if (images[c].cols() != 0) errors.colwise() -= targets.col(j);
+            if (images[c].cols() == 0) {  // c = 0: every prediction is 0
+                errors = -targets.col(j).replicate(1, count);
+            } else {
+                errors.noalias() = images[c] * chunk[c];
+                errors.colwise() -= targets.col(j);
+            }
             squared.head(count) += errors.colwise().squaredNorm().transpose().array();
         }
         for (Index i = 0; i < count && !stop; ++i) {
