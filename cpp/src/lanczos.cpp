@@ -5,11 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 namespace nytro::detail {
 
-void LanczosProcess::start(const Eigen::VectorXd& start) {
-    basis_.resize(start.size(), 1);
+void LanczosProcess::start(const Eigen::VectorXd& start, Index most_steps) {
+    basis_.resize(start.size(), std::min(most_steps, start.size()) + 1);
     basis_.col(0) = start / start.norm();
     diagonal_.clear();
     off_.clear();
@@ -28,11 +29,10 @@ void LanczosProcess::absorb(Eigen::VectorXd w) {
     if (!(b > 4 * std::numeric_limits<double>::epsilon() * applied) || k + 1 == dim) {
         complete_ = true;
         coupling_ = 0;
-        basis_.conservativeResize(Eigen::NoChange, k + 1);
         return;
     }
+    if (k + 1 > most_steps()) throw std::logic_error("nytro internal error: Lanczos basis full");
     coupling_ = b;
-    basis_.conservativeResize(Eigen::NoChange, k + 2);
     basis_.col(k + 1) = w / b;
 }
 
@@ -48,7 +48,7 @@ TopEigenvalue::TopEigenvalue(Index dim, double tolerance)
     : tolerance_(tolerance), most_steps_(std::min<Index>(dim, 120)) {
     Eigen::VectorXd v(dim);
     for (Index i = 0; i < dim; ++i) v[i] = std::fmod(0.6180339887498949 * double(i + 1), 1.0) - 0.5;
-    process_.start(v);
+    process_.start(v, most_steps_);
 }
 
 void TopEigenvalue::absorb(const Eigen::VectorXd& product) {

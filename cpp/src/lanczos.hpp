@@ -14,15 +14,17 @@ namespace nytro::detail {
 // H V = V T + coupling v' e_k^T, from a start vector.
 class LanczosProcess {
 public:
-    // start must be nonzero; it is normalised here.
-    void start(const Eigen::VectorXd& start);
+    // start must be nonzero; it is normalised here. Room for `most_steps` steps is
+    // allocated at once (growing the basis a column at a time would copy it every step).
+    void start(const Eigen::VectorXd& start, Index most_steps);
 
     // The vector whose product with H the next step takes (v' in the relation above).
     auto next_vector() const { return basis_.col(size()); }
 
-    // One step, given product = H next_vector(). Orthogonalises against the whole basis
-    // twice (V stays orthonormal to rounding), and marks the process complete when the
-    // remainder vanishes (an invariant subspace) or the basis spans the space.
+    // One step, given product = H next_vector(), at most most_steps() times. Orthogonalises
+    // against the whole basis twice (V stays orthonormal to rounding), and marks the
+    // process complete when the remainder vanishes (an invariant subspace) or the basis
+    // spans the space.
     void absorb(Eigen::VectorXd product);
 
     Index size() const { return Index(diagonal_.size()); }
@@ -32,12 +34,13 @@ public:
     const std::vector<double>& off_diagonal() const { return off_; }
     // v_1..v_k (the next vector excluded).
     auto basis() const { return basis_.leftCols(size()); }
+    Index most_steps() const { return basis_.cols() - 1; }
 
     // The largest eigenvalue of T (its top Ritz value, a lower bound on lambda_max(H)).
     double top_ritz_value() const;
 
 private:
-    Eigen::MatrixXd basis_;             // dim x (k + 1): v_1..v_k and the next vector
+    Eigen::MatrixXd basis_;             // dim x (most_steps + 1): v_1..v_k, the next vector, room
     std::vector<double> diagonal_, off_;
     double coupling_ = 0;
     bool complete_ = false;

@@ -34,7 +34,7 @@ LanczosGradient<T>::LanczosGradient(const LinearProblem<T>& problem, Index max_i
         Column& column = columns_[std::size_t(j)];
         const Eigen::VectorXd c = problem.rhs.col(j).template cast<double>();
         column.norm_c = c.norm();
-        if (column.norm_c > 0) column.process.start(c);
+        if (column.norm_c > 0) column.process.start(c, capacity());
     }
     if (estimate_top) top_.emplace(problem.dim, top_eigenvalue_tolerance<T>());
     // About sqrt(t) steps are needed for t iterates of a smooth spectrum (the polynomial
