@@ -69,11 +69,12 @@ class NytroRegressor(KernelRegressorBase):
         How R with R R^T = K_mm^+ is computed: rank-revealing pivoted Cholesky (fast),
         the paper's pivoted QR + Cholesky, or the authors' Cholesky of K_mm + 1e-10 I.
     solver : {"auto", "direct", "gram", "spectral"}, default="auto"
-        "direct" stores K_nm and reads it once per iteration; "gram" forms A^T A once
-        from streamed blocks (K_nm never stored) and iterates in m dimensions; "spectral"
-        also eigendecomposes A^T A, after which an iteration costs O(m) (long paths, e.g.
-        max_iter=1e5 with "gd"); "auto" picks by a cost model. All give the same
-        iterates up to rounding.
+        "direct" stores K_nm and reads it once per product with A^T A; "gram" forms A^T A
+        once from streamed blocks (K_nm never stored) and iterates in m dimensions;
+        "spectral" also eigendecomposes A^T A, after which an iteration costs O(m) (long
+        "nu" or "cg" paths, e.g. max_iter=1e5); "auto" picks by a cost model (with
+        Lanczos iterates, a few dozen passes over K_nm often cost less than forming
+        A^T A). All give the same iterates up to rounding.
     storage : {None, "float32"}, default=None
         "float32" keeps K_nm (direct) or A^T A (gram) and the hold-out kernel in float32
         while computing in float64: half the memory and the bytes read per iteration.
