@@ -229,14 +229,21 @@ void run_stepwise(const LinearProblem<T>& problem, double step, const Validation
     result.coef = problem.finish ? problem.finish(selected) : std::move(selected);
 }
 
+// The path from a started basis: certified for this step, or stepped where it falls short.
+template <class T>
+void run_from_basis(LanczosGradient<T>& lanczos, const LinearProblem<T>& problem, double step,
+                    const Validation<T>* validation, const IterativeOptions& options, PathResult<T>& result) {
+    lanczos.certify(step);
+    if (lanczos.covers_path()) return lanczos.run(validation, options, result);
+    run_stepwise(problem, step, validation, options, result, lanczos.products());
+}
+
 template <class T>
 void run_path(const LinearProblem<T>& problem, double step, const Validation<T>* validation,
               const IterativeOptions& options, PathResult<T>& result) {
     if (!by_lanczos(problem, options)) return run_stepwise(problem, step, validation, options, result, 0);
     LanczosGradient<T> lanczos(problem, options.max_iter, options.callback, false);
-    lanczos.certify(step);
-    if (lanczos.covers_path()) return lanczos.run(validation, options, result);
-    run_stepwise(problem, step, validation, options, result, lanczos.products());
+    run_from_basis(lanczos, problem, step, validation, options, result);
 }
 
 template <class T>
@@ -250,9 +257,7 @@ void run_path_with_step(const LinearProblem<T>& problem, Index n, const Validati
     }
     LanczosGradient<T> lanczos(problem, options.max_iter, options.callback, options.step_rule != StepRule::paper);
     const double step = resolve_step(options, n, [&] { return lanczos.top_eigenvalue(); });
-    lanczos.certify(step);
-    if (lanczos.covers_path()) return lanczos.run(validation, options, result);
-    run_stepwise(problem, step, validation, options, result, lanczos.products());
+    run_from_basis(lanczos, problem, step, validation, options, result);
 }
 
 template <class T>

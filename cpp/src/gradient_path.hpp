@@ -1,9 +1,10 @@
 // The iterative path shared by NYTRO and Landweber: iterates beta_1, beta_2, ... of an
 // iterative regulariser (gd, nu or cg; see nytro::Method) for H beta = c from beta_0 = 0,
-// the validation RMSE of every iterate, and the stopping rule that picks t. Iterates
-// are buffered in chunks of 16 to 64 (sized from what an iteration and a validation read)
-// so that mapping them to coefficients and predicting the validation set are
-// matrix-matrix products rather than one matrix-vector product per iteration.
+// the validation RMSE of every iterate, and the stopping rule that picks t. Stepwise,
+// iterates are buffered in chunks of 16 to 64 (sized from what an iteration and a
+// validation read) so that mapping them to coefficients and predicting the validation
+// set are matrix-matrix products rather than one matrix-vector product per iteration.
+// gd's iterates may instead come from a Lanczos basis (lanczos_path.hpp).
 #pragma once
 
 #include "nytro/solvers.hpp"
@@ -18,7 +19,8 @@ struct LinearProblem {
     Index dim = 0;         // rows of an iterate
     Index q = 1;           // columns of an iterate (outputs)
     Index alpha_rows = 0;  // rows of the coefficients an iterate maps to
-    // out = H p for p, out both dim x q (H symmetric positive semidefinite).
+    // out = H p for p, out both dim x c (c = q on the stepwise path; the Lanczos blocks
+    // and the lambda_max estimate pass other widths) (H symmetric positive semidefinite).
     std::function<void(const Matrix<T>& p, Matrix<T>& out)> apply;
     Matrix<T> rhs;         // c, dim x q
     double iteration_bytes = 0;  // what one `apply` reads from memory (0: unknown)
@@ -30,7 +32,9 @@ struct LinearProblem {
     std::function<Matrix<T>(const Matrix<T>&)> finish;
 };
 
-// Runs the path; fills coef, validation_rmse, n_iter, iterations_run, step_size.
+// Runs the path; fills coef, validation_rmse, n_iter, iterations_run, step_size and
+// products. gd's iterates come from a Lanczos basis where options.iterates allows it
+// (lanczos_path.hpp), else one product with H per iteration.
 // `step` (<= 1 / lambda_max(H) for stability of gd and nu) is ignored by cg.
 template <class T>
 void run_path(const LinearProblem<T>& problem, double step, const Validation<T>* validation,
