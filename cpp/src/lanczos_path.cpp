@@ -50,8 +50,9 @@ double LanczosGradient<T>::top_eigenvalue() {
 }
 
 template <class T>
-void LanczosGradient<T>::certify(double step) {
+void LanczosGradient<T>::certify(double step, Index horizon) {
     step_ = step;
+    horizon = std::min(horizon, max_iter_);
     while (true) {
         certified_ = max_iter_;
         Index largest = 0;
@@ -61,7 +62,7 @@ void LanczosGradient<T>::certify(double step) {
             largest = std::max(largest, column.size());
             growing = growing || open(column);
         }
-        if (certified_ >= max_iter_ || !growing) return;
+        if (certified_ >= horizon || !growing) return;
         extend(std::max<Index>(8, largest / 4));
     }
 }
@@ -135,64 +136,85 @@ Index LanczosGradient<T>::certified(const Column& column) const {
 }
 
 template <class T>
-Matrix<T> LanczosGradient<T>::coefficient_basis(const Column& column) const {
-    if (column.size() == 0) return Matrix<T>(problem_.alpha_rows, 0);  // c = 0
-    const Matrix<T> basis = column.process.basis().template cast<T>();
-    Matrix<T> alphas(problem_.alpha_rows, column.size());
+Matrix<T> LanczosGradient<T>::coefficient_basis(const Column& column, Index first) const {
+    const Index count = column.size() - first;
+    if (count == 0) return Matrix<T>(problem_.alpha_rows, 0);
+    const Matrix<T> basis = column.process.basis().middleCols(first, count).template cast<T>();
+    Matrix<T> alphas(problem_.alpha_rows, count);
     problem_.to_alpha(basis, alphas);
     return alphas;
 }
 
 template <class T>
-void LanczosGradient<T>::run(const Validation<T>* validation, const IterativeOptions& options,
-                             PathResult<T>& result) const {
+bool LanczosGradient<T>::run(const Validation<T>* validation, const IterativeOptions& options,
+                             PathResult<T>& result) {
     const Index q = problem_.q;
-    std::vector<Matrix<T>> coefficients;  // per column: alpha_rows x k
-    std::vector<Eigen::VectorXd> z;       // per column: the projected iterate
-    for (const Column& column : columns_) {
-        coefficients.push_back(coefficient_basis(column));
-        z.push_back(Eigen::VectorXd::Zero(column.size()));
-    }
+    std::vector<Matrix<T>> coefficients(columns_.size());  // per column: alpha_rows x k
+    std::vector<Eigen::MatrixXd> images(columns_.size());  // per column: n_val x k, K_val times those
+    std::vector<Eigen::VectorXd> z(columns_.size());       // per column: the projected iterate
+    // Brings the coefficient bases and the hold-out images up to the current basis, and
+    // z_t to it (recomputed from z_0: T has grown).
+    auto follow_basis = [&](Index t) {
+        for (std::size_t c = 0; c < columns_.size(); ++c) {
+            const Index have = coefficients[c].cols(), size = columns_[c].size();
+            if (size > have) {
+                const Matrix<T> added = coefficient_basis(columns_[c], have);
+                coefficients[c].conservativeResize(problem_.alpha_rows, size);
+                coefficients[c].rightCols(size - have) = added;
+                if (validation) {
+                    images[c].conservativeResize(validation->targets().rows(), size);
+                    images[c].rightCols(size - have) =
+                        validation->predict(added, options.n_threads).template cast<double>();
+                }
+            }
+            z[c] = Eigen::VectorXd::Zero(size);
+            for (Index i = 0; i < t; ++i) step_projected(columns_[c], z[c]);
+        }
+    };
+    follow_basis(0);
     auto coefficients_of = [&](const std::vector<Eigen::VectorXd>& at) {
         Matrix<T> alpha(problem_.alpha_rows, q);
         for (Index j = 0; j < q; ++j) {
             const auto& W = coefficients[std::size_t(j)];
+            const auto& zj = at[std::size_t(j)];
             if (W.cols() == 0) alpha.col(j).setZero();
-            else alpha.col(j) = W * at[std::size_t(j)].template cast<T>();
+            else alpha.col(j) = W.leftCols(zj.size()) * zj.template cast<T>();
         }
         return problem_.finish ? problem_.finish(alpha) : alpha;
     };
     result.step_size = step_;
-    result.products = products_;
     result.validation_rmse.clear();
 
     if (validation == nullptr) {
+        if (certified_ < max_iter_) return false;
         for (Index t = 1; t <= max_iter_; ++t) {
             for (Index j = 0; j < q; ++j) step_projected(columns_[std::size_t(j)], z[std::size_t(j)]);
             if (options.callback) options.callback({"iterate", t, max_iter_});
         }
         result.coef = coefficients_of(z);
         result.n_iter = result.iterations_run = max_iter_;
-        return;
+        result.products = products_;
+        return true;
     }
 
-    // The hold-out predictions of the basis vectors: an iterate's are these times z_t.
-    std::vector<Eigen::MatrixXd> images;
-    for (const auto& W : coefficients)
-        images.push_back(W.cols() ? Eigen::MatrixXd(validation->predict(W, options.n_threads).template cast<double>())
-                                  : Eigen::MatrixXd());
     const Eigen::MatrixXd targets = validation->targets().template cast<double>();
     const Index n_val = targets.rows();
-
     StoppingRule rule(options.stopping, options.tol, options.window, options.patience);
     std::vector<Eigen::MatrixXd> chunk(static_cast<std::size_t>(q));
-    std::vector<Eigen::VectorXd> selected = z;
+    std::vector<Eigen::VectorXd> selected = z;  // z of the selected iterate, in a basis' first columns
     Eigen::ArrayXd squared(kChunk);
     Eigen::MatrixXd errors;
     Index t = 0;
     bool stop = false;
     while (t < max_iter_ && !stop) {
-        const Index count = std::min(kChunk, max_iter_ - t);
+        if (t == certified_) {
+            // A rule that stops early has not stopped within the certified stretch: certify
+            // twice as far (the basis grows by a few vectors).
+            certify(step_, 2 * t);
+            if (certified_ == t) return false;  // the basis can grow no further
+            follow_basis(t);
+        }
+        const Index count = std::min({kChunk, max_iter_ - t, certified_ - t});
         squared.setZero();
         for (Index j = 0; j < q; ++j) {
             const std::size_t c = std::size_t(j);
@@ -222,6 +244,8 @@ void LanczosGradient<T>::run(const Validation<T>* validation, const IterativeOpt
     result.iterations_run = t;
     result.n_iter = rule.selected();
     result.coef = coefficients_of(selected);
+    result.products = products_;
+    return true;
 }
 
 template class LanczosGradient<float>;

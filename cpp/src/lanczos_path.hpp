@@ -21,6 +21,7 @@
 #include "gradient_path.hpp"
 #include "lanczos.hpp"
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -38,19 +39,23 @@ public:
     // grow the basis).
     double top_eigenvalue();
 
-    // Grows the basis until the bound certifies every iterate up to max_iter for this
-    // step, or to its size limit. step must be stable (< 2 / lambda_max(H)).
-    void certify(double step);
+    // Grows the basis until the bound certifies every iterate up to `horizon` (at most
+    // max_iter) for this step, or to its size limit. step must be stable
+    // (< 2 / lambda_max(H)).
+    void certify(double step, Index horizon);
 
-    // Every iterate up to max_iter is certified; otherwise the path must be run stepwise.
-    bool covers_path() const { return certified_ >= max_iter_; }
+    // Every iterate up to horizon (at most max_iter) is certified.
+    bool covers(Index horizon) const { return certified_ >= std::min(horizon, max_iter_); }
 
     // Products with H taken.
     Index products() const { return products_; }
 
     // The whole path from the basis: validation RMSE of every iterate, the stopping rule,
-    // coefficients of the selected one (as run_path, which calls this).
-    void run(const Validation<T>* validation, const IterativeOptions& options, PathResult<T>& result) const;
+    // coefficients of the selected one (as run_path, which calls this). Where the path
+    // goes past the certified iterates (a rule that stops early has not stopped), the
+    // basis grows to certify twice as far. Returns false, with `result` unusable, when
+    // it cannot grow far enough: the path must then be run stepwise.
+    bool run(const Validation<T>* validation, const IterativeOptions& options, PathResult<T>& result);
 
 private:
     // One column of c: its Lanczos process (not started when c = 0).
@@ -66,8 +71,8 @@ private:
     Index certified(const Column& column) const;       // the last t whose bound holds
     void step_projected(const Column& column, Eigen::VectorXd& z) const;  // z += s (|c| e_1 - T z)
     Index capacity() const;                            // the basis size limit
-    // alpha_rows x k: the coefficients the basis vectors map to.
-    Matrix<T> coefficient_basis(const Column& column) const;
+    // alpha_rows x (k - first): the coefficients basis vectors first.. map to.
+    Matrix<T> coefficient_basis(const Column& column, Index first) const;
 
     const LinearProblem<T>& problem_;
     Index max_iter_;
