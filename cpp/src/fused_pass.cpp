@@ -84,10 +84,10 @@ void FusedPass<T, S>::run(const MatrixCRef<T>& a, const MatrixCRef<T>* Y) {
             }
         }
     });
-    Matrix<T> sum = partial_[0];
+    Matrix<T>& sum = by_rows ? sum_ : result_;  // the row kernels' shares are q x k
+    sum = partial_[0];
     for (Index slot = 1; slot < slots_; ++slot) sum += partial_[slot];
-    if (by_rows) result_ = sum.transpose();
-    else result_ = std::move(sum);
+    if (by_rows) result_ = sum_.transpose();
 }
 
 template <class T, class S>

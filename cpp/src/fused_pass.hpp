@@ -34,6 +34,7 @@ private:
     std::vector<Matrix<T>> residual_;  // one residual block per thread
     std::vector<Matrix<T>> widened_;   // one widened K block per thread (S != T)
     Matrix<T> a_rows_;                 // a transposed: one contiguous row per output
+    Matrix<T> sum_;                    // the row kernels' shares summed (q x k)
     Matrix<T> result_;
 
     static constexpr Index kRowColumns = 8;  // outputs the row kernels take

@@ -45,10 +45,10 @@ double LanczosProcess::top_ritz_value() const {
 }
 
 TopEigenvalue::TopEigenvalue(Index dim, double tolerance)
-    : tolerance_(tolerance), most_steps_(std::min<Index>(dim, 120)) {
+    : tolerance_(tolerance) {
     Eigen::VectorXd v(dim);
     for (Index i = 0; i < dim; ++i) v[i] = std::fmod(0.6180339887498949 * double(i + 1), 1.0) - 0.5;
-    process_.start(v, most_steps_);
+    process_.start(v, 120);
 }
 
 void TopEigenvalue::absorb(const Eigen::VectorXd& product) {
@@ -57,7 +57,7 @@ void TopEigenvalue::absorb(const Eigen::VectorXd& product) {
     // Converged: the Ritz value moved by at most the tolerance (from the third step on),
     // or the Krylov space is invariant, or the step budget is spent.
     if ((steps() >= 3 && std::abs(top - value_) <= tolerance_ * std::abs(top)) || process_.complete() ||
-        steps() == most_steps_)
+        steps() == most_steps())
         done_ = true;
     value_ = top;
 }

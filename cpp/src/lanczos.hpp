@@ -58,12 +58,11 @@ public:
     void absorb(const Eigen::VectorXd& product);
     double value() const { return value_; }
     Index steps() const { return process_.size(); }
-    Index most_steps() const { return most_steps_; }
+    Index most_steps() const { return process_.most_steps(); }  // 120, or dim if smaller
 
 private:
     LanczosProcess process_;
     double tolerance_;
-    Index most_steps_;
     double value_ = 0;
     bool done_ = false;
 };

@@ -23,23 +23,23 @@ constexpr Index kChunk = 64;
 template <class T>
 LanczosGradient<T>::LanczosGradient(const LinearProblem<T>& problem, Index max_iter, const Callback& callback,
                                     bool estimate_top)
-    : problem_(problem), max_iter_(max_iter), callback_(callback),
+    : problem_(problem), max_iter_(max_iter), capacity_(basis_limit(problem, max_iter)), callback_(callback),
       // An iterate off by this much relative is within the rounding of the stepwise path
       // itself (about t eps after t steps).
       tolerance_(64.0 * double(std::numeric_limits<T>::epsilon())),
       columns_(static_cast<std::size_t>(problem.q)) {
-    check_allocation(double(problem.dim) * double(capacity() + 1) * double(problem.q) * sizeof(double),
+    check_allocation(double(problem.dim) * double(capacity_ + 1) * double(problem.q) * sizeof(double),
                      "the Lanczos basis");
     for (Index j = 0; j < problem.q; ++j) {
         Column& column = columns_[std::size_t(j)];
         const Eigen::VectorXd c = problem.rhs.col(j).template cast<double>();
         column.norm_c = c.norm();
-        if (column.norm_c > 0) column.process.start(c, capacity());
+        if (column.norm_c > 0) column.process.start(c, capacity_);
     }
     if (estimate_top) top_.emplace(problem.dim, top_eigenvalue_tolerance<T>());
     // About sqrt(t) steps are needed for t iterates of a smooth spectrum (the polynomial
     // degree that approximates (1 - s x)^t); decaying kernel spectra need a few more.
-    extend(std::min(capacity(), std::max<Index>(16, Index(std::sqrt(double(max_iter_))))));
+    extend(std::min(capacity_, std::max<Index>(16, Index(std::sqrt(double(max_iter_))))));
 }
 
 template <class T>
@@ -68,13 +68,13 @@ void LanczosGradient<T>::certify(double step, Index horizon) {
 }
 
 template <class T>
-Index LanczosGradient<T>::capacity() const {
-    const double per_step = double(problem_.dim) * double(problem_.q) * sizeof(double);
+Index LanczosGradient<T>::basis_limit(const LinearProblem<T>& problem, Index max_iter) {
+    const double per_step = double(problem.dim) * double(problem.q) * sizeof(double);
     const Index by_memory = std::max<Index>(1, Index(kBasisBytes / per_step) - 1);
     // At most half the products of the stepwise path, which runs instead when the basis
     // falls short.
-    const Index by_path = std::min(max_iter_, std::max<Index>(32, max_iter_ / 2));
-    return std::min({problem_.dim, by_path, kMostSteps, by_memory});
+    const Index by_path = std::min(max_iter, std::max<Index>(32, max_iter / 2));
+    return std::min({problem.dim, by_path, kMostSteps, by_memory});
 }
 
 template <class T>
@@ -101,7 +101,7 @@ void LanczosGradient<T>::extend(Index steps) {
         if (top) top_->absorb(products.col(count - 1).template cast<double>());
         if (!callback_) continue;
         if (top) callback_({"step_size", top_->steps(), top_->most_steps()});
-        else callback_({"lanczos", products_, capacity()});
+        else callback_({"lanczos", products_, capacity_});
     }
 }
 

@@ -67,15 +67,17 @@ private:
     };
 
     void extend(Index steps);                          // more steps on every open process
-    bool open(const Column& column) const { return !column.complete() && column.size() < capacity(); }
+    bool open(const Column& column) const { return !column.complete() && column.size() < capacity_; }
     Index certified(const Column& column) const;       // the last t whose bound holds
     void step_projected(const Column& column, Eigen::VectorXd& z) const;  // z += s (|c| e_1 - T z)
-    Index capacity() const;                            // the basis size limit
+    // The basis size limit: memory, reorthogonalisation cost, half the stepwise products.
+    static Index basis_limit(const LinearProblem<T>& problem, Index max_iter);
     // alpha_rows x (k - first): the coefficients basis vectors first.. map to.
     Matrix<T> coefficient_basis(const Column& column, Index first) const;
 
     const LinearProblem<T>& problem_;
     Index max_iter_;
+    Index capacity_;  // basis_limit(problem_, max_iter_)
     Callback callback_;
     double tolerance_;
     double step_ = 0;
