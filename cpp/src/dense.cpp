@@ -44,14 +44,6 @@ void product(const Lhs& lhs, const MatrixCRef<T>& B, MatrixRef<T> out, bool accu
 
 }  // namespace
 
-template <class T>
-void multiply(const MatrixCRef<T>& A, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads) {
-    const double flops = 2.0 * A.rows() * A.cols() * B.cols();
-    parallel_for(panels(A.rows()), threads_for(flops, n_threads), [&](Index p, int) {
-        const Index r0 = p * kPanel, rows = std::min(kPanel, A.rows() - r0);
-        product<decltype(A.middleRows(r0, rows)), T>(A.middleRows(r0, rows), B, out.middleRows(r0, rows));
-    });
-}
 
 template <class T, class S>
 void multiply_widened(const Matrix<S>& M, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads) {
@@ -106,26 +98,58 @@ void multiply_right(const MatrixCRef<T>& A, const MatrixCRef<T>& R, bool upper, 
     });
 }
 
+namespace {
+
+// Output blocks for a product with B: panels of kPanel rows across all of B's columns
+// when B is narrow (the iterations' one or two columns), else tiles of kOutputTile x
+// kOutputTile, so that a task packs a slice of B instead of the whole of it: at
+// k = 10000, 128-row panels each packing a 5000 x 5000 B held the triangular inverse's
+// products to 56 GFLOP/s. body(r0, rows, c0, cols) for every block; last_rows_first
+// hands out the last row blocks first, where those of a triangular factor are the
+// heaviest.
+template <class Body>
+void for_output_blocks(Index rows, Index cols, double flops, int n_threads, bool last_rows_first, Body&& body) {
+    const bool tiled = cols >= kOutputTile;
+    const Index row_step = tiled ? kOutputTile : kPanel, col_step = tiled ? kOutputTile : std::max<Index>(cols, 1);
+    const Index row_blocks = (rows + row_step - 1) / row_step, col_blocks = (cols + col_step - 1) / col_step;
+    parallel_for(row_blocks * col_blocks, threads_for(flops, n_threads), [&](Index task, int) {
+        Index row_block = task / col_blocks;
+        if (last_rows_first) row_block = row_blocks - 1 - row_block;
+        const Index r0 = row_block * row_step, c0 = (task % col_blocks) * col_step;
+        body(r0, std::min(row_step, rows - r0), c0, std::min(col_step, cols - c0));
+    });
+}
+
+}  // namespace
+
+template <class T>
+void multiply(const MatrixCRef<T>& A, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads) {
+    const double flops = 2.0 * A.rows() * A.cols() * B.cols();
+    for_output_blocks(A.rows(), B.cols(), flops, n_threads, false, [&](Index r0, Index rows, Index c0, Index cols) {
+        product<decltype(A.middleRows(r0, rows)), T>(A.middleRows(r0, rows), B.middleCols(c0, cols),
+                                                      out.block(r0, c0, rows, cols));
+    });
+}
+
 template <class T>
 void multiply_left(const MatrixCRef<T>& R, bool upper, const MatrixCRef<T>& B, MatrixRef<T> out,
                    int n_threads) {
     const Index k = R.cols();
     const double flops = 2.0 * R.rows() * k * B.cols();
-    parallel_for(panels(R.rows()), threads_for(flops, n_threads), [&](Index p, int) {
-        const Index r0 = p * kPanel, rows = std::min(kPanel, R.rows() - r0);
-        auto target = out.middleRows(r0, rows);
+    for_output_blocks(R.rows(), B.cols(), flops, n_threads, false, [&](Index r0, Index rows, Index c0, Index cols) {
+        auto target = out.block(r0, c0, rows, cols);
         if (!upper) {
-            product<decltype(R.middleRows(r0, rows)), T>(R.middleRows(r0, rows), B, target);
+            product<decltype(R.middleRows(r0, rows)), T>(R.middleRows(r0, rows), B.middleCols(c0, cols), target);
             return;
         }
         // Rows r0..r0+rows of an upper triangular R: a triangle on the diagonal, dense
         // to its right, zero to its left.
         const Index right = k - r0 - rows;
         const auto triangle = R.block(r0, r0, rows, rows).template triangularView<Eigen::Upper>();
-        product<decltype(triangle), T>(triangle, B.middleRows(r0, rows), target);
+        product<decltype(triangle), T>(triangle, B.block(r0, c0, rows, cols), target);
         if (right > 0) {
             const auto dense = R.block(r0, r0 + rows, rows, right);
-            product<decltype(dense), T>(dense, B.bottomRows(right), target, true);
+            product<decltype(dense), T>(dense, B.block(r0 + rows, c0, right, cols), target, true);
         }
     });
 }
@@ -135,21 +159,21 @@ void multiply_left_transposed(const MatrixCRef<T>& R, bool upper, const MatrixCR
                               MatrixRef<T> out, int n_threads) {
     const Index k = R.cols();
     const double flops = 2.0 * R.rows() * k * B.cols();
-    parallel_for(panels(k), threads_for(flops, n_threads), [&](Index p, int) {
-        const Index c0 = p * kPanel, cols = std::min(kPanel, k - c0);
-        auto target = out.middleRows(c0, cols);
+    for_output_blocks(k, B.cols(), flops, n_threads, upper, [&](Index r0, Index rows, Index c0, Index cols) {
+        // Output rows r0.. come from columns r0..r0+rows of R.
+        auto target = out.block(r0, c0, rows, cols);
         if (!upper) {
-            const auto columns = R.middleCols(c0, cols).transpose();
-            product<decltype(columns), T>(columns, B, target);
+            const auto columns = R.middleCols(r0, rows).transpose();
+            product<decltype(columns), T>(columns, B.middleCols(c0, cols), target);
             return;
         }
-        // Columns c0..c0+cols of an upper triangular R: dense above row c0, a triangle
-        // on the diagonal, zero below.
-        const auto triangle = R.block(c0, c0, cols, cols).transpose().template triangularView<Eigen::Lower>();
-        product<decltype(triangle), T>(triangle, B.middleRows(c0, cols), target);
-        if (c0 > 0) {
-            const auto dense = R.block(0, c0, c0, cols).transpose();
-            product<decltype(dense), T>(dense, B.topRows(c0), target, true);
+        // Columns r0.. of an upper triangular R: dense above row r0, a triangle on the
+        // diagonal, zero below.
+        const auto triangle = R.block(r0, r0, rows, rows).transpose().template triangularView<Eigen::Lower>();
+        product<decltype(triangle), T>(triangle, B.block(r0, c0, rows, cols), target);
+        if (r0 > 0) {
+            const auto dense = R.block(0, r0, r0, rows).transpose();
+            product<decltype(dense), T>(dense, B.block(0, c0, r0, cols), target, true);
         }
     });
 }

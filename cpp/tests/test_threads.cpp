@@ -40,6 +40,12 @@ void all_routines() {
     same_bits<T>("nystrom_factor", [&](int t) {
         return nytro::nystrom_factor<T>(nytro::gaussian_kernel<T>(C, C, p.sigma, 1), {}, t).R;
     });
+    // 1100 centres: rows of the pivoted factor finished in parallel column chunks (512
+    // each), and the triangular inverse's products in 512 x 512 tiles.
+    const Matrix<T> C_wide = p.as<T>(normal(1100, 4, 31));
+    same_bits<T>("nystrom_factor 1100 centres", [&](int t) {
+        return nytro::nystrom_factor<T>(nytro::gaussian_kernel<T>(C_wide, C_wide, 2.0, 1), {}, t).R;
+    });
     same_bits<T>("nystrom_factor qr", [&](int t) {
         return nytro::nystrom_factor<T>(nytro::gaussian_kernel<T>(C, C, p.sigma, 1), {nytro::FactorMethod::qr}, t).R;
     });
