@@ -1,11 +1,13 @@
 // Gradient descent's iterates from a Lanczos basis (Iterates::lanczos) against the
 // stepwise iterates, on the public paths (both NYTRO solvers, Landweber, every stopping
 // rule, several outputs) and on diagonal problems with a closed form, including one whose
-// spectrum is too flat for the basis to certify the path, which must then step.
+// spectrum is too flat for the basis to certify the path, which must then step, and one
+// where a rule that can stop early outgrows the basis after a few certified stretches.
 #include "check.hpp"
 #include "support.hpp"
 
 #include "gradient_path.hpp"
+#include "validation.hpp"
 
 #include <cmath>
 
@@ -69,12 +71,16 @@ struct Diagonal {
         return out;
     }
 
-    nytro::PathResult<double> run(double step, Index t, Iterates iterates) const {
+    nytro::PathResult<double> run(double step, Index t, Iterates iterates,
+                                  const nytro::detail::Validation<double>* validation = nullptr,
+                                  Index patience = 0) const {
         nytro::IterativeOptions o;
         o.max_iter = t;
         o.iterates = iterates;
+        o.patience = patience;
+        o.n_threads = 2;
         nytro::PathResult<double> result;
-        nytro::detail::run_path<double>(problem, step, nullptr, o, result);
+        nytro::detail::run_path<double>(problem, step, validation, o, result);
         return result;
     }
 };
@@ -178,4 +184,37 @@ NYTRO_TEST(lanczos_flat_spectrum_falls_back_to_steps) {
     const auto short_path = diagonal.run(1.0, 20, Iterates::lanczos);
     CHECK(short_path.products <= 20);
     CHECK_CLOSE(short_path.coef, diagonal.beta(1.0, 20), 1e-12);
+}
+
+NYTRO_TEST(lanczos_growth_failing_midway_steps_from_the_start) {
+    // A rule that can stop early (best with patience) but does not, on a diagonal H with
+    // eigenvalues ((i + 1) / 3000)^2: the basis is certified a stretch at a time (64
+    // iterates, then twice as far). 1000 iterates fit in a basis of a few hundred vectors;
+    // 20000 need more than its 512. The growth then fails in a later stretch and the path
+    // is stepped from t = 0: the same bits, validation path and selection as stepping
+    // alone. The hold-out targets are the predictions of the limit H^-1 c, so that the
+    // selected iterate is a late one.
+    Eigen::VectorXd h(3000);
+    for (Index i = 0; i < h.size(); ++i) h[i] = std::pow(double(i + 1) / double(h.size()), 2.0);
+    const Diagonal diagonal(h);
+    const MatrixD X_val = normal(40, 2, 5), centers = normal(3000, 2, 6);
+    const MatrixD Y_val = direct_kernel(X_val, centers, 1.0) * h.cwiseInverse();
+    const nytro::detail::Validation<double> validation(X_val, Y_val, centers, 1.0, 2, false, 1e12);
+    const Index patience = 100000;
+    const auto early = diagonal.run(1.0, 1000, Iterates::lanczos, &validation, patience);
+    CHECK(early.products < 1000);  // certified, not stepped
+    CHECK(early.n_iter > 900);
+    CHECK_CLOSE(early.coef, diagonal.beta(1.0, early.n_iter), 1e-12);
+
+    const auto r = diagonal.run(1.0, 20000, Iterates::lanczos, &validation, patience);
+    const auto stepwise = diagonal.run(1.0, 20000, Iterates::stepwise, &validation, patience);
+    CHECK_EQ(stepwise.products, Index(20000));
+    CHECK_EQ(r.iterations_run, Index(20000));
+    CHECK(r.products > 20000 + early.products);  // the attempt grew past the first stretches
+    CHECK(r.products <= 20000 + 512);
+    CHECK(r.n_iter > 19000);
+    CHECK_EQ(r.n_iter, stepwise.n_iter);
+    CHECK(r.validation_rmse == stepwise.validation_rmse);
+    CHECK_BITWISE(r.coef, stepwise.coef);
+    CHECK_CLOSE(r.coef, diagonal.beta(1.0, r.n_iter), 1e-10);
 }
