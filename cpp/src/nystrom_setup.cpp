@@ -20,11 +20,11 @@ NystromSetup<T> prepare_nystrom(const MatrixCRef<T>& centers, double sigma, cons
 template <class T>
 std::unique_ptr<Validation<T>> make_validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val,
                                                const Matrix<T>& centers, double sigma, int threads,
-                                               bool low_precision, double reserved_bytes) {
+                                               bool low_precision, double reserved_bytes, bool defer) {
     if (X_val.rows() == 0) return nullptr;
     // Leave a fifth of what is available for everything else.
     const double budget = 0.8 * double(available_memory_bytes()) - reserved_bytes;
-    return std::make_unique<Validation<T>>(X_val, Y_val, centers, sigma, threads, low_precision, budget);
+    return std::make_unique<Validation<T>>(X_val, Y_val, centers, sigma, threads, low_precision, budget, defer);
 }
 
 template <class T>
@@ -38,7 +38,7 @@ Matrix<T> scatter_rows(const Matrix<T>& coef, const std::vector<Index>& support,
     template NystromSetup<T> prepare_nystrom<T>(const MatrixCRef<T>&, double, const FactorOptions&, int, \
                                                 const Callback&);                                     \
     template std::unique_ptr<Validation<T>> make_validation<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, \
-                                                               const Matrix<T>&, double, int, bool, double);  \
+                                                               const Matrix<T>&, double, int, bool, double, bool);  \
     template Matrix<T> scatter_rows<T>(const Matrix<T>&, const std::vector<Index>&, Index);
 NYTRO_INSTANTIATE(float)
 NYTRO_INSTANTIATE(double)

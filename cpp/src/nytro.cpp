@@ -5,6 +5,7 @@
 #include "gradient_path.hpp"
 #include "gram.hpp"
 #include "input_checks.hpp"
+#include "machine_rates.hpp"
 #include "nystrom_setup.hpp"
 #include "nytro/eigen_solver.hpp"
 #include "nytro/errors.hpp"
@@ -21,11 +22,9 @@
 namespace nytro {
 namespace {
 
-// Rough rates of a current core pair: a flop costs 1/1e11 s in a GEMM, a byte 1/3e10 s
-// in a streamed matrix-vector product. Only their ratio matters for the choice.
-constexpr double kFlopsPerSecond = 1e11;
-constexpr double kBytesPerSecond = 3e10;
-constexpr double kFreshBytesPerSecond = 3e9;
+using detail::kBytesPerSecond;
+using detail::kFlopsPerSecond;
+using detail::kFreshBytesPerSecond;
 
 // Products with H that gd's Lanczos basis takes for t_max iterates: about sqrt(t_max)
 // plus a margin (30 for 500 on Insurance and Adult), and at most k (a complete basis);
@@ -244,7 +243,11 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
     const double k_rows = double(setup.used.rows());
     const double reserved = result.solver == Solver::direct ? double(X.rows()) * k_rows * stored
                                                             : k_rows * k_rows * (stored + 2.0 * sizeof(T));
-    setup.validation = detail::make_validation<T>(X_val, Y_val, setup.used, sigma, threads, low, reserved);
+    // The spectral solver turns K_val into K_val R V at once (it must be stored); the others
+    // may validate only a few times (gd's Lanczos path: once per stretch of its basis), so
+    // they store it only once recomputing it has cost about its first touch.
+    setup.validation = detail::make_validation<T>(X_val, Y_val, setup.used, sigma, threads, low, reserved,
+                                                  /*defer=*/result.solver != Solver::spectral);
 
     detail::LinearProblem<T> problem;
     problem.q = Y.cols();

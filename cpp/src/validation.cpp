@@ -1,6 +1,7 @@
 #include "validation.hpp"
 
 #include "dense.hpp"
+#include "machine_rates.hpp"
 #include "nytro/errors.hpp"
 #include "nytro/kernel.hpp"
 
@@ -12,16 +13,32 @@ namespace nytro::detail {
 
 template <class T>
 Validation<T>::Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val, const Matrix<T>& centers,
-                          double sigma, int n_threads, bool low_precision, double budget_bytes)
+                          double sigma, int n_threads, bool low_precision, double budget_bytes, bool defer)
     : X_val_(X_val), Y_val_(Y_val), centers_(centers), sigma_(sigma) {
-    const bool low = low_precision && !std::is_same_v<T, float>;
-    const double bytes = double(X_val.rows()) * double(centers.rows()) * (low ? 4.0 : sizeof(T));
+    low_ = low_precision && !std::is_same_v<T, float>;
+    const double bytes = double(X_val.rows()) * double(centers.rows()) * (low_ ? 4.0 : sizeof(T));
     if (bytes > budget_bytes) return;  // streamed at each call
-    if (low)  // computed in float32 directly: no float64 copy at the peak
-        K_val_low_ = gaussian_kernel<float>(X_val.template cast<float>(), centers.template cast<float>(), sigma,
+    if (defer) {
+        // One first touch of the stored kernel against one recomputation: its distance
+        // GEMM, and the exp and the write of each entry, which cost about as much as 50
+        // more features (measured, 2 threads: 2.7 ns per entry at d = 90, 1.5 at d = 22).
+        // Stored at once for d >= 84 in float64; Ijcnn (d = 22) after one recomputation.
+        const double first_touch = bytes / kFreshBytesPerSecond;
+        const double recompute =
+            2.0 * double(X_val.rows()) * double(centers.rows()) * double(X_val.cols() + 50) / kFlopsPerSecond;
+        store_after_ = static_cast<Index>(std::floor(first_touch / recompute));
+        deferred_ = store_after_ > 0;
+    }
+    if (!deferred_) store(n_threads);
+}
+
+template <class T>
+void Validation<T>::store(int n_threads) const {
+    if (low_)  // computed in float32 directly: no float64 copy at the peak
+        K_val_low_ = gaussian_kernel<float>(X_val_.template cast<float>(), centers_.template cast<float>(), sigma_,
                                             n_threads);
     else
-        K_val_ = gaussian_kernel<T>(X_val, centers, sigma, n_threads);
+        K_val_ = gaussian_kernel<T>(X_val_, centers_, sigma_, n_threads);
 }
 
 template <class T>
@@ -36,6 +53,11 @@ template <class T>
 template <class Consumer>
 void Validation<T>::predict_blocks(const MatrixCRef<T>& alphas, int n_threads, Consumer&& consume) const {
     const Index n_val = Y_val_.rows();
+    if (deferred_ && !stored() && streamed_calls_++ == store_after_) {
+        // Stored only if it still fits: the solver and the path have allocated since.
+        const double bytes = double(n_val) * double(centers_.rows()) * (low_ ? 4.0 : sizeof(T));
+        if (bytes <= 0.8 * double(available_memory_bytes())) store(n_threads);
+    }
     Matrix<T> predictions;
     if (stored()) {
         predictions.resize(n_val, alphas.cols());

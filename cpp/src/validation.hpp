@@ -19,9 +19,11 @@ template <class T>
 class Validation {
 public:
     // low_precision: store K_val in float32 (a T = double computation only); it is
-    // stored only if it takes at most budget_bytes.
+    // stored only if it takes at most budget_bytes. defer: store it only once recomputing
+    // it has cost about what its first touch would (see store_after_), for callers that may
+    // validate only a few times (gd's Lanczos path: once per stretch of the basis).
     Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val, const Matrix<T>& centers, double sigma,
-               int n_threads, bool low_precision, double budget_bytes);
+               int n_threads, bool low_precision, double budget_bytes, bool defer = false);
 
     // alphas holds c coefficient blocks of q columns each (block j = columns [jq, jq+q));
     // appends c RMSEs to `out`.
@@ -50,8 +52,19 @@ private:
     void predict_blocks(const MatrixCRef<T>& alphas, int n_threads, Consumer&& consume) const;
     void add_squared_errors(const Matrix<T>& predictions, Index r0, Index q, std::vector<double>& squared) const;
 
-    Matrix<T> K_val_;          // n_val x m when stored in T, else empty
-    Matrix<float> K_val_low_;  // n_val x m when stored in float32 for T = double, else empty
+    // Computes and stores K_val (in float32 when low_).
+    void store(int n_threads) const;
+
+    // K_val is a cache, filled by a const call once deferred storage pays (store_after_).
+    mutable Matrix<T> K_val_;          // n_val x m when stored in T, else empty
+    mutable Matrix<float> K_val_low_;  // n_val x m when stored in float32 for T = double, else empty
+    bool low_ = false;
+    // Deferred storage: K_val is recomputed for the first store_after_ calls and stored at
+    // the next, when the recomputations have cost about one first touch of the stored
+    // kernel (a rent-or-buy rule: at most about twice the better of the two in hindsight).
+    bool deferred_ = false;
+    Index store_after_ = 0;
+    mutable Index streamed_calls_ = 0;
     Matrix<T> X_val_, Y_val_;  // kept for the streamed form and the targets
     Matrix<T> centers_;       // the streamed form recomputes k(X_val, centres)
     double sigma_;

@@ -1,0 +1,15 @@
+// Rough rates of a current core pair, for the choices made by cost (the solver, when to
+// store the hold-out kernel). Only their ratios matter.
+#pragma once
+
+namespace nytro::detail {
+
+// A flop in a GEMM.
+constexpr double kFlopsPerSecond = 1e11;
+// A byte of a matrix streamed through a matrix-vector product.
+constexpr double kBytesPerSecond = 3e10;
+// A byte of freshly allocated memory at its first write (page faults): 0.4-0.5 ms per MB
+// on the VMs measured here for buffers of a few hundred MB, less on bare metal.
+constexpr double kFreshBytesPerSecond = 3e9;
+
+}  // namespace nytro::detail
