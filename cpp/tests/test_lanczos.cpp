@@ -102,7 +102,10 @@ NYTRO_TEST(lanczos_equals_stepwise_for_both_solvers) {
 
         const auto lanczos_f = run<float>(p, o, Iterates::lanczos);
         const auto stepwise_f = run<float>(p, o, Iterates::stepwise);
-        same_path(p, lanczos_f, stepwise_f, 1e-4);
+        // float32 rounding enters the projected system once per product and 400 iterates
+        // amplify it (why "auto" steps in float32): the validation paths differ by 1.1e-5
+        // in the Release build and 1.4e-4 in a sanitizer build (-O2) of the same code.
+        same_path(p, lanczos_f, stepwise_f, 3e-4);
 
         const auto no_holdout = run<double>(p, o, Iterates::lanczos, false);
         CHECK(no_holdout.validation_rmse.empty());
