@@ -103,7 +103,9 @@ template <class T>
 double Validation<T>::bytes() const {
     if (K_val_low_.size() > 0) return double(K_val_low_.size()) * sizeof(float);
     if (K_val_.size() > 0) return double(K_val_.size()) * sizeof(T);
-    return 4.0 * double(Y_val_.rows()) * double(centers_.rows()) * sizeof(T);
+    const double entries = double(Y_val_.rows()) * double(centers_.rows());
+    if (deferred_) return entries * (low_ ? 4.0 : sizeof(T));  // stored after a few calls
+    return 4.0 * entries * sizeof(T);
 }
 
 template <class T>

@@ -36,8 +36,9 @@ public:
 
     bool stored() const { return K_val_.size() > 0 || K_val_low_.size() > 0; }
 
-    // Bytes one call reads: the stored kernel, or, streamed, the kernel it recomputes
-    // counted at four times its size (a kernel entry costs more than reading one).
+    // Bytes one call reads: the stored kernel (or the one a deferred store will keep),
+    // or, streamed, the kernel it recomputes counted at four times its size (a kernel
+    // entry costs more than reading one).
     double bytes() const;
 
     // Change of coordinates a = W b: later calls take b (K_val becomes K_val W, which has
