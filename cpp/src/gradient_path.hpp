@@ -1,7 +1,7 @@
 // The iterative path shared by NYTRO and Landweber: iterates beta_1, beta_2, ... of an
 // iterative regulariser (gd, nu or cg; see nytro::Method) for H beta = c from beta_0 = 0,
 // the validation RMSE of every iterate, and the stopping rule that picks t. Stepwise,
-// iterates are buffered in chunks of 16 to 64 (sized from what an iteration and a
+// iterates are buffered in chunks of 8 to 64 (sized from what an iteration and a
 // validation read) so that mapping them to coefficients and predicting the validation
 // set are matrix-matrix products rather than one matrix-vector product per iteration.
 // gd's iterates may instead come from a Lanczos basis (lanczos_path.hpp).

@@ -16,7 +16,7 @@ Validation<T>::Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val
                           double sigma, int n_threads, bool low_precision, double budget_bytes, bool defer)
     : X_val_(X_val), Y_val_(Y_val), centers_(centers), sigma_(sigma) {
     low_ = low_precision && !std::is_same_v<T, float>;
-    const double bytes = double(X_val.rows()) * double(centers.rows()) * (low_ ? 4.0 : sizeof(T));
+    const double bytes = stored_bytes();
     if (bytes > budget_bytes) return;  // streamed at each call
     if (defer) {
         // One first touch of the stored kernel against one recomputation: its distance
@@ -27,9 +27,8 @@ Validation<T>::Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val
         const double recompute =
             2.0 * double(X_val.rows()) * double(centers.rows()) * double(X_val.cols() + 50) / kFlopsPerSecond;
         store_after_ = static_cast<Index>(std::floor(first_touch / recompute));
-        deferred_ = store_after_ > 0;
     }
-    if (!deferred_) store(n_threads);
+    if (!deferred()) store(n_threads);
 }
 
 template <class T>
@@ -53,10 +52,9 @@ template <class T>
 template <class Consumer>
 void Validation<T>::predict_blocks(const MatrixCRef<T>& alphas, int n_threads, Consumer&& consume) const {
     const Index n_val = Y_val_.rows();
-    if (deferred_ && !stored() && streamed_calls_++ == store_after_) {
+    if (deferred() && !stored() && streamed_calls_++ == store_after_) {
         // Stored only if it still fits: the solver and the path have allocated since.
-        const double bytes = double(n_val) * double(centers_.rows()) * (low_ ? 4.0 : sizeof(T));
-        if (bytes <= 0.8 * double(available_memory_bytes())) store(n_threads);
+        if (stored_bytes() <= 0.8 * double(available_memory_bytes())) store(n_threads);
     }
     Matrix<T> predictions;
     if (stored()) {
@@ -101,11 +99,9 @@ Matrix<T> Validation<T>::predict(const MatrixCRef<T>& alphas, int n_threads) con
 
 template <class T>
 double Validation<T>::bytes() const {
-    if (K_val_low_.size() > 0) return double(K_val_low_.size()) * sizeof(float);
-    if (K_val_.size() > 0) return double(K_val_.size()) * sizeof(T);
-    const double entries = double(Y_val_.rows()) * double(centers_.rows());
-    if (deferred_) return entries * (low_ ? 4.0 : sizeof(T));  // stored after a few calls
-    return 4.0 * entries * sizeof(T);
+    // A deferred kernel is stored after a few calls: counted at its stored size.
+    if (stored() || deferred()) return stored_bytes();
+    return 4.0 * double(Y_val_.rows()) * double(centers_.rows()) * sizeof(T);
 }
 
 template <class T>

@@ -55,15 +55,18 @@ private:
 
     // Computes and stores K_val (in float32 when low_).
     void store(int n_threads) const;
+    // What K_val takes stored: n_val x m entries, in float32 when low_.
+    double stored_bytes() const { return double(Y_val_.rows()) * double(centers_.rows()) * (low_ ? 4.0 : sizeof(T)); }
+    bool deferred() const { return store_after_ > 0; }
 
     // K_val is a cache, filled by a const call once deferred storage pays (store_after_).
     mutable Matrix<T> K_val_;          // n_val x m when stored in T, else empty
     mutable Matrix<float> K_val_low_;  // n_val x m when stored in float32 for T = double, else empty
     bool low_ = false;
-    // Deferred storage: K_val is recomputed for the first store_after_ calls and stored at
-    // the next, when the recomputations have cost about one first touch of the stored
-    // kernel (a rent-or-buy rule: at most about twice the better of the two in hindsight).
-    bool deferred_ = false;
+    // Deferred storage (store_after_ > 0): K_val is recomputed for the first store_after_
+    // calls and stored at the next, when the recomputations have cost about one first
+    // touch of the stored kernel (a rent-or-buy rule: at most about twice the better of
+    // the two in hindsight).
     Index store_after_ = 0;
     mutable Index streamed_calls_ = 0;
     Matrix<T> X_val_, Y_val_;  // kept for the streamed form and the targets

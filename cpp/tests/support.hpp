@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <vector>
 
 namespace support {
 
@@ -61,6 +62,11 @@ inline Problem make_problem(Index n = 200, Index d = 4, Index m = 30, Index n_va
     p.centers.resize(m, d);
     for (Index i = 0; i < m; ++i) p.centers.row(i) = p.X.row(rows[std::size_t(i)]);
     return p;
+}
+
+// A validation path (one RMSE per iterate or lambda) as a 1 x t matrix, for CHECK_CLOSE.
+inline MatrixD path_of(const std::vector<double>& rmse) {
+    return Eigen::Map<const MatrixD>(rmse.data(), 1, Index(rmse.size()));
 }
 
 // k(x, z) entry by entry, straight from the definition.

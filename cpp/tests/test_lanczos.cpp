@@ -28,10 +28,6 @@ nytro::PathResult<T> run(const Problem& p, nytro::NytroOptions o, Iterates itera
     return nytro::nytro_path<T>(X, Y, C, p.sigma, Xv, Yv, o);
 }
 
-MatrixD path_of(const std::vector<double>& rmse) {
-    return Eigen::Map<const MatrixD>(rmse.data(), 1, Index(rmse.size()));
-}
-
 // The coefficients over the centres are ill-conditioned (float32 runs differ from float64
 // by 1-2% in them, stepwise or not), so they are compared through their predictions.
 template <class T>

@@ -235,7 +235,6 @@ NYTRO_TEST(normal_equations_by_both_routes) {
 // recomputation at 2 (4 + 50) flops per entry), with the same RMSEs and predictions
 // (up to the blocking of the products) as one stored at once.
 NYTRO_TEST(deferred_validation_kernel_is_stored_after_recomputations) {
-    auto path_of = [](const std::vector<double>& v) { return MatrixD(Eigen::Map<const MatrixD>(v.data(), 1, Index(v.size()))); };
     const Problem p = make_problem(400, 4, 300, 500, 2);
     const MatrixD alphas = normal(300, 6, 41);
     const nytro::detail::Validation<double> eager(p.X_val, p.Y_val, p.centers, p.sigma, 2, false, 1e12);
