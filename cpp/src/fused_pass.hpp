@@ -5,7 +5,8 @@
 // same bit for bit for any thread count. K may be stored in a lower precision S than the
 // compute precision T: up to 8 right-hand columns (the solvers' iterations, Lanczos
 // blocks) go through the row kernels, which widen each entry in a register; more columns
-// widen each block into a buffer first and use Eigen's products.
+// widen each block into a buffer first and use Eigen's products. The row kernels are
+// pipelined by one block (see rows_of_slot).
 #pragma once
 
 #include "nytro/types.hpp"
@@ -26,12 +27,15 @@ public:
 
 private:
     void run(const MatrixCRef<T>& a, const MatrixCRef<T>* Y);
+    // The rows [begin, end) of one slot through the row kernels, into share (q x k).
+    void rows_of_slot(Index begin, Index end, const MatrixCRef<T>* Y, Matrix<T>& share, int thread);
 
     const Matrix<S>& K_;
     int threads_;
     Index slots_, block_rows_;
     std::vector<Matrix<T>> partial_;   // one gradient share per slot
     std::vector<Matrix<T>> residual_;  // one residual block per thread
+    std::vector<Matrix<T>> previous_;  // the previous block's residual, per thread (row kernels)
     std::vector<Matrix<T>> widened_;   // one widened K block per thread (S != T)
     Matrix<T> a_rows_;                 // a transposed: one contiguous row per output
     Matrix<T> sum_;                    // the row kernels' shares summed (q x k)

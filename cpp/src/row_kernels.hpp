@@ -214,4 +214,105 @@ void dots_and_add_weighted(const S* block, Index stride, Index rows, const T* w,
     }
 }
 
+// The next block's dots and the previous block's weighted sum in one sweep over the
+// columns: out[i] += sum_c next(i, c) x[c] and dst[c] += sum_i prev(i, c) w[i], for two
+// blocks of the same shape. The next block streams from memory while the previous one,
+// read a moment ago, is still in cache: the memory reads overlap the cached block's
+// arithmetic instead of waiting for it. dst sees the same additions in the same order as
+// add_weighted(prev) alone, and out the same as dots(next), so the bits are unchanged.
+template <class T, class S>
+void dots_next_add_previous(const S* next, const S* prev, Index stride, Index rows, const T* x, const T* w, T* out,
+                            T* dst, Index c0, Index c1) {
+    for (Index g0 = 0; g0 < rows; g0 += group) {
+        const Index count = std::min(group, rows - g0);
+        const S* row_next[group];
+        const S* row_prev[group];
+        group_rows(next, stride, g0, count, row_next);
+        group_rows(prev, stride, g0, count, row_prev);
+        T weight[group];
+        Packet<T> scale[group], sum[group];
+        for (Index i = 0; i < group; ++i) {
+            weight[i] = i < count ? w[g0 + i] : T(0);
+            scale[i] = ei::pset1<Packet<T>>(weight[i]);
+            sum[i] = ei::pset1<Packet<T>>(T(0));
+        }
+        Index c = c0;
+        for (; c + width<T> <= c1; c += width<T>) {
+            const Packet<T> xc = ei::ploadu<Packet<T>>(x + c);
+            Packet<T> t = ei::ploadu<Packet<T>>(dst + c);
+            for (Index i = 0; i < group; ++i) {
+                sum[i] = ei::pmadd(load<T>(row_next[i] + c), xc, sum[i]);
+                t = ei::pmadd(load<T>(row_prev[i] + c), scale[i], t);
+            }
+            ei::pstoreu(dst + c, t);
+        }
+        T tail[group] = {};
+        for (; c < c1; ++c) {
+            T t = dst[c];
+            for (Index i = 0; i < group; ++i) {
+                tail[i] += T(row_next[i][c]) * x[c];
+                t += T(row_prev[i][c]) * weight[i];
+            }
+            dst[c] = t;
+        }
+        for (Index i = 0; i < count; ++i) out[g0 + i] += ei::predux(sum[i]) + tail[i];
+    }
+}
+
+
+// dots_next_add_previous for two outputs: out0/out1 from next with x0/x1, dst0/dst1 from
+// prev with w0/w1. 16 row sums stay in registers; the 16 weights are broadcast from
+// memory inside each FMA (AVX-512 has 32 registers, too few to keep both sets).
+template <class T, class S>
+void dots2_next_add2_previous(const S* next, const S* prev, Index stride, Index rows, const T* x0, const T* x1,
+                              const T* w0, const T* w1, T* out0, T* out1, T* dst0, T* dst1, Index c0, Index c1) {
+    for (Index g0 = 0; g0 < rows; g0 += group) {
+        const Index count = std::min(group, rows - g0);
+        const S* row_next[group];
+        const S* row_prev[group];
+        group_rows(next, stride, g0, count, row_next);
+        group_rows(prev, stride, g0, count, row_prev);
+        T weight0[group], weight1[group];
+        Packet<T> sum0[group], sum1[group];
+        for (Index i = 0; i < group; ++i) {
+            weight0[i] = i < count ? w0[g0 + i] : T(0);
+            weight1[i] = i < count ? w1[g0 + i] : T(0);
+            sum0[i] = sum1[i] = ei::pset1<Packet<T>>(T(0));
+        }
+        Index c = c0;
+        for (; c + width<T> <= c1; c += width<T>) {
+            const Packet<T> a = ei::ploadu<Packet<T>>(x0 + c), b = ei::ploadu<Packet<T>>(x1 + c);
+            Packet<T> t0 = ei::ploadu<Packet<T>>(dst0 + c), t1 = ei::ploadu<Packet<T>>(dst1 + c);
+            for (Index i = 0; i < group; ++i) {
+                const Packet<T> h = load<T>(row_next[i] + c);
+                sum0[i] = ei::pmadd(h, a, sum0[i]);
+                sum1[i] = ei::pmadd(h, b, sum1[i]);
+                const Packet<T> g = load<T>(row_prev[i] + c);
+                t0 = ei::pmadd(g, ei::pset1<Packet<T>>(weight0[i]), t0);
+                t1 = ei::pmadd(g, ei::pset1<Packet<T>>(weight1[i]), t1);
+            }
+            ei::pstoreu(dst0 + c, t0);
+            ei::pstoreu(dst1 + c, t1);
+        }
+        T tail0[group] = {}, tail1[group] = {};
+        for (; c < c1; ++c) {
+            T t0 = dst0[c], t1 = dst1[c];
+            for (Index i = 0; i < group; ++i) {
+                const T h = T(row_next[i][c]), g = T(row_prev[i][c]);
+                tail0[i] += h * x0[c];
+                tail1[i] += h * x1[c];
+                t0 += g * weight0[i];
+                t1 += g * weight1[i];
+            }
+            dst0[c] = t0;
+            dst1[c] = t1;
+        }
+        for (Index i = 0; i < count; ++i) {
+            out0[g0 + i] += ei::predux(sum0[i]) + tail0[i];
+            out1[g0 + i] += ei::predux(sum1[i]) + tail1[i];
+        }
+    }
+}
+
+
 }  // namespace nytro::detail::rows

@@ -16,6 +16,7 @@
 #include "fused_pass.hpp"
 #include "gram.hpp"
 #include "symmetric_pass.hpp"
+#include "row_kernels.hpp"
 #include "validation.hpp"
 
 #include <limits>
@@ -121,6 +122,50 @@ void fused_pass_shapes(double tolerance) {
 NYTRO_TEST(fused_pass_double) { fused_pass_shapes<double, double>(1e-12); }
 NYTRO_TEST(fused_pass_float) { fused_pass_shapes<float, float>(1e-4); }
 NYTRO_TEST(fused_pass_float_storage_double_compute) { fused_pass_shapes<double, float>(1e-12); }
+
+namespace {
+
+// The pipelined row kernels against the two sweeps they merge: the next block's dots
+// and the previous block's weighted sum must come out bit for bit as dots and
+// add_weighted (or their two-output forms) give them, one sweep after the other. That is
+// what keeps the fused pass's bits unchanged by the pipelining. Rows from 1 to 17 cross
+// the groups of 8; k crosses the packet tail.
+template <class T, class S>
+void pipelined_kernels_equal_separate_sweeps() {
+    namespace rows = nytro::detail::rows;
+    for (Index n_rows : {1, 5, 8, 9, 16, 17})
+        for (Index k : {1, 7, 8, 29, 64, 203}) {
+            const Matrix<S> next = normal(n_rows, k, 11 + k).cast<S>(), prev = normal(n_rows, k, 12 + k).cast<S>();
+            const Matrix<T> x = normal(2, k, 13).cast<T>(), w = normal(2, n_rows, 14).cast<T>();
+            const Matrix<T> start = normal(2, k, 15).cast<T>(), out_start = normal(2, n_rows, 16).cast<T>();
+            Matrix<T> out = out_start, dst = start, out_expected = out_start, dst_expected = start;
+            const std::string label = "rows=" + check::str(n_rows) + " k=" + check::str(k);
+            rows::dots<T, S>(next.data(), k, n_rows, x.row(0).data(), 0, k, out_expected.row(0).data());
+            rows::add_weighted<T, S>(prev.data(), k, n_rows, w.row(0).data(), dst_expected.row(0).data(), 0, k);
+            rows::dots_next_add_previous<T, S>(next.data(), prev.data(), k, n_rows, x.row(0).data(), w.row(0).data(),
+                                               out.row(0).data(), dst.row(0).data(), 0, k);
+            CHECK_MSG(check::bitwise_equal(out.row(0), out_expected.row(0)), label + ": one output, dots");
+            CHECK_MSG(check::bitwise_equal(dst.row(0), dst_expected.row(0)), label + ": one output, sums");
+            out = out_start, dst = start, out_expected = out_start, dst_expected = start;
+            rows::dots2<T, S>(next.data(), k, n_rows, x.row(0).data(), x.row(1).data(), 0, k,
+                              out_expected.row(0).data(), out_expected.row(1).data());
+            rows::add_weighted2<T, S>(prev.data(), k, n_rows, w.row(0).data(), w.row(1).data(),
+                                      dst_expected.row(0).data(), dst_expected.row(1).data(), 0, k);
+            rows::dots2_next_add2_previous<T, S>(next.data(), prev.data(), k, n_rows, x.row(0).data(),
+                                                 x.row(1).data(), w.row(0).data(), w.row(1).data(), out.row(0).data(),
+                                                 out.row(1).data(), dst.row(0).data(), dst.row(1).data(), 0, k);
+            CHECK_MSG(check::bitwise_equal(out, out_expected), label + ": two outputs, dots");
+            CHECK_MSG(check::bitwise_equal(dst, dst_expected), label + ": two outputs, sums");
+        }
+}
+
+}  // namespace
+
+NYTRO_TEST(pipelined_row_kernels_equal_separate_sweeps) {
+    pipelined_kernels_equal_separate_sweeps<double, double>();
+    pipelined_kernels_equal_separate_sweeps<float, float>();
+    pipelined_kernels_equal_separate_sweeps<double, float>();
+}
 
 // multiply_right works on 512 x 512 output tiles: shapes below, at and across a tile,
 // for an upper triangular R (strict lower part NaN: never read) and a dense one.
