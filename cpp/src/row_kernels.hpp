@@ -173,15 +173,18 @@ void add_weighted2(const S* block, Index stride, Index rows, const T* w0, const 
     }
 }
 
-// Both at once, reading each entry once: dst[c] += sum_i block(i, c) w[i] and
-// dots[i] += sum_c block(i, c) x[c], over columns [c0, c1).
-template <class T, class S>
-void dots_and_add_weighted(const S* block, Index stride, Index rows, const T* w, const T* x, T* dst, Index c0,
-                           Index c1, T* out) {
+// out[i] += sum_c dotted(i, c) x[c] and dst[c] += sum_i weighted(i, c) w[i] over columns
+// [c0, c1), in one sweep, for two blocks of the same shape; kSame: they are one block,
+// whose entries are then loaded (and widened) once for both.
+template <class T, class S, bool kSame>
+void dots_and_add_weighted_sweep(const S* dotted, const S* weighted, Index stride, Index rows, const T* x,
+                                 const T* w, T* out, T* dst, Index c0, Index c1) {
     for (Index g0 = 0; g0 < rows; g0 += group) {
         const Index count = std::min(group, rows - g0);
-        const S* row[group];
-        group_rows(block, stride, g0, count, row);
+        const S* row_dotted[group];
+        const S* row_weighted[group];
+        group_rows(dotted, stride, g0, count, row_dotted);
+        group_rows(weighted, stride, g0, count, row_weighted);
         T weight[group];
         Packet<T> scale[group], sum[group];
         for (Index i = 0; i < group; ++i) {
@@ -194,9 +197,9 @@ void dots_and_add_weighted(const S* block, Index stride, Index rows, const T* w,
             const Packet<T> xc = ei::ploadu<Packet<T>>(x + c);
             Packet<T> t = ei::ploadu<Packet<T>>(dst + c);
             for (Index i = 0; i < group; ++i) {
-                const Packet<T> h = load<T>(row[i] + c);
+                const Packet<T> h = load<T>(row_dotted[i] + c);
                 sum[i] = ei::pmadd(h, xc, sum[i]);
-                t = ei::pmadd(h, scale[i], t);
+                t = ei::pmadd(kSame ? h : load<T>(row_weighted[i] + c), scale[i], t);
             }
             ei::pstoreu(dst + c, t);
         }
@@ -204,14 +207,21 @@ void dots_and_add_weighted(const S* block, Index stride, Index rows, const T* w,
         for (; c < c1; ++c) {
             T t = dst[c];
             for (Index i = 0; i < group; ++i) {
-                const T h = T(row[i][c]);
-                tail[i] += h * x[c];
-                t += h * weight[i];
+                tail[i] += T(row_dotted[i][c]) * x[c];
+                t += T(row_weighted[i][c]) * weight[i];
             }
             dst[c] = t;
         }
         for (Index i = 0; i < count; ++i) out[g0 + i] += ei::predux(sum[i]) + tail[i];
     }
+}
+
+// Both at once, reading each entry once: dst[c] += sum_i block(i, c) w[i] and
+// dots[i] += sum_c block(i, c) x[c], over columns [c0, c1).
+template <class T, class S>
+void dots_and_add_weighted(const S* block, Index stride, Index rows, const T* w, const T* x, T* dst, Index c0,
+                           Index c1, T* out) {
+    dots_and_add_weighted_sweep<T, S, true>(block, block, stride, rows, x, w, out, dst, c0, c1);
 }
 
 // The next block's dots and the previous block's weighted sum in one sweep over the
@@ -223,42 +233,8 @@ void dots_and_add_weighted(const S* block, Index stride, Index rows, const T* w,
 template <class T, class S>
 void dots_next_add_previous(const S* next, const S* prev, Index stride, Index rows, const T* x, const T* w, T* out,
                             T* dst, Index c0, Index c1) {
-    for (Index g0 = 0; g0 < rows; g0 += group) {
-        const Index count = std::min(group, rows - g0);
-        const S* row_next[group];
-        const S* row_prev[group];
-        group_rows(next, stride, g0, count, row_next);
-        group_rows(prev, stride, g0, count, row_prev);
-        T weight[group];
-        Packet<T> scale[group], sum[group];
-        for (Index i = 0; i < group; ++i) {
-            weight[i] = i < count ? w[g0 + i] : T(0);
-            scale[i] = ei::pset1<Packet<T>>(weight[i]);
-            sum[i] = ei::pset1<Packet<T>>(T(0));
-        }
-        Index c = c0;
-        for (; c + width<T> <= c1; c += width<T>) {
-            const Packet<T> xc = ei::ploadu<Packet<T>>(x + c);
-            Packet<T> t = ei::ploadu<Packet<T>>(dst + c);
-            for (Index i = 0; i < group; ++i) {
-                sum[i] = ei::pmadd(load<T>(row_next[i] + c), xc, sum[i]);
-                t = ei::pmadd(load<T>(row_prev[i] + c), scale[i], t);
-            }
-            ei::pstoreu(dst + c, t);
-        }
-        T tail[group] = {};
-        for (; c < c1; ++c) {
-            T t = dst[c];
-            for (Index i = 0; i < group; ++i) {
-                tail[i] += T(row_next[i][c]) * x[c];
-                t += T(row_prev[i][c]) * weight[i];
-            }
-            dst[c] = t;
-        }
-        for (Index i = 0; i < count; ++i) out[g0 + i] += ei::predux(sum[i]) + tail[i];
-    }
+    dots_and_add_weighted_sweep<T, S, false>(next, prev, stride, rows, x, w, out, dst, c0, c1);
 }
-
 
 // dots_next_add_previous for two outputs: out0/out1 from next with x0/x1, dst0/dst1 from
 // prev with w0/w1. 16 row sums stay in registers; the 16 weights are broadcast from
