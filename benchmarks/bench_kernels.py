@@ -4,7 +4,8 @@
    machine's dgemm/sgemm on the same shape (numpy X @ Z.T) and on a square 4096 GEMM, and
    against scikit-learn's rbf_kernel on the same inputs; d = 12, 22, 54, 90, 123. Both
    into a fresh array and into an existing one (out=), which is how the solvers use it.
-2. The direct solver's fused pass K^T (K a - y): bytes of K read per second against the
+2. The direct solver's fused pass K^T (K a - y), with one column in a and with two (the Lanczos
+   path's block products): bytes of K read per second against the
    read bandwidth (dot product of two 800 MB vectors, as ../shared/tools/limits.py).
 3. The Gram solver's iteration H b over the lower triangle of H (k x k): bytes of the
    triangle read per second. At k = 2000 (Insurance) the triangle is 8-16 MB and is read
@@ -112,23 +113,26 @@ def kernel_rows(threads: int, repeats: int, n: int, m: int) -> list:
 
 
 def pass_rows(threads: int, repeats: int, n: int, k: int) -> list:
+    """The fused pass for one right-hand column (CG, nu, stepwise GD) and two (the
+    Lanczos path's block products, basis vector and step-size estimate together)."""
     rng = np.random.default_rng(2)
     rows = []
     K64 = rng.uniform(0, 1, (n, k))
-    a = rng.standard_normal((k, 1))
-    y = rng.standard_normal((n, 1))
-    cases = {
-        "float64": (lambda: _core._fused_pass_seconds_float64(K64, a, y, threads, repeats), K64.nbytes),
-    }
     K32 = K64.astype(np.float32)
-    cases["float32"] = (lambda: _core._fused_pass_seconds_float32(K32, a.astype(np.float32),
-                                                                 y.astype(np.float32), threads, repeats), K32.nbytes)
-    cases["float32 storage, float64 compute"] = (
-        lambda: _core._fused_pass_seconds_float64_from_float32(K32, a, y, threads, repeats), K32.nbytes)
-    for name, (run, nbytes) in cases.items():
-        seconds = run()
-        rows.append({"case": name, "threads": threads, "n": n, "k": k, "seconds": seconds,
-                     "GBps": nbytes / seconds / 1e9})
+    for q in (1, 2):
+        a = rng.standard_normal((k, q))
+        y = rng.standard_normal((n, q))
+        cases = {
+            "float64": (lambda: _core._fused_pass_seconds_float64(K64, a, y, threads, repeats), K64.nbytes),
+            "float32": (lambda: _core._fused_pass_seconds_float32(K32, a.astype(np.float32),
+                                                                 y.astype(np.float32), threads, repeats), K32.nbytes),
+            "float32 storage, float64 compute": (
+                lambda: _core._fused_pass_seconds_float64_from_float32(K32, a, y, threads, repeats), K32.nbytes),
+        }
+        for name, (run, nbytes) in cases.items():
+            seconds = run()
+            rows.append({"case": name, "threads": threads, "n": n, "k": k, "q": q, "seconds": seconds,
+                         "GBps": nbytes / seconds / 1e9})
     return rows
 
 
@@ -203,12 +207,12 @@ def format_report(report: dict) -> str:
                      f"{r['nytro_out_gflops']:.1f} | {r['nytro_out_gflops'] / peak:.0%} | "
                      f"{r['nytro_gflops'] / r['gemm_gflops']:.0%} / {r['nytro_out_gflops'] / r['gemm_out_gflops']:.0%} | "
                      f"{r['speedup_vs_sklearn']:.1f}x / {r['out_speedup_vs_sklearn']:.1f}x |")
-    lines += ["", "| fused pass K^T(K a - y) | threads | n x k | ms | GB/s of K | vs read bandwidth |",
-              "|---|---|---|---|---|---|"]
+    lines += ["", "| fused pass K^T(K a - y) | threads | n x k | columns of a | ms | GB/s of K | vs read bandwidth |",
+              "|---|---|---|---|---|---|---|"]
     for r in report["fused_pass"]:
         bw = report["limits"][r["threads"]]["read_GBps"]
-        lines.append(f"| {r['case']} | {r['threads']} | {r['n']} x {r['k']} | {r['seconds'] * 1e3:.2f} | "
-                     f"{r['GBps']:.1f} | {r['GBps'] / bw:.0%} |")
+        lines.append(f"| {r['case']} | {r['threads']} | {r['n']} x {r['k']} | {r.get('q', 1)} | "
+                     f"{r['seconds'] * 1e3:.2f} | {r['GBps']:.1f} | {r['GBps'] / bw:.0%} |")
     lines += ["", "| Gram iteration H b (lower triangle) | threads | k | ms | GB/s of the triangle | "
               "vs read bandwidth |", "|---|---|---|---|---|---|"]
     for r in report.get("gram_pass", []):
