@@ -232,33 +232,40 @@ namespace {
 
 constexpr Index kInverseLeaf = 128;
 
-// R = U^-1 by halves: with U = [U11 U12; 0 U22], R11 = U11^-1, R22 = U22^-1 and
-// R12 = -R11 U12 R22, where the two products hold three quarters of the k^3 / 3 flops
-// and run as parallel triangular GEMMs. The halves are independent: two threads take
-// one each, and recurse alone (at k = 1910: 34 ms, against 45 ms for parallel
-// identity panels, each a single-threaded Eigen triangular solve, and 45 ms for halves
-// taken in turn with both threads on every product); more threads recurse together.
-// The split depends on k only, so the bits do not depend on the thread count.
+// U^-1 in U's own storage, by halves: with U = [U11 U12; 0 U22], R11 = U11^-1, R22 =
+// U22^-1 and R12 = -R11 U12 R22, where the two products hold three quarters of the
+// k^3 / 3 flops and run as parallel triangular GEMMs. The halves are independent: two
+// threads take one each, and recurse alone (at k = 1910: 34 ms, against 45 ms for
+// parallel identity panels, each a single-threaded Eigen triangular solve, and 45 ms for
+// halves taken in turn with both threads on every product); more threads recurse
+// together. U12 is read (into U12 R22) before R12 overwrites it, and each leaf is copied
+// before it is solved in place. The split depends on k only, so the bits do not depend
+// on the thread count. The strict lower part comes out zero.
 template <class T>
-void invert_upper(const MatrixCRef<T>& U, MatrixRef<T> R, int n_threads) {
+void invert_upper_in_place(MatrixRef<T> U, int n_threads) {
     const Index k = U.rows();
     if (k <= kInverseLeaf) {
-        R.setIdentity();
-        U.template triangularView<Eigen::Upper>().solveInPlace(R);
+        const Matrix<T> leaf = U.template triangularView<Eigen::Upper>();
+        U.setIdentity();
+        leaf.template triangularView<Eigen::Upper>().solveInPlace(U);
         return;
     }
     const Index h = std::max<Index>(kInverseLeaf, (k / 2 + 63) / 64 * 64), rest = k - h;
     const bool side_by_side = n_threads == 2;
     parallel_for(2, side_by_side ? 2 : 1, [&](Index half, int) {
         const int threads = side_by_side ? 1 : n_threads;
-        if (half == 0) invert_upper<T>(U.topLeftCorner(h, h), R.topLeftCorner(h, h), threads);
-        else invert_upper<T>(U.bottomRightCorner(rest, rest), R.bottomRightCorner(rest, rest), threads);
+        if (half == 0) invert_upper_in_place<T>(U.topLeftCorner(h, h), threads);
+        else invert_upper_in_place<T>(U.bottomRightCorner(rest, rest), threads);
     });
     Matrix<T> U12_R22(h, rest);
-    multiply_right<T>(U.topRightCorner(h, rest), R.bottomRightCorner(rest, rest), true, U12_R22, n_threads);
-    multiply_left<T>(R.topLeftCorner(h, h), true, U12_R22, R.topRightCorner(h, rest), n_threads);
-    R.topRightCorner(h, rest) *= T(-1);
-    R.bottomLeftCorner(rest, h).setZero();
+    multiply_right<T>(U.topRightCorner(h, rest), U.bottomRightCorner(rest, rest), true, U12_R22, n_threads);
+    multiply_left<T>(U.topLeftCorner(h, h), true, U12_R22, U.topRightCorner(h, rest), n_threads);
+    U.topRightCorner(h, rest) *= T(-1);
+    U.bottomLeftCorner(rest, h).setZero();
+}
+
+int inverse_threads(Index k, int n_threads) {
+    return threads_for(double(k) * k * k / 3.0, resolve_threads(n_threads));
 }
 
 }  // namespace
@@ -268,9 +275,17 @@ Matrix<T> upper_triangular_inverse(const MatrixCRef<T>& U, int n_threads) {
     const Index k = U.rows();
     Matrix<T> R(k, k);
     populate(R);
-    const double flops = double(k) * k * k / 3.0;
-    invert_upper<T>(U, R, threads_for(flops, resolve_threads(n_threads)));
+    R.template triangularView<Eigen::Upper>() = U.template triangularView<Eigen::Upper>();
+    invert_upper_in_place<T>(R, inverse_threads(k, n_threads));
     return R;
+}
+
+template <class T>
+void invert_upper_triangular_in_place(Matrix<T>& U, int n_threads) {
+    if (U.rows() != U.cols())
+        throw std::logic_error("nytro internal error: in-place inverse of a " + std::to_string(U.rows()) + "x" +
+                               std::to_string(U.cols()) + " matrix");
+    invert_upper_in_place<T>(U, inverse_threads(U.rows(), n_threads));
 }
 
 #define NYTRO_INSTANTIATE(T)                                                                      \
@@ -283,7 +298,8 @@ Matrix<T> upper_triangular_inverse(const MatrixCRef<T>& U, int n_threads) {
                                               MatrixRef<T>, int);                                \
     template void rank_update<T>(const MatrixCRef<T>&, MatrixRef<T>, T, bool, int);               \
     template void mirror_lower<T>(MatrixRef<T>);                                                 \
-    template Matrix<T> upper_triangular_inverse<T>(const MatrixCRef<T>&, int);
+    template Matrix<T> upper_triangular_inverse<T>(const MatrixCRef<T>&, int);                    \
+    template void invert_upper_triangular_in_place<T>(Matrix<T>&, int);
 NYTRO_INSTANTIATE(float)
 NYTRO_INSTANTIATE(double)
 

@@ -151,7 +151,13 @@ NystromFactor<T> pivoted_factor(Matrix<T> W, double rank_tol, int n_threads) {
     apply_later_swaps(W, panels);
     NystromFactor<T> factor;
     factor.support.assign(order.begin(), order.begin() + rank);
-    factor.R = detail::upper_triangular_inverse<T>(W.topLeftCorner(rank, rank), n_threads);
+    // At full rank R takes W's storage; else the leading rank x rank corner is copied out.
+    if (rank == m) {
+        detail::invert_upper_triangular_in_place<T>(W, n_threads);
+        factor.R = std::move(W);
+    } else {
+        factor.R = detail::upper_triangular_inverse<T>(W.topLeftCorner(rank, rank), n_threads);
+    }
     factor.upper_triangular = true;
     return factor;
 }
@@ -167,8 +173,9 @@ NystromFactor<T> jittered_cholesky_factor(Matrix<T> shifted, double jitter, int 
     NystromFactor<T> factor;
     factor.support.resize(static_cast<std::size_t>(m));
     std::iota(factor.support.begin(), factor.support.end(), Index(0));
-    const Matrix<T> U = shifted.template triangularView<Eigen::Lower>().transpose();
-    factor.R = detail::upper_triangular_inverse<T>(U, n_threads);
+    Matrix<T> U = shifted.template triangularView<Eigen::Lower>().transpose();
+    detail::invert_upper_triangular_in_place<T>(U, n_threads);
+    factor.R = std::move(U);
     factor.upper_triangular = true;
     return factor;
 }

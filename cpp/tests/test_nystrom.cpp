@@ -38,6 +38,11 @@ MatrixD checked_dense(const nytro::NystromFactor<T>& factor, Index m, FactorMeth
     CHECK_EQ(factor.upper_triangular, method != FactorMethod::qr);
     if (method != FactorMethod::pivoted) CHECK_EQ(Index(factor.support.size()), m);
     CHECK(factor.R.allFinite());
+    // Upper triangular R is stored with zeros below the diagonal (at full rank the
+    // pivoted factor inverts in K_mm's storage, whose lower part held K_mm).
+    if (factor.upper_triangular)
+        CHECK_MSG(factor.R.template triangularView<Eigen::StrictlyLower>().toDenseMatrix().isZero(0),
+                  std::string(name(method)) + ": R has entries below its diagonal");
     return factor.dense(m).template cast<double>();
 }
 

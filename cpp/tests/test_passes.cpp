@@ -227,7 +227,8 @@ NYTRO_TEST(left_products_match_dense_products) {
 // upper_triangular_inverse recurses by halves down to blocks of 128: sizes below, at and
 // across the leaf and two levels of splits, on a well-conditioned U (strict lower part
 // NaN: never read). The result is upper triangular, U R = I, and its bits do not depend
-// on the thread count (the two halves run side by side on 2 threads, in turn on 1 or 3).
+// on the thread count (the two halves run side by side on 2 threads, in turn on 1 or 3),
+// nor on whether it is computed in U's own storage.
 NYTRO_TEST(upper_triangular_inverse_by_halves) {
     for (Index k : {1, 2, 64, 128, 129, 200, 257, 700}) {
         MatrixD U = MatrixD(normal(k, k, 12 + k).triangularView<Eigen::Upper>());
@@ -240,6 +241,14 @@ NYTRO_TEST(upper_triangular_inverse_by_halves) {
         CHECK_MSG(R.triangularView<Eigen::StrictlyLower>().toDenseMatrix().isZero(0.0),
                   "k=" + check::str(k) + ": R has entries below its diagonal");
         for (int threads : {1, 3}) CHECK_BITWISE(nytro::detail::upper_triangular_inverse<double>(U, threads), R);
+        // In U's own storage (the factor's route at full rank): the same bits, NaNs below
+        // the diagonal replaced by zeros.
+        for (int threads : {1, 2, 3}) {
+            MatrixD in_place = U;
+            nytro::detail::invert_upper_triangular_in_place<double>(in_place, threads);
+            CHECK_MSG(check::bitwise_equal(in_place, R),
+                      "k=" + check::str(k) + " threads=" + check::str(threads) + ": the in-place inverse differs");
+        }
     }
 }
 
