@@ -7,7 +7,9 @@
 //
 // Rows go in groups of 8: 8 row sums or 8 broadcast weights stay in registers while
 // one packet of each row is loaded. A short group is padded with a real row at weight 0,
-// whose sum is dropped.
+// whose sum is dropped. The *_next_add*_previous kernels run one block's dots and the
+// previous block's weighted sums in one sweep, for the fused pass's pipelining; they
+// make the same additions in the same order as the separate kernels.
 #pragma once
 
 #include "nytro/types.hpp"
