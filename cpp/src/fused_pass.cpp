@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <type_traits>
+#include <utility>
 
 namespace nytro::detail {
 
@@ -85,8 +86,9 @@ void FusedPass<T, S>::rows_of_slot(Index begin, Index end, const MatrixCRef<T>* 
     residual.resize(block_rows_, q);
     previous_residual.resize(block_rows_, q);
     // Column-major use of both buffers: output j of a block of `rows` at offset j * rows.
-    T* const r = residual.data();
-    T* const pr = previous_residual.data();
+    // They swap roles after each block: this block's residual becomes the previous one.
+    T* r = residual.data();
+    T* pr = previous_residual.data();
     const S* previous = nullptr;  // the block whose share is still to be added
     Index previous_rows = 0;
     auto add_previous = [&]() {
@@ -127,7 +129,7 @@ void FusedPass<T, S>::rows_of_slot(Index begin, Index end, const MatrixCRef<T>* 
         if (Y)
             for (Index j = 0; j < q; ++j)
                 for (Index i = 0; i < rows; ++i) r[j * rows + i] -= (*Y)(r0 + i, j);
-        std::copy(r, r + rows * q, pr);
+        std::swap(r, pr);
         previous = block;
         previous_rows = rows;
     }

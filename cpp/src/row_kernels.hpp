@@ -53,6 +53,12 @@ EIGEN_STRONG_INLINE void group_rows(const S* block, Index stride, Index g0, Inde
     for (Index i = 0; i < group; ++i) row[i] = block + (g0 + (i < count ? i : 0)) * stride;
 }
 
+// The weights of group g0, padded with 0 for the padding rows.
+template <class T>
+EIGEN_STRONG_INLINE void group_weights(const T* w, Index g0, Index count, T (&weight)[group]) {
+    for (Index i = 0; i < group; ++i) weight[i] = i < count ? w[g0 + i] : T(0);
+}
+
 // dots[i] += sum_{c in [c0, c1)} block(i, c) x[c] for i < rows.
 template <class T, class S>
 void dots(const S* block, Index stride, Index rows, const T* x, Index c0, Index c1, T* out) {
@@ -83,10 +89,8 @@ void add_weighted(const S* block, Index stride, Index rows, const T* w, T* dst, 
         group_rows(block, stride, g0, count, row);
         T weight[group];
         Packet<T> scale[group];
-        for (Index i = 0; i < group; ++i) {
-            weight[i] = i < count ? w[g0 + i] : T(0);
-            scale[i] = ei::pset1<Packet<T>>(weight[i]);
-        }
+        group_weights(w, g0, count, weight);
+        for (Index i = 0; i < group; ++i) scale[i] = ei::pset1<Packet<T>>(weight[i]);
         Index c = c0;
         for (; c + width<T> <= c1; c += width<T>) {
             Packet<T> t = ei::ploadu<Packet<T>>(dst + c);
@@ -146,9 +150,9 @@ void add_weighted2(const S* block, Index stride, Index rows, const T* w0, const 
         group_rows(block, stride, g0, count, row);
         T weight0[group], weight1[group];
         Packet<T> scale0[group], scale1[group];
+        group_weights(w0, g0, count, weight0);
+        group_weights(w1, g0, count, weight1);
         for (Index i = 0; i < group; ++i) {
-            weight0[i] = i < count ? w0[g0 + i] : T(0);
-            weight1[i] = i < count ? w1[g0 + i] : T(0);
             scale0[i] = ei::pset1<Packet<T>>(weight0[i]);
             scale1[i] = ei::pset1<Packet<T>>(weight1[i]);
         }
@@ -189,8 +193,8 @@ void dots_and_add_weighted_sweep(const S* dotted, const S* weighted, Index strid
         group_rows(weighted, stride, g0, count, row_weighted);
         T weight[group];
         Packet<T> scale[group], sum[group];
+        group_weights(w, g0, count, weight);
         for (Index i = 0; i < group; ++i) {
-            weight[i] = i < count ? w[g0 + i] : T(0);
             scale[i] = ei::pset1<Packet<T>>(weight[i]);
             sum[i] = ei::pset1<Packet<T>>(T(0));
         }
@@ -252,11 +256,9 @@ void dots2_next_add2_previous(const S* next, const S* prev, Index stride, Index 
         group_rows(prev, stride, g0, count, row_prev);
         T weight0[group], weight1[group];
         Packet<T> sum0[group], sum1[group];
-        for (Index i = 0; i < group; ++i) {
-            weight0[i] = i < count ? w0[g0 + i] : T(0);
-            weight1[i] = i < count ? w1[g0 + i] : T(0);
-            sum0[i] = sum1[i] = ei::pset1<Packet<T>>(T(0));
-        }
+        group_weights(w0, g0, count, weight0);
+        group_weights(w1, g0, count, weight1);
+        for (Index i = 0; i < group; ++i) sum0[i] = sum1[i] = ei::pset1<Packet<T>>(T(0));
         Index c = c0;
         for (; c + width<T> <= c1; c += width<T>) {
             const Packet<T> a = ei::ploadu<Packet<T>>(x0 + c), b = ei::ploadu<Packet<T>>(x1 + c);
