@@ -59,6 +59,7 @@ py::dict path_dict(nytro::PathResult<T>&& r) {
     d["validation_rmse"] = py::array_t<double>(r.validation_rmse.size(), r.validation_rmse.data());
     d["n_iter"] = r.n_iter;
     d["iterations_run"] = r.iterations_run;
+    d["lambda"] = r.lambda;
     d["products"] = r.products;
     d["step_size"] = r.step_size;
     d["rank"] = r.rank;

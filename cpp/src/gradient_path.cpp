@@ -1,11 +1,13 @@
 #include "gradient_path.hpp"
 
+#include "hybrid_path.hpp"
 #include "lanczos.hpp"
 #include "lanczos_path.hpp"
 #include "nytro/errors.hpp"
 #include "stopping.hpp"
 
 #include <cmath>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 
@@ -68,7 +70,7 @@ void check_iterative_options(const IterativeOptions& options) {
 }
 
 double resolve_step(const IterativeOptions& options, Index n, const std::function<double()>& lambda_max) {
-    if (options.method == Method::cg) return 0.0;
+    if (options.method == Method::cg || options.method == Method::hybrid) return 0.0;
     switch (options.step_rule) {
         case StepRule::fixed: {
             // A step beyond the stable range makes the iterates grow geometrically; it
@@ -115,6 +117,7 @@ public:
             case Method::gd: gradient_step(); break;
             case Method::nu: nu_step(); break;
             case Method::cg: cg_step(); break;
+            case Method::hybrid: throw std::logic_error("nytro internal error: hybrid has no stepwise iterates");
         }
         return beta_;
     }
@@ -247,6 +250,8 @@ void run_from_basis(LanczosGradient<T>& lanczos, const LinearProblem<T>& problem
 template <class T>
 void run_path(const LinearProblem<T>& problem, double step, const Validation<T>* validation,
               const IterativeOptions& options, PathResult<T>& result) {
+    if (options.method == Method::hybrid)
+        throw std::logic_error("nytro internal error: method hybrid needs n (run_path_with_step)");
     if (!by_lanczos(problem, options)) return run_stepwise(problem, step, validation, options, result, 0);
     LanczosGradient<T> lanczos(problem, options.max_iter, options.callback, false);
     run_from_basis(lanczos, problem, step, validation, options, result);
@@ -255,6 +260,7 @@ void run_path(const LinearProblem<T>& problem, double step, const Validation<T>*
 template <class T>
 void run_path_with_step(const LinearProblem<T>& problem, Index n, const Validation<T>* validation,
                         const IterativeOptions& options, PathResult<T>& result) {
+    if (options.method == Method::hybrid) return run_hybrid_path(problem, n, validation, options, result);
     if (!by_lanczos(problem, options)) {
         const double step = resolve_step(options, n, [&] {
             return largest_eigenvalue<T>(problem.dim, problem.apply, options.callback);

@@ -22,7 +22,8 @@ Method parse_method(const std::string& value) {
     if (value == "gd") return Method::gd;
     if (value == "nu") return Method::nu;
     if (value == "cg") return Method::cg;
-    unknown("method", value, "'gd', 'nu', 'cg'");
+    if (value == "hybrid") return Method::hybrid;
+    unknown("method", value, "'gd', 'nu', 'cg', 'hybrid'");
 }
 
 StepRule parse_step_rule(const std::string& value) {

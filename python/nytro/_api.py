@@ -49,7 +49,7 @@ def _path_result(raw: dict, one_d: bool) -> PathResult:
     return PathResult(coef=_coef(raw["coef"], one_d), validation_rmse=raw["validation_rmse"],
                       n_iter=int(raw["n_iter"]), iterations_run=int(raw["iterations_run"]),
                       step_size=float(raw["step_size"]), rank=int(raw["rank"]), solver=raw["solver"],
-                      products=int(raw["products"]))
+                      products=int(raw["products"]), lambda_=float(raw["lambda"]))
 
 
 def _tikhonov_result(raw: dict, lambdas: list, one_d: bool) -> TikhonovResult:

@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-METHODS = ("gd", "nu", "cg")
+METHODS = ("gd", "nu", "cg", "hybrid")
 STEP_RULES = ("auto", "paper")
 STOPPING_RULES = ("best", "relative", "window")
 FACTOR_METHODS = ("pivoted", "qr", "cholesky")

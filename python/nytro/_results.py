@@ -22,6 +22,8 @@ class PathResult:
     solver          : "direct", "gram" or "spectral" ("reference" for nytro.reference).
     products        : products with A^T A (K for Landweber) taken: iterations_run when
                       stepping, far fewer when gd's iterates come from a Lanczos basis.
+    lambda_         : method "hybrid": the lambda selected with t (before multiplication
+                      by n); 0.0 for the other methods.
     """
 
     coef: np.ndarray
@@ -32,6 +34,7 @@ class PathResult:
     rank: int
     solver: str
     products: int
+    lambda_: float = 0.0
 
 
 @dataclass

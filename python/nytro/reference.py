@@ -213,10 +213,94 @@ def _iterates(apply, rhs, method, step, nu, max_iter):
         yield beta
 
 
+def _lanczos(apply, c, steps):
+    """Lanczos with full reorthogonalisation (twice) from c, at most `steps` steps:
+    (V dim x k, diagonal, off-diagonal), stopped early at an invariant subspace."""
+    dim = c.shape[0]
+    V = np.zeros((dim, min(steps, dim) + 1))
+    V[:, 0] = c / np.linalg.norm(c)
+    diagonal, off = [], []
+    for k in range(min(steps, dim)):
+        w = apply(V[:, k:k + 1].astype(c.dtype)).astype(np.float64)[:, 0]
+        applied = np.linalg.norm(w)
+        diagonal.append(float(w @ V[:, k]))
+        for _ in range(2):
+            w = w - V[:, :k + 1] @ (V[:, :k + 1].T @ w)
+        b = np.linalg.norm(w)
+        if not b > 4 * np.finfo(np.float64).eps * applied or k + 1 == dim:
+            break
+        off.append(float(b))
+        V[:, k + 1] = w / b
+    return V[:, :len(diagonal)], np.asarray(diagonal), np.asarray(off[:len(diagonal) - 1])
+
+
+def _hybrid_path(apply, rhs, to_alpha, n, max_iter, predict_val, Y_val, stopping, tol, window, patience):
+    """Tikhonov projected on the Krylov space of (H, c): at each k, beta_k(lambda) =
+    V_k (T_k + lambda n I)^-1 |c| e_1 for the paper's 100 lambdas, the path value the best
+    hold-out RMSE over them (one lambda for all columns); (alpha*, path, k*, k_run, lambda*).
+    Without a hold-out set: max_iter steps, smallest lambda. Past an invariant Krylov
+    space (k = dim at the latest) t repeats the last solution up to max_iter."""
+    dt = rhs.dtype.type
+    lambdas = chk.paper_lambdas()
+    bases = []  # per column: (V, T, |c|) or None for c = 0
+    for j in range(rhs.shape[1]):
+        c = rhs[:, j].astype(np.float64)
+        if np.linalg.norm(c) == 0:
+            bases.append(None)
+            continue
+        V, a, b = _lanczos(lambda p: apply(p), c, min(max_iter, rhs.shape[0]))
+        bases.append((V, np.diag(a) + np.diag(b, 1) + np.diag(b, -1), np.linalg.norm(c)))
+    k_run = max([0] + [basis[0].shape[1] for basis in bases if basis is not None])
+    if predict_val is None:  # k_run steps, the grid's smallest lambda
+        beta = np.zeros(rhs.shape, dtype=np.float64)
+        for j, basis in enumerate(bases):
+            if basis is not None:
+                V, T, norm = basis
+                e1 = np.zeros(V.shape[1])
+                e1[0] = norm
+                beta[:, j] = V @ np.linalg.solve(T + lambdas[0] * n * np.eye(V.shape[1]), e1)
+        return to_alpha(beta.astype(dt)), np.zeros(0), max_iter, max_iter, float(lambdas[0])
+    path, candidates = [], []
+    for k in range(1, k_run + 1):
+        errors = np.zeros(len(lambdas))
+        solutions = []
+        for basis in bases:
+            if basis is None:
+                solutions.append(None)
+                continue
+            V, T, norm = basis
+            kc = min(k, V.shape[1])
+            e1 = np.zeros(kc)
+            e1[0] = norm
+            solutions.append([V[:, :kc] @ np.linalg.solve(T[:kc, :kc] + lam * n * np.eye(kc), e1)
+                              for lam in lambdas])
+        for i in range(len(lambdas)):
+            beta = np.stack([np.zeros(rhs.shape[0]) if s is None else s[i] for s in solutions], axis=1)
+            prediction = predict_val(to_alpha(beta.astype(dt)))
+            errors[i] = np.sum((prediction.astype(np.float64) - Y_val) ** 2)
+        best = int(np.nanargmin(np.where(np.isfinite(errors), errors, np.nan)))
+        path.append(float(np.sqrt(errors[best] / Y_val.size)))
+        candidates.append((best, solutions))
+    # Past an invariant Krylov space every t repeats the last solution, up to max_iter.
+    last = path[-1] if path else float(np.sqrt(np.sum(Y_val.astype(np.float64) ** 2) / Y_val.size))
+    if not candidates:  # c = 0
+        candidates.append((0, [None] * rhs.shape[1]))
+    path += [last] * (max_iter - len(path))
+    candidates += [candidates[-1]] * (max_iter - len(candidates))
+    selected, stopped = _select(path, stopping, tol, window, patience)
+    best, solutions = candidates[selected - 1]
+    beta = np.stack([np.zeros(rhs.shape[0]) if s is None else s[best] for s in solutions], axis=1)
+    return to_alpha(beta.astype(dt)), np.asarray(path[:stopped]), selected, stopped, float(lambdas[best])
+
+
 def _iterative_path(apply, rhs, to_alpha, method, nu, step, max_iter, predict_val, Y_val, stopping, tol,
-                    window, patience=None):
+                    window, patience=None, n=None):
     """Run the regulariser recording the validation RMSE of alpha_t = to_alpha(beta_t);
-    returns (alpha*, path, t*, t_run)."""
+    returns (alpha*, path, t*, t_run, lambda*) (lambda* = 0.0 except for "hybrid", which
+    needs the number of training rows n)."""
+    if method == "hybrid":
+        return _hybrid_path(apply, rhs, to_alpha, n, max_iter, predict_val, Y_val, stopping, tol, window,
+                            patience)
     alphas, path = [], []
     beta = None
     for beta in _iterates(apply, rhs, method, step, nu, max_iter):
@@ -224,9 +308,9 @@ def _iterative_path(apply, rhs, to_alpha, method, nu, step, max_iter, predict_va
             alphas.append(to_alpha(beta))
             path.append(_rmse(predict_val(alphas[-1]), Y_val))
     if predict_val is None:
-        return to_alpha(beta), np.zeros(0), max_iter, max_iter
+        return to_alpha(beta), np.zeros(0), max_iter, max_iter, 0.0
     selected, stopped = _select(path, stopping, tol, window, patience)
-    return alphas[selected - 1], np.asarray(path[:stopped]), selected, stopped
+    return alphas[selected - 1], np.asarray(path[:stopped]), selected, stopped, 0.0
 
 
 def _prepare(X, y, X_val, y_val, dtype, centers=None):
@@ -253,12 +337,13 @@ def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=
     dt, X, Y, one_d, Xv, Yv, C = _prepare(X, y, X_val, y_val, dtype, centers)
     R = nystrom_factor(gaussian_kernel(C, C, sigma), method=factor, rank_tol=rank_tol, jitter=jitter)
     A = gaussian_kernel(X, C, sigma) @ R
-    step = 0.0 if method == "cg" else _step(step_size, X.shape[0], A.T @ A)
+    step = 0.0 if method in ("cg", "hybrid") else _step(step_size, X.shape[0], A.T @ A)
     K_val = gaussian_kernel(Xv, C, sigma) if len(Xv) else None
-    alpha, path, selected, run = _iterative_path(
+    alpha, path, selected, run, lam = _iterative_path(
         lambda beta: A.T @ (A @ beta), A.T @ Y, lambda beta: R @ beta, method, nu, step, max_iter,
-        (lambda alpha: K_val @ alpha) if K_val is not None else None, Yv, stopping, tol, window, n_iter_no_change)
-    return PathResult(_out(alpha, one_d), path, selected, run, step, R.shape[1], "reference", run)
+        (lambda alpha: K_val @ alpha) if K_val is not None else None, Yv, stopping, tol, window, n_iter_no_change,
+        X.shape[0])
+    return PathResult(_out(alpha, one_d), path, selected, run, step, R.shape[1], "reference", run, lam)
 
 
 def landweber_path(X, y, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
@@ -268,12 +353,13 @@ def landweber_path(X, y, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, 
     "nu" and "cg" run the accelerated regularisers on K alpha = y."""
     dt, X, Y, one_d, Xv, Yv, _ = _prepare(X, y, X_val, y_val, dtype)
     K = gaussian_kernel(X, X, sigma)
-    step = 0.0 if method == "cg" else _step(step_size, X.shape[0], K)
+    step = 0.0 if method in ("cg", "hybrid") else _step(step_size, X.shape[0], K)
     K_val = gaussian_kernel(Xv, X, sigma) if len(Xv) else None
-    alpha, path, selected, run = _iterative_path(
+    alpha, path, selected, run, lam = _iterative_path(
         lambda alpha: K @ alpha, Y, lambda alpha: alpha, method, nu, step, max_iter,
-        (lambda alpha: K_val @ alpha) if K_val is not None else None, Yv, stopping, tol, window, n_iter_no_change)
-    return PathResult(_out(alpha, one_d), path, selected, run, step, X.shape[0], "reference", run)
+        (lambda alpha: K_val @ alpha) if K_val is not None else None, Yv, stopping, tol, window, n_iter_no_change,
+        X.shape[0])
+    return PathResult(_out(alpha, one_d), path, selected, run, step, X.shape[0], "reference", run, lam)
 
 
 # -------------------------------------------------------------------- Tikhonov

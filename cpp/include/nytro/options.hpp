@@ -35,6 +35,9 @@ enum class Method {
     gd,  // gradient descent (Landweber): the paper's NYTRO
     nu,  // Brakhage's nu-method: Chebyshev-type acceleration, ~sqrt(t) steps for GD's t
     cg,  // conjugate gradients on the normal equations (fastest, not a fixed linear filter)
+    hybrid,  // Tikhonov projected onto the growing Krylov space of (A^T A, A^T y): every
+             // lambda of the paper's grid at every basis size k, (k, lambda) picked on the
+             // hold-out set (NKRLS's accuracy in a few hundred products; src/hybrid_path.hpp)
 };
 
 // How the iterates of method gd are computed (the same iterates up to rounding; nu and

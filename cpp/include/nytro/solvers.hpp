@@ -25,6 +25,8 @@ struct PathResult {
     double step_size = 0.0;                // the step actually used
     Index rank = 0;                        // columns of R (NYTRO) or n (Landweber)
     Solver solver = Solver::direct;        // the solver that ran
+    double lambda = 0.0;                   // method hybrid: the selected lambda (before the
+                                           // factor n); 0 for the other methods
 };
 
 template <class T>

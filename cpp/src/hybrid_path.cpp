@@ -1,0 +1,198 @@
+#include "hybrid_path.hpp"
+
+#include "lanczos.hpp"
+#include "nytro/errors.hpp"
+#include "stopping.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace nytro::detail {
+namespace {
+
+// Basis vectors added between two predictions of the hold-out set: the images of a
+// stretch are one product with K_val (a matrix product, not 16 matrix-vector ones), and a
+// stop wastes at most a stretch of products.
+constexpr Index kStretch = 16;
+
+// One column of c and its Lanczos process (not started when c = 0).
+struct Column {
+    double norm_c = 0;
+    LanczosProcess process;
+    Index size() const { return process.size(); }
+    bool open(Index capacity) const { return norm_c > 0 && !process.complete() && size() < capacity; }
+};
+
+// z = (T_k + shift I)^-1 norm e_1 for the tridiagonal T_k of a Lanczos process (its first
+// k steps), by elimination without pivoting: T_k + shift I is symmetric positive definite
+// for shift > 0 (T_k is H's compression), so the pivots stay positive.
+void solve_shifted(const LanczosProcess& process, Index k, double shift, double norm, double* z,
+                   std::vector<double>& upper) {
+    const auto& a = process.diagonal();
+    const auto& b = process.off_diagonal();
+    upper.resize(std::size_t(k));
+    double pivot = a[0] + shift;
+    upper[0] = k > 1 ? b[0] / pivot : 0.0;
+    z[0] = norm / pivot;
+    for (Index i = 1; i < k; ++i) {
+        const std::size_t u = std::size_t(i);
+        pivot = a[u] + shift - b[u - 1] * upper[u - 1];
+        upper[u] = i + 1 < k ? b[u] / pivot : 0.0;
+        z[i] = -b[u - 1] * z[i - 1] / pivot;
+    }
+    for (Index i = k - 2; i >= 0; --i) z[i] -= upper[std::size_t(i)] * z[i + 1];
+}
+
+}  // namespace
+
+std::vector<double> paper_lambda_grid() {
+    std::vector<double> grid(100);
+    for (std::size_t i = 0; i < grid.size(); ++i) grid[i] = std::pow(10.0, -15.0 + 15.0 * double(i) / 99.0);
+    return grid;
+}
+
+template <class T>
+void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<T>* validation,
+                     const IterativeOptions& options, PathResult<T>& result) {
+    const Index q = problem.q, capacity = std::min(problem.dim, options.max_iter);
+    check_allocation(double(problem.dim) * double(capacity + 1) * double(q) * sizeof(double),
+                     "the Krylov basis of method 'hybrid'");
+    std::vector<Column> columns(static_cast<std::size_t>(q));
+    for (Index j = 0; j < q; ++j) {
+        const Eigen::VectorXd c = problem.rhs.col(j).template cast<double>();
+        columns[std::size_t(j)].norm_c = c.norm();
+        if (c.norm() > 0) columns[std::size_t(j)].process.start(c, capacity);
+    }
+    const std::vector<double> grid = paper_lambda_grid();
+    const Index L = Index(grid.size());
+    // Without a hold-out set: max_iter steps, then the grid's smallest lambda (the
+    // projected least-squares solution, CG's max_iter-th iterate in exact arithmetic).
+    Eigen::MatrixXd targets;
+    if (validation) targets = validation->targets().template cast<double>();
+    const Index n_val = targets.rows();
+
+    std::vector<Matrix<T>> coefficients(columns.size());  // alpha_rows x k: the basis as coefficients
+    std::vector<Eigen::MatrixXd> images(columns.size());  // n_val x k: their hold-out predictions
+    StoppingRule rule(options.stopping, options.tol, options.window, options.patience);
+    std::vector<Eigen::VectorXd> selected(columns.size());  // z at the selected (k, lambda)
+    Index selected_lambda = 0, products = 0, k = 0;
+    Eigen::MatrixXd Z, errors;
+    Eigen::ArrayXd squared(L);
+    std::vector<double> work;
+    bool stop = false;
+    while (k < capacity && !stop) {
+        // Grow every open process by up to a stretch, one block product per step.
+        Index reached = k;
+        Matrix<T> vectors, out;
+        for (Index step = 0; step < kStretch; ++step) {
+            std::vector<Column*> growing;
+            for (Column& column : columns)
+                if (column.open(capacity)) growing.push_back(&column);
+            if (growing.empty()) break;
+            vectors.resize(problem.dim, Index(growing.size()));
+            out.resize(problem.dim, Index(growing.size()));
+            for (std::size_t i = 0; i < growing.size(); ++i)
+                vectors.col(Index(i)) = growing[i]->process.next_vector().template cast<T>();
+            problem.apply(vectors, out);
+            ++products;
+            for (std::size_t i = 0; i < growing.size(); ++i)
+                growing[i]->process.absorb(out.col(Index(i)).template cast<double>());
+            if (options.callback) options.callback({"lanczos", products, capacity});
+        }
+        for (const Column& column : columns) reached = std::max(reached, column.size());
+        if (reached == k) break;  // every Krylov space is invariant: later t repeat the last solution
+        // Coefficients and hold-out images of the new basis vectors.
+        for (std::size_t c = 0; c < columns.size(); ++c) {
+            const Index have = coefficients[c].cols(), size = columns[c].size();
+            if (size == have) continue;
+            const Matrix<T> basis = columns[c].process.basis().middleCols(have, size - have).template cast<T>();
+            Matrix<T> added(problem.alpha_rows, size - have);
+            problem.to_alpha(basis, added);
+            coefficients[c].conservativeResize(problem.alpha_rows, size);
+            coefficients[c].rightCols(size - have) = added;
+            if (!validation) continue;
+            images[c].conservativeResize(n_val, size);
+            images[c].rightCols(size - have) = validation->predict(added, options.n_threads).template cast<double>();
+        }
+        if (!validation) {
+            k = reached;
+            continue;
+        }
+        // The path at every new k: the best lambda's hold-out RMSE.
+        for (Index size = k + 1; size <= reached && !stop; ++size) {
+            squared.setZero();
+            for (std::size_t c = 0; c < columns.size(); ++c) {
+                const Index kc = std::min(size, columns[c].size());
+                if (kc == 0) {  // c = 0: every prediction is 0
+                    squared += targets.col(Index(c)).squaredNorm();
+                    continue;
+                }
+                Z.resize(kc, L);
+                for (Index l = 0; l < L; ++l)
+                    solve_shifted(columns[c].process, kc, grid[std::size_t(l)] * double(n), columns[c].norm_c,
+                                  Z.col(l).data(), work);
+                errors.noalias() = images[c].leftCols(kc) * Z;
+                errors.colwise() -= targets.col(Index(c));
+                squared += errors.colwise().squaredNorm().transpose().array();
+            }
+            Index best = -1;
+            for (Index l = 0; l < L; ++l)
+                if (std::isfinite(squared[l]) && (best < 0 || squared[l] < squared[best])) best = l;
+            const double rmse = best < 0 ? std::numeric_limits<double>::infinity()
+                                         : std::sqrt(squared[best] / (double(n_val) * double(q)));
+            const auto verdict = rule.push(rmse);
+            if (verdict.candidate && best >= 0) {
+                selected_lambda = best;
+                for (std::size_t c = 0; c < columns.size(); ++c) {
+                    const Index kc = std::min(size, columns[c].size());
+                    selected[c].resize(kc);
+                    if (kc > 0)
+                        solve_shifted(columns[c].process, kc, grid[std::size_t(best)] * double(n), columns[c].norm_c,
+                                      selected[c].data(), work);
+                }
+            }
+            stop = verdict.stop;
+            if (options.callback) options.callback({"iterate", size, capacity});
+        }
+        k = reached;
+    }
+    // Past an invariant Krylov space (at the latest t = dim) every t gives the same solution:
+    // the path goes on to max_iter at the last value, without products, so that t means
+    // what it means for the other methods (max_iter iterations, patience counted in t).
+    if (validation && !stop) {
+        double last = rule.path().empty() ? 0.0 : rule.path().back();
+        if (rule.path().empty()) {  // c = 0: every prediction is 0
+            last = std::sqrt(targets.squaredNorm() / (double(n_val) * double(q)));
+        }
+        for (Index t = Index(rule.path().size()) + 1; t <= options.max_iter && !stop; ++t) stop = rule.push(last).stop;
+    }
+    if (!validation) {
+        for (std::size_t c = 0; c < columns.size(); ++c) {
+            selected[c].resize(columns[c].size());
+            if (columns[c].size() > 0)
+                solve_shifted(columns[c].process, columns[c].size(), grid[0] * double(n), columns[c].norm_c,
+                              selected[c].data(), work);
+        }
+    }
+    Matrix<T> alpha = Matrix<T>::Zero(problem.alpha_rows, q);
+    for (Index j = 0; j < q; ++j) {
+        const auto& z = selected[std::size_t(j)];
+        if (z.size() > 0) alpha.col(j) = coefficients[std::size_t(j)].leftCols(z.size()) * z.template cast<T>();
+    }
+    result.coef = problem.finish ? problem.finish(alpha) : std::move(alpha);
+    result.validation_rmse = rule.path();
+    result.iterations_run = validation ? Index(rule.path().size()) : options.max_iter;
+    result.n_iter = validation ? rule.selected() : options.max_iter;
+    result.products = products;
+    result.step_size = 0.0;
+    result.lambda = grid[std::size_t(selected_lambda)];
+}
+
+template void run_hybrid_path<float>(const LinearProblem<float>&, Index, const Validation<float>*,
+                                     const IterativeOptions&, PathResult<float>&);
+template void run_hybrid_path<double>(const LinearProblem<double>&, Index, const Validation<double>*,
+                                      const IterativeOptions&, PathResult<double>&);
+
+}  // namespace nytro::detail
