@@ -25,6 +25,52 @@ struct Column {
     bool open(Index capacity) const { return norm_c > 0 && !process.complete() && size() < capacity; }
 };
 
+// The hold-out images P = K_val R V of a column's basis, kept as P = Q S (Q orthonormal,
+// S upper triangular, grown a column at a time by Gram-Schmidt twice) with g = Q^T y, so
+// that ||y - P_k z||^2 = ||y - Q_k g_k||^2 + ||g_k - S_k z||^2: a sum of two nonnegative
+// terms (no cancellation), the second O(k^2) per z instead of O(n_val k).
+struct HoldoutImages {
+    Eigen::MatrixXd Q, S;
+    Eigen::VectorXd g;
+    std::vector<double> residual;  // residual[k] = ||y - Q_k g_k||^2
+
+    void append(const Eigen::MatrixXd& P, const Eigen::VectorXd& y) {
+        const Index have = g.size(), added = P.cols(), size = have + added;
+        Q.conservativeResize(y.size(), size);
+        S.conservativeResize(size, size);
+        S.bottomRows(added).setZero();
+        g.conservativeResize(size);
+        for (Index i = 0; i < added; ++i) {
+            const Index k = have + i;
+            Eigen::VectorXd w = P.col(i);
+            Eigen::VectorXd r = Eigen::VectorXd::Zero(k);
+            for (int pass = 0; pass < 2 && k > 0; ++pass) {
+                const Eigen::VectorXd h = Q.leftCols(k).transpose() * w;
+                w.noalias() -= Q.leftCols(k) * h;
+                r += h;
+            }
+            const double norm = w.norm();
+            S.col(k).head(k) = r;
+            S(k, k) = norm;
+            Q.col(k) = norm > 0 ? Eigen::VectorXd(w / norm) : Eigen::VectorXd::Zero(y.size());
+            g[k] = Q.col(k).dot(y);
+        }
+        // ||y - Q g||^2 at the new size computed directly, then back to the first new size
+        // by adding the squares of g (nonnegative terms).
+        residual.resize(std::size_t(size + 1));
+        residual[std::size_t(size)] = (y - Q * g).squaredNorm();
+        for (Index k = size - 1; k >= have; --k) residual[std::size_t(k)] = residual[std::size_t(k + 1)] + g[k] * g[k];
+    }
+
+    // ||y - P_k z_l||^2 for the columns z_l of Z (k x L), added to `squared`.
+    void add_errors(const Eigen::MatrixXd& Z, Eigen::ArrayXd& squared, Eigen::MatrixXd& work) const {
+        const Index k = Z.rows();
+        work.noalias() = S.topLeftCorner(k, k).triangularView<Eigen::Upper>() * Z;
+        work.colwise() -= g.head(k);
+        squared += work.colwise().squaredNorm().transpose().array() + residual[std::size_t(k)];
+    }
+};
+
 // z = (T_k + shift I)^-1 norm e_1 for the tridiagonal T_k of a Lanczos process (its first
 // k steps), by elimination without pivoting: T_k + shift I is symmetric positive definite
 // for shift > 0 (T_k is H's compression), so the pivots stay positive.
@@ -74,7 +120,7 @@ void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<
     const Index n_val = targets.rows();
 
     std::vector<Matrix<T>> coefficients(columns.size());  // alpha_rows x k: the basis as coefficients
-    std::vector<Eigen::MatrixXd> images(columns.size());  // n_val x k: their hold-out predictions
+    std::vector<HoldoutImages> images(columns.size());    // their hold-out predictions
     StoppingRule rule(options.stopping, options.tol, options.window, options.patience);
     std::vector<Eigen::VectorXd> selected(columns.size());  // z at the selected (k, lambda)
     Index selected_lambda = 0, products = 0, k = 0;
@@ -113,8 +159,7 @@ void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<
             coefficients[c].conservativeResize(problem.alpha_rows, size);
             coefficients[c].rightCols(size - have) = added;
             if (!validation) continue;
-            images[c].conservativeResize(n_val, size);
-            images[c].rightCols(size - have) = validation->predict(added, options.n_threads).template cast<double>();
+            images[c].append(validation->predict(added, options.n_threads).template cast<double>(), targets.col(Index(c)));
         }
         if (!validation) {
             k = reached;
@@ -133,9 +178,7 @@ void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<
                 for (Index l = 0; l < L; ++l)
                     solve_shifted(columns[c].process, kc, grid[std::size_t(l)] * double(n), columns[c].norm_c,
                                   Z.col(l).data(), work);
-                errors.noalias() = images[c].leftCols(kc) * Z;
-                errors.colwise() -= targets.col(Index(c));
-                squared += errors.colwise().squaredNorm().transpose().array();
+                images[c].add_errors(Z, squared, errors);
             }
             Index best = -1;
             for (Index l = 0; l < L; ++l)
