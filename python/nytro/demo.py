@@ -26,7 +26,9 @@ def run_demo(n_centers=1000, sigma=1.0, max_iter=500, seed=0, n_threads=None, ou
         start = time.perf_counter()
         estimator.fit(data.X_train, data.y_train)
         seconds = time.perf_counter() - start
-        selected = (f"t* = {estimator.n_iter_}" if name == "NYTRO" else f"lambda* = {estimator.lambda_:.3g}")
+        selected = f"lambda* = {estimator.lambda_:.3g}" if estimator.lambda_ is not None else ""
+        if name == "NYTRO":  # t*, and lambda* with the default method "hybrid"
+            selected = f"t* = {estimator.n_iter_}" + (f", {selected}" if selected else "")
         rows.append((name, seconds, selected, float(np.min(estimator.validation_rmse_)),
                      rmse(estimator, data.X_test, data.y_test)))
     os.makedirs(out, exist_ok=True)
@@ -37,7 +39,7 @@ def run_demo(n_centers=1000, sigma=1.0, max_iter=500, seed=0, n_threads=None, ou
 
 
 def format_table(rows) -> str:
-    lines = [f"{'method':<8}{'fit (s)':>9}  {'selected':<20}{'val RMSE':>10}{'test RMSE':>11}"]
+    lines = [f"{'method':<8}{'fit (s)':>9}  {'selected':<28}{'val RMSE':>10}{'test RMSE':>11}"]
     for name, seconds, selected, val, test in rows:
-        lines.append(f"{name:<8}{seconds:>9.3f}  {selected:<20}{val:>10.4f}{test:>11.4f}")
+        lines.append(f"{name:<8}{seconds:>9.3f}  {selected:<28}{val:>10.4f}{test:>11.4f}")
     return "\n".join(lines)
