@@ -5,6 +5,8 @@
 
 #include <Eigen/Cholesky>
 
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <thread>
 #include <type_traits>
@@ -271,6 +273,44 @@ NYTRO_TEST(nkrls_equals_dense_solve) {
         CHECK_EQ(g.selected, Index(best - g.validation_rmse.begin()));
         CHECK_CLOSE(g.coef, solve(grid[std::size_t(g.selected)]), 1e-7);
     }
+}
+
+// Method hybrid: with a basis spanning the space (k = m) the projected Tikhonov solutions
+// are NKRLS's, so the path's value there is the best dense Tikhonov RMSE over the paper's
+// grid; past k = m it stays there; the selected coefficients give the selected RMSE; and
+// without a hold-out set it runs max_iter steps with the smallest lambda.
+NYTRO_TEST(hybrid_full_basis_equals_dense_tikhonov) {
+    const Problem p = make_problem();
+    const MatrixD K_nm = direct_kernel(p.X, p.centers, p.sigma), K_mm = direct_kernel(p.centers, p.centers, p.sigma);
+    const MatrixD K_val = direct_kernel(p.X_val, p.centers, p.sigma);
+    double best = std::numeric_limits<double>::infinity();
+    for (int i = 0; i < 100; ++i) {
+        const double lambda = std::pow(10.0, (15.0 * i) / 99.0 - 15.0);
+        const MatrixD M = K_nm.transpose() * K_nm + lambda * 200 * K_mm;
+        best = std::min(best, rmse(K_val * MatrixD(M.ldlt().solve(K_nm.transpose() * p.Y)) - p.Y_val));
+    }
+    nytro::NytroOptions o;
+    o.method = nytro::Method::hybrid;
+    o.max_iter = 40;
+    o.n_threads = 2;
+    for (Solver solver : {Solver::direct, Solver::gram, Solver::spectral}) {
+        o.solver = solver;
+        const auto r = nytro::nytro_path<double>(p.X, p.Y, p.centers, p.sigma, p.X_val, p.Y_val, o);
+        REQUIRE(r.validation_rmse.size() == 40u);
+        CHECK_NEAR(r.validation_rmse[29], best, 1e-6 * best);
+        for (std::size_t k = 30; k < 40; ++k) CHECK_EQ(r.validation_rmse[k], r.validation_rmse[29]);
+        CHECK(r.products <= 30);
+        CHECK_EQ(r.step_size, 0.0);
+        const double selected = r.validation_rmse[std::size_t(r.n_iter - 1)];
+        CHECK_NEAR(rmse(K_val * r.coef - p.Y_val), selected, 1e-8 * selected);
+        CHECK(selected <= r.validation_rmse[29]);
+    }
+    o.solver = Solver::automatic;
+    o.max_iter = 12;
+    const auto none = nytro::nytro_path<double>(p.X, p.Y, p.centers, p.sigma, kNone, kNoneY, o);
+    CHECK_EQ(none.n_iter, Index(12));
+    CHECK_EQ(none.lambda, 1e-15);
+    CHECK(none.validation_rmse.empty());
 }
 
 NYTRO_TEST(krls_equals_dense_solve) {

@@ -241,7 +241,9 @@ def _hybrid_path(apply, rhs, to_alpha, n, max_iter, predict_val, Y_val, stopping
     Without a hold-out set: max_iter steps, smallest lambda. Past an invariant Krylov
     space (k = dim at the latest) t repeats the last solution up to max_iter."""
     dt = rhs.dtype.type
-    lambdas = chk.paper_lambdas()
+    # The paper's grid with the core's rounding: 10 ** (15 i / 99 - 15) by C's pow (numpy's
+    # logspace may differ in the last bit).
+    lambdas = np.array([10.0 ** ((15.0 * i) / 99.0 - 15.0) for i in range(100)])
     bases = []  # per column: (V, T, |c|) or None for c = 0
     for j in range(rhs.shape[1]):
         c = rhs[:, j].astype(np.float64)
