@@ -96,3 +96,10 @@ def test_estimator_reports_lambda():
     assert hybrid.step_size_ == 0.0 and hybrid.products_ >= hybrid.n_iter_
     cg = nytro.NytroRegressor(30, p.sigma, method="cg", random_state=0, **SERIAL).fit(p.X, p.y)
     assert cg.lambda_ is None
+
+
+def test_landweber_estimator_reports_lambda():
+    p = make_noisy_problem()
+    est = nytro.LandweberRegressor(p.sigma, method="hybrid", max_iter=40, random_state=0, **SERIAL).fit(p.X, p.y)
+    assert est.lambda_ is not None and 1e-15 <= est.lambda_ <= 1 and est.step_size_ == 0.0
+    assert nytro.LandweberRegressor(p.sigma, max_iter=5, random_state=0, **SERIAL).fit(p.X, p.y).lambda_ is None

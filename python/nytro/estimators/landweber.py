@@ -12,7 +12,8 @@ class LandweberRegressor(KernelRegressorBase):
 
     Parameters are those of NytroRegressor without the Nystrom ones; step_size defaults
     to "paper" (1/n, as in the paper's experiments) and n_iter_no_change to None (the
-    whole path). method "nu" and "cg" accelerate the iterations on K alpha = y.
+    whole path). method "nu" and "cg" accelerate the iterations on K alpha = y; "hybrid"
+    selects (t, lambda) of Tikhonov's problem projected onto their Krylov space (lambda_).
     iterates ("auto", "lanczos", "stepwise") is as for NytroRegressor.
 
     Attributes
@@ -20,7 +21,8 @@ class LandweberRegressor(KernelRegressorBase):
     centers_ : (n_train, d) the training rows.
     coef_ : alpha at the selected t; n_iter_ : the selected t;
     validation_rmse_ : hold-out RMSE after each iteration; step_size_ : the step used;
-    products_ : products with K taken (fewer than the iterations with Lanczos iterates).
+    products_ : products with K taken (fewer than the iterations with Lanczos iterates);
+    lambda_ : method "hybrid": the selected lambda, else None.
     """
 
     def __init__(self, sigma=1.0, *, method="gd", nu=1.0, max_iter=500, step_size="paper", stopping="best",
@@ -55,4 +57,5 @@ class LandweberRegressor(KernelRegressorBase):
         self.validation_rmse_ = result.validation_rmse
         self.step_size_ = result.step_size
         self.products_ = result.products
+        self.lambda_ = result.lambda_ if self.method == "hybrid" else None
         return result.coef
