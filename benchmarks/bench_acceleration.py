@@ -14,8 +14,6 @@ Medians of --reps timings. Run it alone on a quiet machine.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
 import time
 
@@ -78,7 +76,6 @@ def main(argv=None) -> int:
               "machine": P.machine_info(P.resolve_threads(args.threads)),
               "datasets": [run_dataset(d, args.data_dir, reps, threads, args.quick)
                            for d in args.datasets.split(",")]}
-    os.makedirs(args.out, exist_ok=True)
     lines = [P.machine_line(report["machine"]), "",
              "| dataset (m) | method | solver | t to reach GD's best val RMSE | time (s) | val RMSE |",
              "|---|---|---|---|---|---|"]
@@ -92,12 +89,7 @@ def main(argv=None) -> int:
                 solver = r["solver"] if r["requested"] == r["solver"] else f"{r['requested']} ({r['solver']})"
                 lines.append(f"| {d['dataset']} ({d['m']}) | {r['method']} | {solver} | {label} | "
                              f"{r['seconds']:.3f} | {r['val_rmse']:.5f} |")
-    text = "\n".join(lines) + "\n"
-    with open(os.path.join(args.out, "acceleration.json"), "w") as f:
-        json.dump(report, f, indent=1)
-    with open(os.path.join(args.out, "acceleration.md"), "w") as f:
-        f.write(text)
-    print(text)
+    P.write_report(args.out, "acceleration", report, "\n".join(lines) + "\n")
     return 0
 
 

@@ -24,8 +24,6 @@ the seeds. Run it alone on a quiet machine.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
 
 import numpy as np
@@ -146,13 +144,7 @@ def main(argv=None) -> int:
                   "machine": P.machine_info(threads), "seeds": seeds,
                   "datasets": [run_dataset(name.strip(), args.data_dir, seeds, threads, args.quick)
                                for name in args.datasets.split(",")]}
-    os.makedirs(args.out, exist_ok=True)
-    text = table(report)
-    with open(os.path.join(args.out, "defaults.json"), "w") as f:
-        json.dump(report, f, indent=1)
-    with open(os.path.join(args.out, "defaults.md"), "w") as f:
-        f.write(text)
-    print(text)
+    P.write_report(args.out, "defaults", report, table(report))
     return 0
 
 

@@ -1,6 +1,6 @@
 #include "hybrid_path.hpp"
 
-#include "lanczos.hpp"
+#include "lanczos_path.hpp"
 #include "nytro/errors.hpp"
 #include "stopping.hpp"
 
@@ -16,14 +16,6 @@ namespace {
 // stretch are one product with K_val (a matrix product, not 16 matrix-vector ones), and a
 // stop wastes at most a stretch of products.
 constexpr Index kStretch = 16;
-
-// One column of c and its Lanczos process (not started when c = 0).
-struct Column {
-    double norm_c = 0;
-    LanczosProcess process;
-    Index size() const { return process.size(); }
-    bool open(Index capacity) const { return norm_c > 0 && !process.complete() && size() < capacity; }
-};
 
 // The hold-out images P = K_val R V of a column's basis, kept as P = Q S (Q orthonormal,
 // S upper triangular, grown a column at a time by Gram-Schmidt twice) with g = Q^T y, so
@@ -62,12 +54,15 @@ struct HoldoutImages {
         for (Index k = size - 1; k >= have; --k) residual[std::size_t(k)] = residual[std::size_t(k + 1)] + g[k] * g[k];
     }
 
-    // ||y - P_k z_l||^2 for the columns z_l of Z (k x L), added to `squared`.
-    void add_errors(const Eigen::MatrixXd& Z, Eigen::ArrayXd& squared, Eigen::MatrixXd& work) const {
+    // ||y - P_k z_l||^2 for the columns z_l of Z (k x L), added to `squared`; work has at
+    // least k rows and L columns.
+    void add_errors(const Eigen::Ref<const Eigen::MatrixXd>& Z, Eigen::ArrayXd& squared,
+                    Eigen::MatrixXd& work) const {
         const Index k = Z.rows();
-        work.noalias() = S.topLeftCorner(k, k).triangularView<Eigen::Upper>() * Z;
-        work.colwise() -= g.head(k);
-        squared += work.colwise().squaredNorm().transpose().array() + residual[std::size_t(k)];
+        auto top = work.topRows(k);
+        top.noalias() = S.topLeftCorner(k, k).triangularView<Eigen::Upper>() * Z;
+        top.colwise() -= g.head(k);
+        squared += top.colwise().squaredNorm().transpose().array() + residual[std::size_t(k)];
     }
 };
 
@@ -109,12 +104,7 @@ void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<
     const Index q = problem.q, capacity = std::min(problem.dim, options.max_iter);
     check_allocation(double(problem.dim) * double(capacity + 1) * double(q) * sizeof(double),
                      "the Krylov basis of method 'hybrid'");
-    std::vector<Column> columns(static_cast<std::size_t>(q));
-    for (Index j = 0; j < q; ++j) {
-        const Eigen::VectorXd c = problem.rhs.col(j).template cast<double>();
-        columns[std::size_t(j)].norm_c = c.norm();
-        if (c.norm() > 0) columns[std::size_t(j)].process.start(c, capacity);
-    }
+    std::vector<KrylovColumn> columns = start_columns(problem.rhs, capacity);
     const std::vector<double> grid = paper_lambda_grid();
     const Index L = Index(grid.size());
     // Without a hold-out set: max_iter steps, then the grid's smallest lambda (the
@@ -128,18 +118,21 @@ void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<
     StoppingRule rule(options.stopping, options.tol, options.window, options.patience);
     std::vector<Eigen::VectorXd> selected(columns.size());  // z at the selected (k, lambda)
     Index selected_lambda = 0, products = 0, k = 0;
-    Eigen::MatrixXd Z, errors;
+    // The projected solutions for every lambda at one k, and the work of their errors: sized
+    // once for the largest k (the first kc rows are used).
+    Eigen::MatrixXd Z(capacity, L), errors(capacity, L);
     Eigen::ArrayXd squared(L);
     std::vector<double> work;
+    std::vector<KrylovColumn*> growing;
+    Matrix<T> vectors, out;
     bool stop = false;
     while (k < capacity && !stop) {
         // Grow every open process by up to a stretch, one block product per step.
         Index reached = k;
-        Matrix<T> vectors, out;
         for (Index step = 0; step < kStretch; ++step) {
-            std::vector<Column*> growing;
-            for (Column& column : columns)
-                if (column.open(capacity)) growing.push_back(&column);
+            growing.clear();
+            for (KrylovColumn& column : columns)
+                if (!column.complete() && column.size() < capacity) growing.push_back(&column);
             if (growing.empty()) break;
             vectors.resize(problem.dim, Index(growing.size()));
             out.resize(problem.dim, Index(growing.size()));
@@ -151,15 +144,13 @@ void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<
                 growing[i]->process.absorb(out.col(Index(i)).template cast<double>());
             if (options.callback) options.callback({"lanczos", products, capacity});
         }
-        for (const Column& column : columns) reached = std::max(reached, column.size());
+        for (const KrylovColumn& column : columns) reached = std::max(reached, column.size());
         if (reached == k) break;  // every Krylov space is invariant: later t repeat the last solution
         // Coefficients and hold-out images of the new basis vectors.
         for (std::size_t c = 0; c < columns.size(); ++c) {
             const Index have = coefficients[c].cols(), size = columns[c].size();
             if (size == have) continue;
-            const Matrix<T> basis = columns[c].process.basis().middleCols(have, size - have).template cast<T>();
-            Matrix<T> added(problem.alpha_rows, size - have);
-            problem.to_alpha(basis, added);
+            const Matrix<T> added = basis_as_coefficients(problem, columns[c], have);
             coefficients[c].conservativeResize(problem.alpha_rows, size);
             coefficients[c].rightCols(size - have) = added;
             if (!validation) continue;
@@ -178,11 +169,10 @@ void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<
                     squared += targets.col(Index(c)).squaredNorm();
                     continue;
                 }
-                Z.resize(kc, L);
                 for (Index l = 0; l < L; ++l)
                     solve_shifted(columns[c].process, kc, grid[std::size_t(l)] * double(n), columns[c].norm_c,
                                   Z.col(l).data(), work);
-                images[c].add_errors(Z, squared, errors);
+                images[c].add_errors(Z.topRows(kc), squared, errors);
             }
             Index best = -1;
             for (Index l = 0; l < L; ++l)
@@ -209,10 +199,9 @@ void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<
     // the path goes on to max_iter at the last value, without products, so that t means
     // what it means for the other methods (max_iter iterations, patience counted in t).
     if (validation && !stop) {
-        double last = rule.path().empty() ? 0.0 : rule.path().back();
-        if (rule.path().empty()) {  // c = 0: every prediction is 0
-            last = std::sqrt(targets.squaredNorm() / (double(n_val) * double(q)));
-        }
+        const double last = rule.path().empty()  // c = 0: every prediction is 0
+                                ? std::sqrt(targets.squaredNorm() / (double(n_val) * double(q)))
+                                : rule.path().back();
         for (Index t = Index(rule.path().size()) + 1; t <= options.max_iter && !stop; ++t) stop = rule.push(last).stop;
     }
     if (!validation) {

@@ -21,21 +21,37 @@ constexpr Index kChunk = 64;
 }  // namespace
 
 template <class T>
+std::vector<KrylovColumn> start_columns(const Matrix<T>& c, Index most_steps) {
+    std::vector<KrylovColumn> columns(static_cast<std::size_t>(c.cols()));
+    for (Index j = 0; j < c.cols(); ++j) {
+        KrylovColumn& column = columns[std::size_t(j)];
+        const Eigen::VectorXd cj = c.col(j).template cast<double>();
+        column.norm_c = cj.norm();
+        if (column.norm_c > 0) column.process.start(cj, most_steps);
+    }
+    return columns;
+}
+
+template <class T>
+Matrix<T> basis_as_coefficients(const LinearProblem<T>& problem, const KrylovColumn& column, Index first) {
+    const Index count = column.size() - first;
+    if (count == 0) return Matrix<T>(problem.alpha_rows, 0);
+    const Matrix<T> basis = column.process.basis().middleCols(first, count).template cast<T>();
+    Matrix<T> alphas(problem.alpha_rows, count);
+    problem.to_alpha(basis, alphas);
+    return alphas;
+}
+
+template <class T>
 LanczosGradient<T>::LanczosGradient(const LinearProblem<T>& problem, Index max_iter, const Callback& callback,
                                     bool estimate_top)
     : problem_(problem), max_iter_(max_iter), capacity_(basis_limit(problem, max_iter)), callback_(callback),
       // An iterate off by this much relative is within the rounding of the stepwise path
       // itself (about t eps after t steps).
-      tolerance_(64.0 * double(std::numeric_limits<T>::epsilon())),
-      columns_(static_cast<std::size_t>(problem.q)) {
+      tolerance_(64.0 * double(std::numeric_limits<T>::epsilon())) {
     check_allocation(double(problem.dim) * double(capacity_ + 1) * double(problem.q) * sizeof(double),
                      "the Lanczos basis");
-    for (Index j = 0; j < problem.q; ++j) {
-        Column& column = columns_[std::size_t(j)];
-        const Eigen::VectorXd c = problem.rhs.col(j).template cast<double>();
-        column.norm_c = c.norm();
-        if (column.norm_c > 0) column.process.start(c, capacity_);
-    }
+    columns_ = start_columns(problem.rhs, capacity_);
     if (estimate_top) top_.emplace(problem.dim, top_eigenvalue_tolerance<T>());
     // About sqrt(t) steps are needed for t iterates of a smooth spectrum (the polynomial
     // degree that approximates (1 - s x)^t); decaying kernel spectra need a few more.
@@ -136,16 +152,6 @@ Index LanczosGradient<T>::certified(const Column& column) const {
 }
 
 template <class T>
-Matrix<T> LanczosGradient<T>::coefficient_basis(const Column& column, Index first) const {
-    const Index count = column.size() - first;
-    if (count == 0) return Matrix<T>(problem_.alpha_rows, 0);
-    const Matrix<T> basis = column.process.basis().middleCols(first, count).template cast<T>();
-    Matrix<T> alphas(problem_.alpha_rows, count);
-    problem_.to_alpha(basis, alphas);
-    return alphas;
-}
-
-template <class T>
 bool LanczosGradient<T>::run(const Validation<T>* validation, const IterativeOptions& options,
                              PathResult<T>& result) {
     const Index q = problem_.q;
@@ -158,7 +164,7 @@ bool LanczosGradient<T>::run(const Validation<T>* validation, const IterativeOpt
         for (std::size_t c = 0; c < columns_.size(); ++c) {
             const Index have = coefficients[c].cols(), size = columns_[c].size();
             if (size > have) {
-                const Matrix<T> added = coefficient_basis(columns_[c], have);
+                const Matrix<T> added = basis_as_coefficients(problem_, columns_[c], have);
                 coefficients[c].conservativeResize(problem_.alpha_rows, size);
                 coefficients[c].rightCols(size - have) = added;
                 if (validation) {
@@ -250,5 +256,9 @@ bool LanczosGradient<T>::run(const Validation<T>* validation, const IterativeOpt
 
 template class LanczosGradient<float>;
 template class LanczosGradient<double>;
+template std::vector<KrylovColumn> start_columns<float>(const Matrix<float>&, Index);
+template std::vector<KrylovColumn> start_columns<double>(const Matrix<double>&, Index);
+template Matrix<float> basis_as_coefficients<float>(const LinearProblem<float>&, const KrylovColumn&, Index);
+template Matrix<double> basis_as_coefficients<double>(const LinearProblem<double>&, const KrylovColumn&, Index);
 
 }  // namespace nytro::detail

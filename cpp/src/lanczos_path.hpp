@@ -27,6 +27,24 @@
 
 namespace nytro::detail {
 
+// One column c of a right-hand side and its Lanczos process from c (not started when
+// c = 0): the projected right-hand side is norm_c e_1. Shared by gd's Lanczos iterates
+// and the hybrid path (hybrid_path.hpp).
+struct KrylovColumn {
+    double norm_c = 0;
+    LanczosProcess process;
+    Index size() const { return process.size(); }
+    bool complete() const { return norm_c == 0 || process.complete(); }  // every iterate exact
+};
+
+// One KrylovColumn per column of c, each with room for most_steps steps.
+template <class T>
+std::vector<KrylovColumn> start_columns(const Matrix<T>& c, Index most_steps);
+
+// The column's basis vectors first.. as coefficients (alpha_rows x (k - first)).
+template <class T>
+Matrix<T> basis_as_coefficients(const LinearProblem<T>& problem, const KrylovColumn& column, Index first);
+
 template <class T>
 class LanczosGradient {
 public:
@@ -58,13 +76,7 @@ public:
     bool run(const Validation<T>* validation, const IterativeOptions& options, PathResult<T>& result);
 
 private:
-    // One column of c: its Lanczos process (not started when c = 0).
-    struct Column {
-        double norm_c = 0;  // |c|: the projected right-hand side is norm_c e_1
-        LanczosProcess process;
-        Index size() const { return process.size(); }
-        bool complete() const { return norm_c == 0 || process.complete(); }  // every iterate exact
-    };
+    using Column = KrylovColumn;
 
     void extend(Index steps);                          // more steps on every open process
     bool open(const Column& column) const { return !column.complete() && column.size() < capacity_; }
@@ -72,8 +84,6 @@ private:
     void step_projected(const Column& column, Eigen::VectorXd& z) const;  // z += s (|c| e_1 - T z)
     // The basis size limit: memory, reorthogonalisation cost, half the stepwise products.
     static Index basis_limit(const LinearProblem<T>& problem, Index max_iter);
-    // alpha_rows x (k - first): the coefficients basis vectors first.. map to.
-    Matrix<T> coefficient_basis(const Column& column, Index first) const;
 
     const LinearProblem<T>& problem_;
     Index max_iter_;

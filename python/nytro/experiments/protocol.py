@@ -19,6 +19,7 @@ text is silent) and from the paper's Table 1 and Table 2:
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import platform
@@ -467,6 +468,17 @@ def write_command(out_dir: str, filename: str, command: str) -> str:
         f.write(command + "\n")
         f.write(f"# as invoked: {shlex.join(sys.argv)}\n# in: {os.getcwd()}\n")
     return path
+
+
+def write_report(out_dir: str, stem: str, report: dict, text: str) -> None:
+    """A benchmark's record as out_dir/stem.json and its table as out_dir/stem.md (the
+    folder is made if needed); the table is printed too."""
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, stem + ".json"), "w") as f:
+        json.dump(report, f, indent=1)
+    with open(os.path.join(out_dir, stem + ".md"), "w") as f:
+        f.write(text)
+    print(text)
 
 
 def finite_or_none(value):
