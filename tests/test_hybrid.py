@@ -98,6 +98,7 @@ def test_estimator_reports_lambda():
     assert cg.lambda_ is None
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # its path may end at max_iter
 def test_landweber_estimator_reports_lambda():
     p = make_noisy_problem()
     est = nytro.LandweberRegressor(p.sigma, method="hybrid", max_iter=40, random_state=0, **SERIAL).fit(p.X, p.y)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import sys
 import time
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -63,6 +65,18 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
         order = rng.permutation(n)
         train, val = np.sort(order[n_val:]), np.sort(order[:n_val])
         return X[train], Y[train], X[val], Y[val]
+
+    def _warn_if_path_cut(self):
+        """The iterative estimators' check after a fit: a ConvergenceWarning when the hold-out
+        selection chose the last of max_iter iterations, where the path may still have been
+        improving (the model is then more regularised than the data ask for)."""
+        path = self.validation_rmse_
+        if len(path) == 0 or len(path) < self.max_iter or self.n_iter_ < self.max_iter:
+            return
+        warnings.warn(
+            f"{type(self).__name__} selected the last iteration, t = max_iter = {self.max_iter}: the "
+            "regularisation path may have been cut before its best model. A larger max_iter may fit "
+            "better (validation_rmse_ holds the path).", ConvergenceWarning, stacklevel=3)
 
     def _finish(self, coef):
         self.coef_ = coef[:, 0] if self._one_output else coef

@@ -14,7 +14,9 @@ class LandweberRegressor(KernelRegressorBase):
     to "paper" (1/n, as in the paper's experiments) and n_iter_no_change to None (the
     whole path). method "nu" and "cg" accelerate the iterations on K alpha = y; "hybrid"
     selects (t, lambda) of Tikhonov's problem projected onto their Krylov space (lambda_).
-    iterates ("auto", "lanczos", "stepwise") is as for NytroRegressor.
+    iterates ("auto", "lanczos", "stepwise") is as for NytroRegressor. As there, fit emits
+    a ConvergenceWarning when the selected t is max_iter: with the paper's step 1/n the
+    path is often still falling there (step_size="auto" takes the largest stable step).
 
     Attributes
     ----------
@@ -58,4 +60,5 @@ class LandweberRegressor(KernelRegressorBase):
         self.step_size_ = result.step_size
         self.products_ = result.products
         self.lambda_ = result.lambda_ if self.method == "hybrid" else None
+        self._warn_if_path_cut()
         return result.coef

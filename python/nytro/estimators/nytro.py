@@ -44,7 +44,9 @@ class NytroRegressor(KernelRegressorBase):
     nu : float, default=1.0
         Order of the nu-method.
     max_iter : int, default=500
-        Iterations t_max (the paper's protocol uses 500).
+        Iterations t_max (the paper's protocol uses 500). When the hold-out selection
+        picks t = max_iter, the path may have been cut before its best model, and fit
+        emits a ConvergenceWarning (scikit-learn's).
     step_size : {"auto", "paper"} or float, default="auto"
         Step of "gd" and "nu" ("cg" needs none): "auto" is 1 / lambda_max(A^T A), the
         largest stable step (authors' code); "paper" is gamma / n with gamma = 1 /
@@ -157,4 +159,5 @@ class NytroRegressor(KernelRegressorBase):
         self.solver_ = result.solver
         self.products_ = result.products
         self.lambda_ = result.lambda_ if self.method == "hybrid" else None
+        self._warn_if_path_cut()
         return result.coef

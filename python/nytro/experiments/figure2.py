@@ -214,7 +214,7 @@ def run(args) -> int:
                     for curve in curves:
                         bar.set_postfix_str(f"m={m} rep {r + 1} {curve}")
                         model = build(curve, m, sigma, args.max_iter, seed, args.threads)
-                        with P.Timer() as timer:
+                        with P.path_cut_expected(), P.Timer() as timer:
                             model.fit(data.X_train, data.y_train)
                         times[curve][i, r] = timer.seconds
                         rmses[curve][i, r] = P.rmse(model.predict(data.X_test), data.y_test)

@@ -387,7 +387,7 @@ def _run_method(method: Method, ctx: Context, X, y, X_test, y_test, split: P.Spl
             return record
     estimator = method.build(ctx)
     try:
-        with P.Timer() as timer:
+        with P.path_cut_expected(), P.Timer() as timer:
             estimator.fit(X, y)
     except MemoryError as error:
         record.status, record.note = "NA", f"NA (MemoryError: {error})"
