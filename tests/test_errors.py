@@ -264,6 +264,74 @@ def test_fit_at_extreme_scale_is_right_or_refused(cls):
     np.testing.assert_allclose(est.predict(X * 1e200), ref.predict(X), atol=1e-6)
 
 
+@pytest.mark.parametrize("cls", ALL)
+@pytest.mark.parametrize("exponent", [-1000, -600, 600, 1000])
+def test_targets_near_the_ends_of_float64_give_the_scaled_model(cls, exponent):
+    """y * 2^e, whose squared errors would underflow to 0 or overflow to inf: the same
+    model, scaled by 2^e bit for bit (the estimators fit y / 2^k and scale back)."""
+    X, y = data()
+    ref = make_estimator(cls, sigma=0.5).fit(X, y)
+    est = make_estimator(cls, sigma=0.5).fit(X, np.ldexp(y, exponent))
+    np.testing.assert_array_equal(est.predict(X), np.ldexp(ref.predict(X), exponent))
+    np.testing.assert_array_equal(est.coef_, np.ldexp(ref.coef_, exponent))
+    if hasattr(ref, "validation_rmse_"):
+        np.testing.assert_array_equal(est.validation_rmse_, np.ldexp(ref.validation_rmse_, exponent))
+    for name in ("n_iter_", "lambda_"):
+        assert getattr(est, name, None) == getattr(ref, name, None), name
+
+
+@pytest.mark.parametrize("cls", ALL)
+@pytest.mark.parametrize("scale", [1e-300, 1e-170, 1e170, 1e300])
+def test_targets_at_extreme_scale_are_fitted(cls, scale):
+    """Before the targets were scaled, y * 1e-170 gave t* = 1 and a zero model (its squared
+    errors underflowed) and y * 1e170 an error or a zero model: now both fit."""
+    X, y = data()
+    ref = make_estimator(cls, sigma=0.5).fit(X, y)
+    est = make_estimator(cls, sigma=0.5).fit(X, y * scale)
+    np.testing.assert_allclose(est.predict(X) / scale, ref.predict(X), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("cls", [NytroRegressor, NystromKRLSRegressor])
+def test_float32_targets_at_extreme_scale_are_fitted(cls):
+    X, y = data()
+    ref = make_estimator(cls, sigma=0.5).fit(X.astype(np.float32), y.astype(np.float32))
+    for scale in (1e-30, 1e30):
+        est = make_estimator(cls, sigma=0.5).fit(X.astype(np.float32), (y * scale).astype(np.float32))
+        assert est.coef_.dtype == np.float32
+        np.testing.assert_allclose(est.predict(X.astype(np.float32)) / np.float32(scale), ref.predict(X.astype(np.float32)),
+                                   rtol=1e-3, atol=1e-4)
+
+
+WINDOW_RULE = dict(sigma=0.5, n_centers=30, method="gd", max_iter=300, stopping="window", window=5,
+                   step_size="auto", n_iter_no_change=None)
+
+
+@pytest.mark.parametrize("cls", ITERATIVE)
+def test_window_tol_stays_in_units_of_y_when_targets_are_scaled(cls):
+    """stopping="window" has an absolute tol, in units of y: y * 2^200 (scaled inside the
+    fit) must stop where y * 2^100 (not scaled) does, which is not where y does (there
+    the same tol stops the path early)."""
+    X, y = data(n=200)
+    t = {e: make_estimator(cls, tol=1e-3, **WINDOW_RULE).fit(X, np.ldexp(y, e)).n_iter_ for e in (0, 100, 200)}
+    assert t[200] == t[100] != t[0], t
+
+
+@pytest.mark.parametrize("cls", ITERATIVE)
+def test_window_default_tol_matches_the_core(cls):
+    """The estimators rescale the window rule's default tol themselves: it must be the
+    core's (tol=None there), which stops this path where an explicit 1e-4 does and not
+    where 2e-4 does."""
+    from nytro.estimators._base import WINDOW_DEFAULT_TOL
+    X, y = data(n=200)
+    y = np.ldexp(y, -4)
+    default = make_estimator(cls, **WINDOW_RULE).fit(X, y)
+    explicit = make_estimator(cls, tol=WINDOW_DEFAULT_TOL, **WINDOW_RULE).fit(X, y)
+    other = make_estimator(cls, tol=2 * WINDOW_DEFAULT_TOL, **WINDOW_RULE).fit(X, y)
+    assert default.n_iter_ == explicit.n_iter_ < WINDOW_RULE["max_iter"]
+    np.testing.assert_array_equal(default.validation_rmse_, explicit.validation_rmse_)
+    assert other.n_iter_ != default.n_iter_
+
+
 # ================================================================ kernel output
 @pytest.mark.parametrize("make_out, error, message", [
     (lambda: [[0.0] * 4] * 6, TypeError, "out must be a numpy.ndarray"),

@@ -5,6 +5,7 @@ names the argument and the offending value.
 """
 from __future__ import annotations
 
+import math
 import numbers
 import os
 
@@ -133,6 +134,21 @@ def check_patience(n_iter_no_change) -> int:
     if n_iter_no_change is None:
         return 0
     return check_int("n_iter_no_change", n_iter_no_change, 1)
+
+
+def target_scale(Y: np.ndarray) -> float:
+    """1.0 for targets of ordinary size; otherwise the power of two s with max|Y| / s in
+    [1, 2). The estimators fit Y / s and scale back, which is exact (a power of two), so
+    targets near the ends of the dtype's range, whose squares would underflow to 0 or
+    overflow to inf in the hold-out errors, get the same model as any others. Ordinary:
+    max|Y| within 2^+-128 in float64, 2^+-32 in float32."""
+    peak = float(np.max(np.abs(Y))) if Y.size else 0.0
+    if peak == 0.0 or not math.isfinite(peak):
+        return 1.0
+    limit = 2.0 ** (32 if Y.dtype == np.float32 else 128)
+    if 1.0 / limit <= peak <= limit:
+        return 1.0
+    return math.ldexp(1.0, math.frexp(peak)[1] - 1)
 
 
 def check_tol(tol) -> float:
