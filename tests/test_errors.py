@@ -268,7 +268,7 @@ def test_fit_at_extreme_scale_is_right_or_refused(cls):
 @pytest.mark.parametrize("exponent", [-1000, -600, 600, 1000])
 def test_targets_near_the_ends_of_float64_give_the_scaled_model(cls, exponent):
     """y * 2^e, whose squared errors would underflow to 0 or overflow to inf: the same
-    model, scaled by 2^e bit for bit (the estimators fit y / 2^k and scale back)."""
+    model, scaled by 2^e bit for bit (the core fits y / 2^k, and the results are scaled back)."""
     X, y = data()
     ref = make_estimator(cls, sigma=0.5).fit(X, y)
     est = make_estimator(cls, sigma=0.5).fit(X, np.ldexp(y, exponent))
@@ -278,6 +278,21 @@ def test_targets_near_the_ends_of_float64_give_the_scaled_model(cls, exponent):
         np.testing.assert_array_equal(est.validation_rmse_, np.ldexp(ref.validation_rmse_, exponent))
     for name in ("n_iter_", "lambda_"):
         assert getattr(est, name, None) == getattr(ref, name, None), name
+
+
+@pytest.mark.parametrize("exponent", [-1000, 1000])
+def test_path_functions_scale_extreme_targets_exactly(exponent):
+    """The public path functions do the scaling (the estimators go through them)."""
+    X, y = data()
+    X_tr, y_tr, X_val, y_val = X[:40], y[:40], X[40:], y[40:]
+    centers = X_tr[:10]
+    for fit in (lambda t, tv: nytro.nytro_path(X_tr, t, centers, 0.5, X_val=X_val, y_val=tv, method="hybrid"),
+                lambda t, tv: nytro.nkrls_path(X_tr, t, centers, 0.5, X_val=X_val, y_val=tv),
+                lambda t, tv: nytro.landweber_path(X_tr, t, 0.5, X_val=X_val, y_val=tv, max_iter=50)):
+        ref, est = fit(y_tr, y_val), fit(np.ldexp(y_tr, exponent), np.ldexp(y_val, exponent))
+        np.testing.assert_array_equal(est.coef, np.ldexp(ref.coef, exponent))
+        np.testing.assert_array_equal(est.validation_rmse, np.ldexp(ref.validation_rmse, exponent))
+    np.testing.assert_array_equal(nytro.kols(X, np.ldexp(y, exponent), 0.5), np.ldexp(nytro.kols(X, y, 0.5), exponent))
 
 
 @pytest.mark.parametrize("cls", ALL)
@@ -318,10 +333,10 @@ def test_window_tol_stays_in_units_of_y_when_targets_are_scaled(cls):
 
 @pytest.mark.parametrize("cls", ITERATIVE)
 def test_window_default_tol_matches_the_core(cls):
-    """The estimators rescale the window rule's default tol themselves: it must be the
+    """The path functions rescale the window rule's default tol themselves: it must be the
     core's (tol=None there), which stops this path where an explicit 1e-4 does and not
     where 2e-4 does."""
-    from nytro.estimators._base import WINDOW_DEFAULT_TOL
+    from nytro._checks import WINDOW_DEFAULT_TOL
     X, y = data(n=200)
     y = np.ldexp(y, -4)
     default = make_estimator(cls, **WINDOW_RULE).fit(X, y)

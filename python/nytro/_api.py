@@ -38,23 +38,42 @@ def _training_data(X, y, X_val, y_val, dtype, centers=None):
             raise ValueError(f"centers have {centers.shape[1]} features but X has {X.shape[1]}")
         if centers.shape[0] > X.shape[0]:
             raise ValueError(f"there are more centres ({centers.shape[0]}) than training rows ({X.shape[0]})")
-    return dt, X, Y, one_d, Xv, Yv, centers
+    # Targets near the ends of the dtype's range go to the core divided by a power of two
+    # (exact), so that their squared errors neither underflow nor overflow; the results
+    # are scaled back (_scaled_back). scale is 1 for targets of ordinary size.
+    scale = chk.target_scale(Y, Yv)
+    if scale != 1.0:
+        Y = Y / dt.type(scale)
+        Yv = None if Yv is None else Yv / dt.type(scale)
+    return dt, X, Y, one_d, Xv, Yv, centers, scale
 
 
 def _coef(coef: np.ndarray, one_d: bool) -> np.ndarray:
     return coef[:, 0] if one_d else coef
 
 
-def _path_result(raw: dict, one_d: bool) -> PathResult:
-    return PathResult(coef=_coef(raw["coef"], one_d), validation_rmse=raw["validation_rmse"],
+def _scaled_back(coef: np.ndarray, scale: float) -> np.ndarray:
+    if scale == 1.0:
+        return coef
+    coef = coef * coef.dtype.type(scale)
+    if not np.all(np.isfinite(coef)):
+        raise ValueError(f"the coefficients overflow {coef.dtype} at the scale of y (max |y| about {scale:.3g}): "
+                         "compute in float64 (dtype='float64') or rescale y")
+    return coef
+
+
+def _path_result(raw: dict, one_d: bool, scale: float) -> PathResult:
+    return PathResult(coef=_coef(_scaled_back(raw["coef"], scale), one_d),
+                      validation_rmse=raw["validation_rmse"] * scale,
                       n_iter=int(raw["n_iter"]), iterations_run=int(raw["iterations_run"]),
                       step_size=float(raw["step_size"]), rank=int(raw["rank"]), solver=raw["solver"],
                       products=int(raw["products"]), lambda_=float(raw["lambda"]))
 
 
-def _tikhonov_result(raw: dict, lambdas: list, one_d: bool) -> TikhonovResult:
+def _tikhonov_result(raw: dict, lambdas: list, one_d: bool, scale: float) -> TikhonovResult:
     selected = int(raw["selected"])
-    return TikhonovResult(coef=_coef(raw["coef"], one_d), validation_rmse=raw["validation_rmse"],
+    return TikhonovResult(coef=_coef(_scaled_back(raw["coef"], scale), one_d),
+                          validation_rmse=raw["validation_rmse"] * scale,
                           lambda_=float(lambdas[selected]), selected=selected, rank=int(raw["rank"]))
 
 
@@ -134,7 +153,7 @@ def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=
     the stepwise iterate by a computed bound, in tens of products with A^T A instead of one
     per iteration; "auto" does so in float64 compute unless the solver is "spectral". The
     result's `products` counts the products taken."""
-    dt, X, Y, one_d, Xv, Yv, centers = _training_data(X, y, X_val, y_val, dtype, centers)
+    dt, X, Y, one_d, Xv, Yv, centers, scale = _training_data(X, y, X_val, y_val, dtype, centers)
     chk.check_choice("method", method, chk.METHODS)
     step_rule, step_value = chk.check_step_size(step_size)
     chk.check_choice("stopping", stopping, chk.STOPPING_RULES)
@@ -144,11 +163,11 @@ def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=
     raw = _native("nytro_path", dt)(
         X, Y, centers, chk.check_sigma(sigma), Xv, Yv, method, chk.check_nu(nu),
         chk.check_int("max_iter", max_iter, 1), step_rule,
-        step_value, stopping, chk.check_tol(tol), chk.check_int("window", window, 2),
+        step_value, stopping, chk.tol_for_scaled_targets(tol, stopping, scale), chk.check_int("window", window, 2),
         chk.check_patience(n_iter_no_change), iterates, factor,
         chk.check_optional_positive("rank_tol", rank_tol, -1.0), chk.check_optional_positive("jitter", jitter, 1e-10),
         solver, chk.check_storage(storage), chk.check_n_threads(n_threads), progress)
-    return _path_result(raw, one_d)
+    return _path_result(raw, one_d, scale)
 
 
 def landweber_path(X, y, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
@@ -156,7 +175,7 @@ def landweber_path(X, y, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, 
                    iterates="auto", n_threads=None, progress=None, dtype=None) -> PathResult:
     """Landweber iteration (early stopping) on the full n x n kernel (method gd), or its
     accelerated forms (nu, cg) on K alpha = y. iterates: as for nytro_path."""
-    dt, X, Y, one_d, Xv, Yv, _ = _training_data(X, y, X_val, y_val, dtype)
+    dt, X, Y, one_d, Xv, Yv, _, scale = _training_data(X, y, X_val, y_val, dtype)
     chk.check_choice("method", method, chk.METHODS)
     step_rule, step_value = chk.check_step_size(step_size)
     chk.check_choice("stopping", stopping, chk.STOPPING_RULES)
@@ -164,9 +183,9 @@ def landweber_path(X, y, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, 
     raw = _native("landweber_path", dt)(
         X, Y, chk.check_sigma(sigma), Xv, Yv, method, chk.check_nu(nu), chk.check_int("max_iter", max_iter, 1),
         step_rule, step_value,
-        stopping, chk.check_tol(tol), chk.check_int("window", window, 2), chk.check_patience(n_iter_no_change),
+        stopping, chk.tol_for_scaled_targets(tol, stopping, scale), chk.check_int("window", window, 2), chk.check_patience(n_iter_no_change),
         iterates, chk.check_n_threads(n_threads), progress)
-    return _path_result(raw, one_d)
+    return _path_result(raw, one_d, scale)
 
 
 def nkrls_path(X, y, centers, sigma, *, lambdas=None, X_val=None, y_val=None, factor="pivoted",
@@ -174,7 +193,7 @@ def nkrls_path(X, y, centers, sigma, *, lambdas=None, X_val=None, y_val=None, fa
                dtype=None) -> TikhonovResult:
     """Nystrom KRLS along a lambda grid (default: the paper's 100 values in [1e-15, 1]).
     storage="float32" computes the kernel blocks of A^T A and keeps K_val in float32."""
-    dt, X, Y, one_d, Xv, Yv, centers = _training_data(X, y, X_val, y_val, dtype, centers)
+    dt, X, Y, one_d, Xv, Yv, centers, scale = _training_data(X, y, X_val, y_val, dtype, centers)
     lambdas = chk.check_lambdas(lambdas)
     chk.check_choice("factor", factor, chk.FACTOR_METHODS)
     chk.check_choice("solver", solver, chk.TIKHONOV_SOLVERS)
@@ -184,25 +203,25 @@ def nkrls_path(X, y, centers, sigma, *, lambdas=None, X_val=None, y_val=None, fa
             chk.check_optional_positive("rank_tol", rank_tol, -1.0),
             chk.check_optional_positive("jitter", jitter, 1e-10), solver, chk.check_storage(storage),
             chk.check_n_threads(n_threads), progress)
-    return _tikhonov_result(raw, lambdas, one_d)
+    return _tikhonov_result(raw, lambdas, one_d, scale)
 
 
 def krls_path(X, y, sigma, *, lambdas=None, X_val=None, y_val=None, solver="eigh", n_threads=None,
               progress=None, dtype=None) -> TikhonovResult:
     """KRLS (Tikhonov on the full kernel) along a lambda grid."""
-    dt, X, Y, one_d, Xv, Yv, _ = _training_data(X, y, X_val, y_val, dtype)
+    dt, X, Y, one_d, Xv, Yv, _, scale = _training_data(X, y, X_val, y_val, dtype)
     lambdas = chk.check_lambdas(lambdas)
     chk.check_choice("solver", solver, chk.TIKHONOV_SOLVERS)
     with _blas_threads(n_threads):
         raw = _native("krls_path", dt)(X, Y, chk.check_sigma(sigma), lambdas, Xv, Yv, solver,
                                        chk.check_n_threads(n_threads), progress)
-    return _tikhonov_result(raw, lambdas, one_d)
+    return _tikhonov_result(raw, lambdas, one_d, scale)
 
 
 def kols(X, y, sigma, *, rcond=None, n_threads=None, dtype=None):
     """KOLS: alpha = pinv(K) y (eigenvalues below rcond * max dropped; rcond=None: n * eps)."""
-    dt, X, Y, one_d, _, _, _ = _training_data(X, y, None, None, dtype)
+    dt, X, Y, one_d, _, _, _, scale = _training_data(X, y, None, None, dtype)
     rcond = chk.check_optional_positive("rcond", rcond, -1.0)
     with _blas_threads(n_threads):
         coef = _native("kols", dt)(X, Y, chk.check_sigma(sigma), rcond, chk.check_n_threads(n_threads))
-    return _coef(coef, one_d)
+    return _coef(_scaled_back(coef, scale), one_d)

@@ -136,19 +136,35 @@ def check_patience(n_iter_no_change) -> int:
     return check_int("n_iter_no_change", n_iter_no_change, 1)
 
 
-def target_scale(Y: np.ndarray) -> float:
+def target_scale(*targets) -> float:
     """1.0 for targets of ordinary size; otherwise the power of two s with max|Y| / s in
-    [1, 2). The estimators fit Y / s and scale back, which is exact (a power of two), so
-    targets near the ends of the dtype's range, whose squares would underflow to 0 or
-    overflow to inf in the hold-out errors, get the same model as any others. Ordinary:
-    max|Y| within 2^+-128 in float64, 2^+-32 in float32."""
-    peak = float(np.max(np.abs(Y))) if Y.size else 0.0
+    [1, 2) over the arrays given (None skipped). The path functions hand the core Y / s
+    and scale its results back, which is exact (a power of two), so targets near the ends
+    of the dtype's range, whose squares would underflow to 0 or overflow to inf in the
+    hold-out errors, get the same model as any others. Ordinary: max|Y| within 2^+-128 in
+    float64, 2^+-32 in float32."""
+    arrays = [Y for Y in targets if Y is not None and Y.size]
+    peak = max((float(np.max(np.abs(Y))) for Y in arrays), default=0.0)
     if peak == 0.0 or not math.isfinite(peak):
         return 1.0
-    limit = 2.0 ** (32 if Y.dtype == np.float32 else 128)
+    limit = 2.0 ** (32 if arrays[0].dtype == np.float32 else 128)
     if 1.0 / limit <= peak <= limit:
         return 1.0
     return math.ldexp(1.0, math.frexp(peak)[1] - 1)
+
+
+# The core's tol for stopping="window" when tol is None (cpp/src/stopping.cpp); a test
+# checks that the two agree.
+WINDOW_DEFAULT_TOL = 1e-4
+
+
+def tol_for_scaled_targets(tol, stopping: str, scale: float) -> float:
+    """check_tol(tol) as the core must see it for targets divided by `scale`: the "window"
+    rule's tol is absolute, in units of y; the other rules' are relative."""
+    value = check_tol(tol)
+    if scale == 1.0 or stopping != "window":
+        return value
+    return (WINDOW_DEFAULT_TOL if value < 0 else value) / scale
 
 
 def check_tol(tol) -> float:

@@ -16,11 +16,6 @@ from .. import _checks as chk
 from .._api import kernel_predict
 
 
-# The core's tol for stopping="window" when tol is None (cpp/src/stopping.cpp); a test
-# checks that the two agree.
-WINDOW_DEFAULT_TOL = 1e-4
-
-
 class ProgressPrinter:
     """Prints "stage done/total" to stderr at most every `every` seconds."""
 
@@ -92,35 +87,7 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
         """Fit on (X, y), selecting the regularisation on a hold-out part of them."""
         X, Y = self._validated(X, y)
         rng = check_random_state(getattr(self, "random_state", None))
-        # Targets near the ends of the dtype's range are fitted as Y / scale (a power of
-        # two: exact) and the fitted values scaled back, so their squared errors neither
-        # underflow nor overflow; `scale` is 1 for targets of ordinary size.
-        scale = chk.target_scale(Y)
-        self._target_scale = scale
-        try:
-            coef = self._fit_path(X, Y / Y.dtype.type(scale) if scale != 1.0 else Y, rng)
-        finally:
-            del self._target_scale
-        if scale != 1.0:
-            coef = self._scaled_back(coef, scale)
-        return self._finish(coef)
-
-    def _scaled_back(self, coef, scale):
-        coef = coef * coef.dtype.type(scale)
-        if not np.all(np.isfinite(coef)):
-            raise ValueError(f"the coefficients overflow {coef.dtype} at the scale of y (max |y| about {scale:.3g}): "
-                             "fit with dtype='float64' or rescale y")
-        if hasattr(self, "validation_rmse_"):
-            self.validation_rmse_ = self.validation_rmse_ * scale
-        return coef
-
-    def _tol_for_scaled_targets(self):
-        """tol as the core must see it when the targets were divided by _target_scale: the
-        "window" rule's tol is absolute, in units of y; the other rules' are relative."""
-        scale = getattr(self, "_target_scale", 1.0)
-        if scale == 1.0 or self.stopping != "window":
-            return self.tol
-        return (WINDOW_DEFAULT_TOL if self.tol is None else self.tol) / scale
+        return self._finish(self._fit_path(X, Y, rng))
 
     # -- prediction --------------------------------------------------------------
     def predict(self, X):

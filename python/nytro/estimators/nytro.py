@@ -147,7 +147,7 @@ class NytroRegressor(KernelRegressorBase):
             X_train, Y_train, centers, self.sigma, X_val=X_val if held_out else None,
             y_val=Y_val if held_out else None, method=self.method, nu=self.nu, max_iter=self.max_iter,
             step_size=self.step_size,
-            stopping=self.stopping, tol=self._tol_for_scaled_targets(), window=self.window, n_iter_no_change=self.n_iter_no_change,
+            stopping=self.stopping, tol=self.tol, window=self.window, n_iter_no_change=self.n_iter_no_change,
             iterates=self.iterates, factor=self.factor, solver=self.solver,
             storage=self.storage,
             n_threads=self.n_threads, progress=self._progress())
