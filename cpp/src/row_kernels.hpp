@@ -15,6 +15,7 @@
 #include "nytro/types.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <type_traits>
 
 namespace nytro::detail::rows {
@@ -47,6 +48,20 @@ EIGEN_STRONG_INLINE Packet<T> load(const S* p) {
     }
 }
 
+// acc + a b in the scalar column tails, where every kernel must make the same roundings
+// as the others (the merged sweeps are tested bit for bit against the separate ones).
+// Written as a plain a * b + acc, the compiler may contract it into an FMA in one kernel
+// and not in another: a build for Haswell did so. Without an FMA instruction there is
+// nothing to contract into.
+template <class T>
+EIGEN_STRONG_INLINE T fused(T a, T b, T acc) {
+#if defined(__FMA__)
+    return std::fma(a, b, acc);
+#else
+    return a * b + acc;
+#endif
+}
+
 // The rows of group g0 (row pointers padded with the group's first row).
 template <class S>
 EIGEN_STRONG_INLINE void group_rows(const S* block, Index stride, Index g0, Index count, const S* (&row)[group]) {
@@ -75,7 +90,7 @@ void dots(const S* block, Index stride, Index rows, const T* x, Index c0, Index 
         }
         T tail[group] = {};
         for (; c < c1; ++c)
-            for (Index i = 0; i < group; ++i) tail[i] += T(row[i][c]) * x[c];
+            for (Index i = 0; i < group; ++i) tail[i] = fused(T(row[i][c]), x[c], tail[i]);
         for (Index i = 0; i < count; ++i) out[g0 + i] += ei::predux(sum[i]) + tail[i];
     }
 }
@@ -99,7 +114,7 @@ void add_weighted(const S* block, Index stride, Index rows, const T* w, T* dst, 
         }
         for (; c < c1; ++c) {
             T t = dst[c];
-            for (Index i = 0; i < group; ++i) t += T(row[i][c]) * weight[i];
+            for (Index i = 0; i < group; ++i) t = fused(T(row[i][c]), weight[i], t);
             dst[c] = t;
         }
     }
@@ -129,8 +144,8 @@ void dots2(const S* block, Index stride, Index rows, const T* x0, const T* x1, I
         T tail0[group] = {}, tail1[group] = {};
         for (; c < c1; ++c)
             for (Index i = 0; i < group; ++i) {
-                tail0[i] += T(row[i][c]) * x0[c];
-                tail1[i] += T(row[i][c]) * x1[c];
+                tail0[i] = fused(T(row[i][c]), x0[c], tail0[i]);
+                tail1[i] = fused(T(row[i][c]), x1[c], tail1[i]);
             }
         for (Index i = 0; i < count; ++i) {
             out0[g0 + i] += ei::predux(sum0[i]) + tail0[i];
@@ -170,8 +185,8 @@ void add_weighted2(const S* block, Index stride, Index rows, const T* w0, const 
         for (; c < c1; ++c) {
             T t0 = dst0[c], t1 = dst1[c];
             for (Index i = 0; i < group; ++i) {
-                t0 += T(row[i][c]) * weight0[i];
-                t1 += T(row[i][c]) * weight1[i];
+                t0 = fused(T(row[i][c]), weight0[i], t0);
+                t1 = fused(T(row[i][c]), weight1[i], t1);
             }
             dst0[c] = t0;
             dst1[c] = t1;
@@ -213,8 +228,8 @@ void dots_and_add_weighted_sweep(const S* dotted, const S* weighted, Index strid
         for (; c < c1; ++c) {
             T t = dst[c];
             for (Index i = 0; i < group; ++i) {
-                tail[i] += T(row_dotted[i][c]) * x[c];
-                t += T(row_weighted[i][c]) * weight[i];
+                tail[i] = fused(T(row_dotted[i][c]), x[c], tail[i]);
+                t = fused(T(row_weighted[i][c]), weight[i], t);
             }
             dst[c] = t;
         }
@@ -279,10 +294,10 @@ void dots2_next_add2_previous(const S* next, const S* prev, Index stride, Index 
             T t0 = dst0[c], t1 = dst1[c];
             for (Index i = 0; i < group; ++i) {
                 const T h = T(row_next[i][c]), g = T(row_prev[i][c]);
-                tail0[i] += h * x0[c];
-                tail1[i] += h * x1[c];
-                t0 += g * weight0[i];
-                t1 += g * weight1[i];
+                tail0[i] = fused(h, x0[c], tail0[i]);
+                tail1[i] = fused(h, x1[c], tail1[i]);
+                t0 = fused(g, weight0[i], t0);
+                t1 = fused(g, weight1[i], t1);
             }
             dst0[c] = t0;
             dst1[c] = t1;

@@ -99,9 +99,13 @@ inline double condition_number(const MatrixD& A) {
     return w.maxCoeff() / w.minCoeff();
 }
 
-// The gradient-descent filter (1 - (1 - step s)^t) / s, accurate for tiny s.
+// The gradient-descent filter (1 - (1 - step s)^t) / s, accurate for tiny s. At the top
+// of the spectrum a step of 1 / lambda_max estimated from below gives step s just above
+// 1 (seen in a build for Haswell), where log1p(-step s) is NaN; there 1 - step s is at
+// most 0 and the direct form has no cancellation.
 inline double gd_filter(double s, double step, Index t) {
     if (s <= 0) return step * double(t);
+    if (step * s >= 1) return (1 - std::pow(1 - step * s, double(t))) / s;
     return -std::expm1(double(t) * std::log1p(-step * s)) / s;
 }
 
