@@ -309,12 +309,12 @@ def test_targets_at_extreme_scale_are_fitted(cls, scale):
 @pytest.mark.parametrize("cls", [NytroRegressor, NystromKRLSRegressor])
 def test_float32_targets_at_extreme_scale_are_fitted(cls):
     X, y = data()
-    ref = make_estimator(cls, sigma=0.5).fit(X.astype(np.float32), y.astype(np.float32))
+    X = X.astype(np.float32)
+    ref = make_estimator(cls, sigma=0.5).fit(X, y.astype(np.float32))
     for scale in (1e-30, 1e30):
-        est = make_estimator(cls, sigma=0.5).fit(X.astype(np.float32), (y * scale).astype(np.float32))
+        est = make_estimator(cls, sigma=0.5).fit(X, (y * scale).astype(np.float32))
         assert est.coef_.dtype == np.float32
-        np.testing.assert_allclose(est.predict(X.astype(np.float32)) / np.float32(scale), ref.predict(X.astype(np.float32)),
-                                   rtol=1e-3, atol=1e-4)
+        np.testing.assert_allclose(est.predict(X) / np.float32(scale), ref.predict(X), rtol=1e-3, atol=1e-4)
 
 
 WINDOW_RULE = dict(sigma=0.5, n_centers=30, method="gd", max_iter=300, stopping="window", window=5,

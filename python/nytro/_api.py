@@ -183,8 +183,8 @@ def landweber_path(X, y, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, 
     raw = _native("landweber_path", dt)(
         X, Y, chk.check_sigma(sigma), Xv, Yv, method, chk.check_nu(nu), chk.check_int("max_iter", max_iter, 1),
         step_rule, step_value,
-        stopping, chk.tol_for_scaled_targets(tol, stopping, scale), chk.check_int("window", window, 2), chk.check_patience(n_iter_no_change),
-        iterates, chk.check_n_threads(n_threads), progress)
+        stopping, chk.tol_for_scaled_targets(tol, stopping, scale), chk.check_int("window", window, 2),
+        chk.check_patience(n_iter_no_change), iterates, chk.check_n_threads(n_threads), progress)
     return _path_result(raw, one_d, scale)
 
 
