@@ -20,19 +20,25 @@ constexpr Index kStretch = 16;
 // The hold-out images P = K_val R V of a column's basis, kept as P = Q S (Q orthonormal,
 // S upper triangular, grown a column at a time by Gram-Schmidt twice) with g = Q^T y, so
 // that ||y - P_k z||^2 = ||y - Q_k g_k||^2 + ||g_k - S_k z||^2: a sum of two nonnegative
-// terms (no cancellation), the second O(k^2) per z instead of O(n_val k).
+// terms (no cancellation), the second O(k^2) per z instead of O(n_val k). Q, S and g are
+// allocated once for the basis' capacity, as the basis itself is: resizing them at every
+// stretch copied Q (n_val x k, 400 MB at Covertype's k = 500) and briefly held it twice.
 struct HoldoutImages {
-    Eigen::MatrixXd Q, S;
+    Eigen::MatrixXd Q, S;  // n_val x capacity, capacity x capacity: the first `size` columns in use
     Eigen::VectorXd g;
+    Index size = 0;
     std::vector<double> residual;  // residual[k] = ||y - Q_k g_k||^2
 
+    void reserve(Index rows, Index capacity) {
+        Q.resize(rows, capacity);
+        S.setZero(capacity, capacity);
+        g.resize(capacity);
+        residual.reserve(std::size_t(capacity + 1));
+    }
+
     void append(const Eigen::MatrixXd& P, const Eigen::VectorXd& y) {
-        const Index have = g.size(), added = P.cols(), size = have + added;
-        Q.conservativeResize(y.size(), size);
-        S.conservativeResize(size, size);
-        S.bottomRows(added).setZero();
-        g.conservativeResize(size);
-        for (Index i = 0; i < added; ++i) {
+        const Index have = size;
+        for (Index i = 0; i < P.cols(); ++i) {
             const Index k = have + i;
             Eigen::VectorXd w = P.col(i);
             Eigen::VectorXd r = Eigen::VectorXd::Zero(k);
@@ -44,13 +50,15 @@ struct HoldoutImages {
             const double norm = w.norm();
             S.col(k).head(k) = r;
             S(k, k) = norm;
-            Q.col(k) = norm > 0 ? Eigen::VectorXd(w / norm) : Eigen::VectorXd::Zero(y.size());
+            if (norm > 0) Q.col(k) = w / norm;
+            else Q.col(k).setZero();
             g[k] = Q.col(k).dot(y);
         }
+        size = have + P.cols();
         // ||y - Q g||^2 at the new size computed directly, then back to the first new size
         // by adding the squares of g (nonnegative terms).
         residual.resize(std::size_t(size + 1));
-        residual[std::size_t(size)] = (y - Q * g).squaredNorm();
+        residual[std::size_t(size)] = (y - Q.leftCols(size) * g.head(size)).squaredNorm();
         for (Index k = size - 1; k >= have; --k) residual[std::size_t(k)] = residual[std::size_t(k + 1)] + g[k] * g[k];
     }
 
@@ -113,8 +121,16 @@ void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<
     if (validation) targets = validation->targets().template cast<double>();
     const Index n_val = targets.rows();
 
-    std::vector<Matrix<T>> coefficients(columns.size());  // alpha_rows x k: the basis as coefficients
-    std::vector<HoldoutImages> images(columns.size());    // their hold-out predictions
+    // The basis as coefficients (alpha_rows x capacity) and their hold-out predictions, for
+    // the first described[c] basis vectors of column c; allocated once, like the basis.
+    std::vector<Matrix<T>> coefficients(columns.size(), Matrix<T>(problem.alpha_rows, capacity));
+    std::vector<Index> described(columns.size(), 0);
+    std::vector<HoldoutImages> images(columns.size());
+    if (validation) {
+        check_allocation(double(n_val) * double(capacity) * double(q) * sizeof(double),
+                         "the hold-out images of method 'hybrid'");
+        for (HoldoutImages& image : images) image.reserve(n_val, capacity);
+    }
     StoppingRule rule(options.stopping, options.tol, options.window, options.patience);
     std::vector<Eigen::VectorXd> selected(columns.size());  // z at the selected (k, lambda)
     Index selected_lambda = 0, products = 0, k = 0;
@@ -148,11 +164,11 @@ void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<
         if (reached == k) break;  // every Krylov space is invariant: later t repeat the last solution
         // Coefficients and hold-out images of the new basis vectors.
         for (std::size_t c = 0; c < columns.size(); ++c) {
-            const Index have = coefficients[c].cols(), size = columns[c].size();
+            const Index have = described[c], size = columns[c].size();
             if (size == have) continue;
             const Matrix<T> added = basis_as_coefficients(problem, columns[c], have);
-            coefficients[c].conservativeResize(problem.alpha_rows, size);
-            coefficients[c].rightCols(size - have) = added;
+            coefficients[c].middleCols(have, size - have) = added;
+            described[c] = size;
             if (!validation) continue;
             images[c].append(validation->predict(added, options.n_threads).template cast<double>(), targets.col(Index(c)));
         }

@@ -52,7 +52,7 @@ def _coef(coef: np.ndarray, one_d: bool) -> np.ndarray:
     return coef[:, 0] if one_d else coef
 
 
-def _scaled_back(coef: np.ndarray, scale: float) -> np.ndarray:
+def _scaled_coef(coef: np.ndarray, scale: float) -> np.ndarray:
     if scale == 1.0:
         return coef
     coef = coef * coef.dtype.type(scale)
@@ -62,18 +62,26 @@ def _scaled_back(coef: np.ndarray, scale: float) -> np.ndarray:
     return coef
 
 
+def _scaled_back(raw: dict, scale: float) -> dict:
+    """The core's coef and validation_rmse for targets divided by `scale`, in units of y
+    (the same arrays where scale is 1)."""
+    if scale == 1.0:
+        return raw
+    return {**raw, "coef": _scaled_coef(raw["coef"], scale), "validation_rmse": raw["validation_rmse"] * scale}
+
+
 def _path_result(raw: dict, one_d: bool, scale: float) -> PathResult:
-    return PathResult(coef=_coef(_scaled_back(raw["coef"], scale), one_d),
-                      validation_rmse=raw["validation_rmse"] * scale,
+    raw = _scaled_back(raw, scale)
+    return PathResult(coef=_coef(raw["coef"], one_d), validation_rmse=raw["validation_rmse"],
                       n_iter=int(raw["n_iter"]), iterations_run=int(raw["iterations_run"]),
                       step_size=float(raw["step_size"]), rank=int(raw["rank"]), solver=raw["solver"],
                       products=int(raw["products"]), lambda_=float(raw["lambda"]))
 
 
 def _tikhonov_result(raw: dict, lambdas: list, one_d: bool, scale: float) -> TikhonovResult:
+    raw = _scaled_back(raw, scale)
     selected = int(raw["selected"])
-    return TikhonovResult(coef=_coef(_scaled_back(raw["coef"], scale), one_d),
-                          validation_rmse=raw["validation_rmse"] * scale,
+    return TikhonovResult(coef=_coef(raw["coef"], one_d), validation_rmse=raw["validation_rmse"],
                           lambda_=float(lambdas[selected]), selected=selected, rank=int(raw["rank"]))
 
 
@@ -224,4 +232,4 @@ def kols(X, y, sigma, *, rcond=None, n_threads=None, dtype=None):
     rcond = chk.check_optional_positive("rcond", rcond, -1.0)
     with _blas_threads(n_threads):
         coef = _native("kols", dt)(X, Y, chk.check_sigma(sigma), rcond, chk.check_n_threads(n_threads))
-    return _coef(_scaled_back(coef, scale), one_d)
+    return _coef(_scaled_coef(coef, scale), one_d)

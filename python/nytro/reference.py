@@ -250,7 +250,7 @@ def _hybrid_path(apply, rhs, to_alpha, n, max_iter, predict_val, Y_val, stopping
         if np.linalg.norm(c) == 0:
             bases.append(None)
             continue
-        V, a, b = _lanczos(lambda p: apply(p), c, min(max_iter, rhs.shape[0]))
+        V, a, b = _lanczos(apply, c, min(max_iter, rhs.shape[0]))
         bases.append((V, np.diag(a) + np.diag(b, 1) + np.diag(b, -1), np.linalg.norm(c)))
     k_run = max([0] + [basis[0].shape[1] for basis in bases if basis is not None])
     if predict_val is None:  # k_run steps, the grid's smallest lambda

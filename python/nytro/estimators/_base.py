@@ -66,17 +66,23 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
         train, val = np.sort(order[n_val:]), np.sort(order[:n_val])
         return X[train], Y[train], X[val], Y[val]
 
-    def _warn_if_path_cut(self):
-        """The iterative estimators' check after a fit: a ConvergenceWarning when the hold-out
-        selection chose the last of max_iter iterations, where the path may still have been
-        improving (the model is then more regularised than the data ask for)."""
+    def _take_path(self, result):
+        """The iterative estimators' fitted attributes from a PathResult, then a
+        ConvergenceWarning when the hold-out selection chose the last of max_iter
+        iterations, where the path may still have been improving (the model is then more
+        regularised than the data ask for). Returns the coefficients."""
+        self.n_iter_ = result.n_iter
+        self.validation_rmse_ = result.validation_rmse
+        self.step_size_ = result.step_size
+        self.products_ = result.products
+        self.lambda_ = result.lambda_ if self.method == "hybrid" else None
         path = self.validation_rmse_
-        if len(path) == 0 or len(path) < self.max_iter or self.n_iter_ < self.max_iter:
-            return
-        warnings.warn(
-            f"{type(self).__name__} selected the last iteration, t = max_iter = {self.max_iter}: the "
-            "regularisation path may have been cut before its best model. A larger max_iter may fit "
-            "better (validation_rmse_ holds the path).", ConvergenceWarning, stacklevel=3)
+        if len(path) > 0 and len(path) >= self.max_iter and self.n_iter_ >= self.max_iter:
+            warnings.warn(
+                f"{type(self).__name__} selected the last iteration, t = max_iter = {self.max_iter}: the "
+                "regularisation path may have been cut before its best model. A larger max_iter may fit "
+                "better (validation_rmse_ holds the path).", ConvergenceWarning, stacklevel=4)
+        return result.coef
 
     def _finish(self, coef):
         self.coef_ = coef[:, 0] if self._one_output else coef

@@ -55,10 +55,4 @@ class LandweberRegressor(KernelRegressorBase):
             window=self.window, n_iter_no_change=self.n_iter_no_change, iterates=self.iterates,
             n_threads=self.n_threads, progress=self._progress())
         self.centers_ = X_train
-        self.n_iter_ = result.n_iter
-        self.validation_rmse_ = result.validation_rmse
-        self.step_size_ = result.step_size
-        self.products_ = result.products
-        self.lambda_ = result.lambda_ if self.method == "hybrid" else None
-        self._warn_if_path_cut()
-        return result.coef
+        return self._take_path(result)

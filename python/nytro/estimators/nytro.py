@@ -152,12 +152,6 @@ class NytroRegressor(KernelRegressorBase):
             storage=self.storage,
             n_threads=self.n_threads, progress=self._progress())
         self.centers_ = centers
-        self.n_iter_ = result.n_iter
-        self.validation_rmse_ = result.validation_rmse
-        self.step_size_ = result.step_size
         self.rank_ = result.rank
         self.solver_ = result.solver
-        self.products_ = result.products
-        self.lambda_ = result.lambda_ if self.method == "hybrid" else None
-        self._warn_if_path_cut()
-        return result.coef
+        return self._take_path(result)
