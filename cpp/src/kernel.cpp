@@ -107,7 +107,21 @@ void exp_of_negative_distances(const T* dots, const T* z_norms, T x_norm, T* out
     auto exp_of = [&](const T* d, const T* z) {
         return exp_packet<T>(ei::pmin(ei::psub(ei::psub(ei::pmul(two, ei::ploadu<Packet>(d)), ei::ploadu<Packet>(z)), x), zero));
     };
+    // Four packets at a time: one exp is a chain of about 20 dependent operations, so with
+    // one packet per iteration the out-of-order window, not the arithmetic, set the pace.
+    // The exp loop alone, one core: 0.97 -> 0.78 ns an entry; the kernel at d = 90, 20000
+    // x 2000: 1-2% (medians of 25 interleaved pairs). Same operations on every entry, so
+    // the same bits as one at a time.
     Index j = 0;
+    for (; j + 4 * width <= count; j += 4 * width) {
+        const Packet e0 = exp_of(dots + j, z_norms + j), e1 = exp_of(dots + j + width, z_norms + j + width);
+        const Packet e2 = exp_of(dots + j + 2 * width, z_norms + j + 2 * width);
+        const Packet e3 = exp_of(dots + j + 3 * width, z_norms + j + 3 * width);
+        ei::pstoreu(out + j, e0);
+        ei::pstoreu(out + j + width, e1);
+        ei::pstoreu(out + j + 2 * width, e2);
+        ei::pstoreu(out + j + 3 * width, e3);
+    }
     for (; j + width <= count; j += width) ei::pstoreu(out + j, exp_of(dots + j, z_norms + j));
     if (j == count) return;
     alignas(64) T d[width] = {}, z[width] = {}, e[width];
