@@ -11,8 +11,12 @@
    triangle read per second. At k = 2000 (Insurance) the triangle is 8-16 MB and is read
    from L3, so it can pass the memory read bandwidth; at 5000 (Ijcnn) it is 50-100 MB.
 Both for float64 and float32 (and float32 storage with float64 compute), with 1 and 2
-threads. Each figure is the median of `--repeats` runs, A and B interleaved. Run it alone
-on a quiet machine: another process on the cores makes every number meaningless.
+threads. Each figure is the median of `--repeats` runs, A and B interleaved. The ratios the
+targets name (kernel against the square GEMM for d >= 64, the pass against the read
+bandwidth) are also given as medians of per-round ratios, the anchor timed in the same
+rounds: this VM's speed drifts by 10-30% over minutes, which moved the ratios to the
+anchors measured once at the start by 10-15 points between runs. Run it alone on a
+quiet machine: another process on the cores makes every number meaningless.
 
     python benchmarks/bench_kernels.py --out benchmarks/results/bench_kernels
 """
@@ -43,8 +47,8 @@ def median_seconds(fn, repeats):
     return statistics.median(times)
 
 
-def interleaved(fns: dict, repeats: int) -> dict:
-    """Median seconds of each function, running them in turn `repeats` times (A B A B...)."""
+def interleaved_times(fns: dict, repeats: int) -> dict:
+    """Seconds of each call of each function, running them in turn `repeats` times (A B A B...)."""
     times = {name: [] for name in fns}
     for fn in fns.values():
         fn()  # warm-up
@@ -53,7 +57,18 @@ def interleaved(fns: dict, repeats: int) -> dict:
             start = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) for name, t in times.items()}
+    return times
+
+
+def interleaved(fns: dict, repeats: int) -> dict:
+    """Median seconds of each function, running them in turn `repeats` times (A B A B...)."""
+    return {name: statistics.median(t) for name, t in interleaved_times(fns, repeats).items()}
+
+
+def median_ratio(numerators, denominators) -> float:
+    """Median of the per-round ratios: on a VM whose speed drifts over minutes, a rate and
+    the rate it is compared with are best taken back to back, round by round."""
+    return statistics.median(a / b for a, b in zip(numerators, denominators))
 
 
 def machine() -> dict:
@@ -82,57 +97,88 @@ def limits(threads: int, repeats: int) -> dict:
     return out
 
 
-def kernel_rows(threads: int, repeats: int, n: int, m: int) -> list:
+def kernel_rows(threads: int, repeats: int, n: int, m: int, square: int) -> list:
+    """The kernel against the GEMMs and rbf_kernel; for d >= 64 (the target's range) the
+    square GEMM runs in the same rounds, so its ratio is also taken round by round."""
     from sklearn.metrics.pairwise import rbf_kernel
     rng = np.random.default_rng(1)
     rows = []
     for dt in (np.float64, np.float32):
+        S = rng.standard_normal((square, square)).astype(dt)
         for d in SHAPES_D:
             X = rng.uniform(-1, 1, (n, d)).astype(dt)
             Z = rng.uniform(-1, 1, (m, d)).astype(dt)
             sigma = np.sqrt(d) / 2
             K_out = np.ones((n, m), dtype=dt)  # touched once: no page faults in the timed calls
             G_out = np.ones((n, m), dtype=dt)
+            fns = {
+                "nytro": lambda: nytro.gaussian_kernel(X, Z, sigma, n_threads=threads),
+                "nytro_out": lambda: nytro.gaussian_kernel(X, Z, sigma, n_threads=threads, out=K_out),
+                "sklearn": lambda: rbf_kernel(X, Z, gamma=1 / (2 * sigma**2)),
+                "gemm": lambda: X @ Z.T,
+                "gemm_out": lambda: np.matmul(X, Z.T, out=G_out),
+            }
+            if d >= 64:
+                fns["gemm_square"] = lambda: S @ S
             with threadpool_limits(threads, user_api="blas"):
-                t = interleaved({
-                    "nytro": lambda: nytro.gaussian_kernel(X, Z, sigma, n_threads=threads),
-                    "nytro_out": lambda: nytro.gaussian_kernel(X, Z, sigma, n_threads=threads, out=K_out),
-                    "sklearn": lambda: rbf_kernel(X, Z, gamma=1 / (2 * sigma**2)),
-                    "gemm": lambda: X @ Z.T,
-                    "gemm_out": lambda: np.matmul(X, Z.T, out=G_out),
-                }, repeats)
+                times = interleaved_times(fns, repeats)
+            t = {name: statistics.median(v) for name, v in times.items()}
             flops = 2.0 * n * m * d
-            rows.append({"dtype": np.dtype(dt).name, "threads": threads, "n": n, "m": m, "d": d,
-                         "nytro_s": t["nytro"], "nytro_out_s": t["nytro_out"], "sklearn_s": t["sklearn"],
-                         "gemm_s": t["gemm"], "gemm_out_s": t["gemm_out"],
-                         "nytro_gflops": flops / t["nytro"] / 1e9, "nytro_out_gflops": flops / t["nytro_out"] / 1e9,
-                         "gemm_gflops": flops / t["gemm"] / 1e9, "gemm_out_gflops": flops / t["gemm_out"] / 1e9,
-                         "speedup_vs_sklearn": t["sklearn"] / t["nytro"],
-                         "out_speedup_vs_sklearn": t["sklearn"] / t["nytro_out"]})
+            row = {"dtype": np.dtype(dt).name, "threads": threads, "n": n, "m": m, "d": d,
+                   "nytro_s": t["nytro"], "nytro_out_s": t["nytro_out"], "sklearn_s": t["sklearn"],
+                   "gemm_s": t["gemm"], "gemm_out_s": t["gemm_out"],
+                   "nytro_gflops": flops / t["nytro"] / 1e9, "nytro_out_gflops": flops / t["nytro_out"] / 1e9,
+                   "gemm_gflops": flops / t["gemm"] / 1e9, "gemm_out_gflops": flops / t["gemm_out"] / 1e9,
+                   "speedup_vs_sklearn": t["sklearn"] / t["nytro"],
+                   "out_speedup_vs_sklearn": t["sklearn"] / t["nytro_out"]}
+            if "gemm_square" in times:
+                # rate ratio = (flops / t_out) / (square flops / t_square), round by round
+                square_flops = 2.0 * square**3
+                row["square"] = square
+                row["gemm_square_gflops"] = square_flops / t["gemm_square"] / 1e9
+                row["out_vs_square_interleaved"] = median_ratio(
+                    [flops * ts for ts in times["gemm_square"]], [square_flops * to for to in times["nytro_out"]])
+            rows.append(row)
     return rows
 
 
-def pass_rows(threads: int, repeats: int, n: int, k: int) -> list:
+def read_seconds(threads: int, a: np.ndarray, b: np.ndarray) -> float:
+    """Median seconds of 3 dot products of a and b: the read bandwidth's probe."""
+    with threadpool_limits(threads, user_api="blas"):
+        return median_seconds(lambda: np.dot(a, b), 3)
+
+
+def pass_rows(threads: int, repeats: int, n: int, k: int, probe: tuple) -> list:
     """The fused pass for one right-hand column (CG, nu, stepwise GD) and two (the
-    Lanczos path's block products, basis vector and step-size estimate together)."""
+    Lanczos path's block products, basis vector and step-size estimate together). Each of
+    `repeats` rounds times 3 passes (their median, in C++) and then the read bandwidth
+    (`probe`: two vectors for read_seconds), so the ratio is also taken round by round."""
     rng = np.random.default_rng(2)
     rows = []
     K64 = rng.uniform(0, 1, (n, k))
     K32 = K64.astype(np.float32)
+    probe_bytes = probe[0].nbytes + probe[1].nbytes
     for q in (1, 2):
         a = rng.standard_normal((k, q))
         y = rng.standard_normal((n, q))
         cases = {
-            "float64": (lambda: _core._fused_pass_seconds_float64(K64, a, y, threads, repeats), K64.nbytes),
+            "float64": (lambda: _core._fused_pass_seconds_float64(K64, a, y, threads, 3), K64.nbytes),
             "float32": (lambda: _core._fused_pass_seconds_float32(K32, a.astype(np.float32),
-                                                                 y.astype(np.float32), threads, repeats), K32.nbytes),
+                                                                 y.astype(np.float32), threads, 3), K32.nbytes),
             "float32 storage, float64 compute": (
-                lambda: _core._fused_pass_seconds_float64_from_float32(K32, a, y, threads, repeats), K32.nbytes),
+                lambda: _core._fused_pass_seconds_float64_from_float32(K32, a, y, threads, 3), K32.nbytes),
         }
         for name, (run, nbytes) in cases.items():
-            seconds = run()
+            passes, reads = [], []
+            for _ in range(repeats):
+                passes.append(run())
+                reads.append(read_seconds(threads, *probe))
+            seconds = statistics.median(passes)
             rows.append({"case": name, "threads": threads, "n": n, "k": k, "q": q, "seconds": seconds,
-                         "GBps": nbytes / seconds / 1e9})
+                         "GBps": nbytes / seconds / 1e9,
+                         "read_GBps_interleaved": probe_bytes / statistics.median(reads) / 1e9,
+                         "vs_read_interleaved": median_ratio([nbytes * r for r in reads],
+                                                             [probe_bytes * p for p in passes])})
     return rows
 
 
@@ -173,10 +219,13 @@ def main(argv=None) -> int:
     pn, pk = (int(v) for v in args.pass_shape.split(","))
     report = {"machine": machine(), "command": "python benchmarks/bench_kernels.py " + " ".join(argv or []),
               "limits": {}, "kernel": [], "fused_pass": [], "gram_pass": []}
+    square = 4096 if not args.quick else 256
+    probe_length = 100_000_000 if not args.quick else 1_000_000  # 800 MB, as limits.py
+    probe = (np.ones(probe_length), np.ones(probe_length))
     for t in threads:
         report["limits"][t] = limits(t, 3 if not args.quick else 1)
-        report["kernel"] += kernel_rows(t, args.repeats, n, m)
-        report["fused_pass"] += pass_rows(t, args.repeats, pn, pk)
+        report["kernel"] += kernel_rows(t, args.repeats, n, m, square)
+        report["fused_pass"] += pass_rows(t, args.repeats, pn, pk, probe)
         for k in (int(v) for v in args.gram_k.split(",")):
             report["gram_pass"] += gram_rows(t, args.repeats, k)
     os.makedirs(args.out, exist_ok=True)
@@ -198,21 +247,28 @@ def format_report(report: dict) -> str:
     lines += ["", "Kernel: a fresh n x m result (as rbf_kernel and X @ Z.T return), and written into an "
               "existing array (out=; numpy's matmul out= for the GEMM). The gap between the two is the "
               "operating system's first-touch page faults on the fresh result.", "",
-              "| dtype | threads | d | nytro GFLOP/s fresh | out= | out= vs dgemm(4096) | vs same-shape GEMM "
-              "(fresh / out=) | vs sklearn rbf_kernel (fresh / out=) |",
+              "For d >= 64 the square GEMM of the kernel's dtype (dgemm or sgemm) also runs in the "
+              "kernel's rounds: 'same rounds' is the median of the per-round ratios, the figure that "
+              "does not move with the machine's drift between the start and the row.", "",
+              "| dtype | threads | d | nytro GFLOP/s fresh | out= | out= vs square GEMM: at start / same rounds | "
+              "vs same-shape GEMM (fresh / out=) | vs sklearn rbf_kernel (fresh / out=) |",
               "|---|---|---|---|---|---|---|---|"]
     for r in report["kernel"]:
         peak = report["limits"][r["threads"]][f"gemm_gflops_{r['dtype']}"]
+        same_rounds = f"{r['out_vs_square_interleaved']:.0%}" if "out_vs_square_interleaved" in r else "-"
         lines.append(f"| {r['dtype']} | {r['threads']} | {r['d']} | {r['nytro_gflops']:.1f} | "
-                     f"{r['nytro_out_gflops']:.1f} | {r['nytro_out_gflops'] / peak:.0%} | "
+                     f"{r['nytro_out_gflops']:.1f} | {r['nytro_out_gflops'] / peak:.0%} / {same_rounds} | "
                      f"{r['nytro_gflops'] / r['gemm_gflops']:.0%} / {r['nytro_out_gflops'] / r['gemm_out_gflops']:.0%} | "
                      f"{r['speedup_vs_sklearn']:.1f}x / {r['out_speedup_vs_sklearn']:.1f}x |")
-    lines += ["", "| fused pass K^T(K a - y) | threads | n x k | columns of a | ms | GB/s of K | vs read bandwidth |",
-              "|---|---|---|---|---|---|---|"]
+    lines += ["", "Fused pass: each round times 3 passes, then the read bandwidth; 'same rounds' is the "
+              "median of the per-round ratios.", "",
+              "| fused pass K^T(K a - y) | threads | n x k | columns of a | ms | GB/s of K | "
+              "vs read bandwidth: at start / same rounds |", "|---|---|---|---|---|---|---|"]
     for r in report["fused_pass"]:
         bw = report["limits"][r["threads"]]["read_GBps"]
+        same_rounds = f"{r['vs_read_interleaved']:.0%}" if "vs_read_interleaved" in r else "-"
         lines.append(f"| {r['case']} | {r['threads']} | {r['n']} x {r['k']} | {r.get('q', 1)} | "
-                     f"{r['seconds'] * 1e3:.2f} | {r['GBps']:.1f} | {r['GBps'] / bw:.0%} |")
+                     f"{r['seconds'] * 1e3:.2f} | {r['GBps']:.1f} | {r['GBps'] / bw:.0%} / {same_rounds} |")
     lines += ["", "| Gram iteration H b (lower triangle) | threads | k | ms | GB/s of the triangle | "
               "vs read bandwidth |", "|---|---|---|---|---|---|"]
     for r in report.get("gram_pass", []):
