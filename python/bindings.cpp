@@ -295,8 +295,9 @@ void define(py::module_& m, const std::string& suffix) {
           });
 }
 
-// SciPy exports its LAPACK to Cython as PyCapsules; taking ?syevd and ?potrf from there
-// gives the core a fast eigensolver and Cholesky without linking any LAPACK at build time.
+// SciPy exports its LAPACK to Cython as PyCapsules; taking ?syevd, ?potrf, ?geqp3 and
+// ?orgqr from there gives the core a fast eigensolver, Cholesky and pivoted QR without
+// linking any LAPACK at build time.
 void register_scipy_lapack() {
     try {
         py::dict capi = py::module_::import("scipy.linalg.cython_lapack").attr("__pyx_capi__");
@@ -308,8 +309,12 @@ void register_scipy_lapack() {
                                 reinterpret_cast<nytro::ssyevd_fn>(pointer("ssyevd")));
         nytro::set_lapack_potrf(reinterpret_cast<nytro::dpotrf_fn>(pointer("dpotrf")),
                                 reinterpret_cast<nytro::spotrf_fn>(pointer("spotrf")));
+        nytro::set_lapack_qr(reinterpret_cast<nytro::dgeqp3_fn>(pointer("dgeqp3")),
+                             reinterpret_cast<nytro::sgeqp3_fn>(pointer("sgeqp3")),
+                             reinterpret_cast<nytro::dorgqr_fn>(pointer("dorgqr")),
+                             reinterpret_cast<nytro::sorgqr_fn>(pointer("sorgqr")));
     } catch (const py::error_already_set&) {
-        PyErr_Clear();  // no SciPy: Eigen's eigensolver and Cholesky are used
+        PyErr_Clear();  // no SciPy: Eigen's eigensolver, Cholesky and QR are used
     }
 }
 
@@ -325,6 +330,7 @@ PYBIND11_MODULE(_core, m) {
         return py::array_t<std::int64_t>(idx.size(), reinterpret_cast<const std::int64_t*>(idx.data()));
     });
     m.def("has_lapack", &nytro::has_lapack_syevd);
+    m.def("has_lapack_qr", &nytro::has_lapack_qr);
     m.def("physical_memory_bytes", &nytro::physical_memory_bytes);
     register_scipy_lapack();
 }

@@ -134,6 +134,13 @@ def test_qr_factor_with_duplicated_centres_is_the_pseudo_inverse(dtype):
     assert_close(R @ R.T, (V[:, keep] / w[keep]) @ V[:, keep].T, dtype, what="pinv")
 
 
+def test_scipy_lapack_is_registered():
+    # SciPy is a dependency: its LAPACK must be the one the core uses (a missing name
+    # would fall back to Eigen's unblocked pivoted QR silently, 2-3x slower at m >= 2000).
+    from nytro import _core
+    assert _core.has_lapack() and _core.has_lapack_qr()
+
+
 # ------------------------------------------------------------------------- NYTRO
 @pytest.mark.parametrize("solver", SOLVERS)
 @pytest.mark.parametrize("stopping", ["best", "relative", "window"])

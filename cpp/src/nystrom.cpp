@@ -5,10 +5,10 @@
 #include "nytro/cholesky.hpp"
 #include "nytro/eigen_solver.hpp"
 #include "nytro/errors.hpp"
+#include "nytro/pivoted_qr.hpp"
 #include "parallel.hpp"
 
 #include <Eigen/Cholesky>
-#include <Eigen/QR>
 
 #include <cmath>
 #include <limits>
@@ -187,13 +187,8 @@ template <class T>
 NystromFactor<T> qr_factor(const MatrixCRef<T>& K, double rank_tol) {
     using ColMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
     const Index m = K.rows();
-    Eigen::ColPivHouseholderQR<ColMatrix> qr(m, m);
-    qr.setThreshold(static_cast<T>(rank_tol));
-    qr.compute(ColMatrix(K));
-    const Index rank = qr.rank();
-    if (rank == 0) throw std::runtime_error("K_mm is numerically zero: no Nystrom centre can be used");
-    ColMatrix S = ColMatrix::Identity(m, rank);
-    S.applyOnTheLeft(qr.householderQ());
+    const ColMatrix S = pivoted_qr_range<T>(K, rank_tol);
+    if (S.cols() == 0) throw std::runtime_error("K_mm is numerically zero: no Nystrom centre can be used");
     const ColMatrix KS = K * S;
     const ColMatrix M = S.transpose() * KS;
     NystromFactor<T> factor;

@@ -9,6 +9,7 @@
 #include "nytro/errors.hpp"
 #include "nytro/kernel.hpp"
 #include "nytro/nystrom.hpp"
+#include "nytro/pivoted_qr.hpp"
 #include "nytro/options.hpp"
 #include "nytro/solvers.hpp"
 #include "nytro/types.hpp"
