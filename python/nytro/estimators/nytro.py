@@ -77,7 +77,7 @@ class NytroRegressor(KernelRegressorBase):
     factor : {"pivoted", "qr", "cholesky"}, default="pivoted"
         How R with R R^T = K_mm^+ is computed: rank-revealing pivoted Cholesky (fast),
         the paper's pivoted QR + Cholesky, or the authors' Cholesky of K_mm + 1e-10 I.
-        "qr" costs far more than the others: at m = 4000 on 2 cores about 18 s, against
+        "qr" costs far more than the others: at m = 4000 on 2 cores about 13 s, against
         1 s for "pivoted" (its column-pivoted QR, LAPACK's ?geqp3, is half matrix-vector
         work).
     solver : {"auto", "direct", "gram", "spectral"}, default="auto"
