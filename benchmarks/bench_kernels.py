@@ -83,17 +83,23 @@ def machine() -> dict:
             "nytro": nytro.__version__}
 
 
-def limits(threads: int, repeats: int) -> dict:
-    """dgemm/sgemm GFLOP/s (4096^2) and read bandwidth, with `threads` BLAS threads."""
+def read_seconds(threads: int, a: np.ndarray, b: np.ndarray, repeats: int = 3) -> float:
+    """Median seconds of `repeats` dot products of a and b: the read bandwidth's probe."""
+    with threadpool_limits(threads, user_api="blas"):
+        return median_seconds(lambda: np.dot(a, b), repeats)
+
+
+def limits(threads: int, repeats: int, probe: tuple) -> dict:
+    """dgemm/sgemm GFLOP/s (4096^2) and read bandwidth (`probe`: two vectors for
+    read_seconds), with `threads` BLAS threads."""
     rng = np.random.default_rng(0)
     out = {}
     with threadpool_limits(threads, user_api="blas"):
         for dt in (np.float64, np.float32):
             A = rng.standard_normal((4096, 4096)).astype(dt)
             out[f"gemm_gflops_{np.dtype(dt).name}"] = 2 * 4096**3 / median_seconds(lambda: A @ A, repeats) / 1e9
-        a = np.ones(100_000_000)
-        b = np.ones_like(a)
-        out["read_GBps"] = 2 * a.nbytes / median_seconds(lambda: np.dot(a, b), repeats) / 1e9
+    probe_bytes = probe[0].nbytes + probe[1].nbytes
+    out["read_GBps"] = probe_bytes / read_seconds(threads, *probe, repeats=repeats) / 1e9
     return out
 
 
@@ -140,12 +146,6 @@ def kernel_rows(threads: int, repeats: int, n: int, m: int, square: int) -> list
                     [flops * ts for ts in times["gemm_square"]], [square_flops * to for to in times["nytro_out"]])
             rows.append(row)
     return rows
-
-
-def read_seconds(threads: int, a: np.ndarray, b: np.ndarray) -> float:
-    """Median seconds of 3 dot products of a and b: the read bandwidth's probe."""
-    with threadpool_limits(threads, user_api="blas"):
-        return median_seconds(lambda: np.dot(a, b), 3)
 
 
 def pass_rows(threads: int, repeats: int, n: int, k: int, probe: tuple) -> list:
@@ -223,7 +223,7 @@ def main(argv=None) -> int:
     probe_length = 100_000_000 if not args.quick else 1_000_000  # 800 MB, as limits.py
     probe = (np.ones(probe_length), np.ones(probe_length))
     for t in threads:
-        report["limits"][t] = limits(t, 3 if not args.quick else 1)
+        report["limits"][t] = limits(t, 3 if not args.quick else 1, probe)
         report["kernel"] += kernel_rows(t, args.repeats, n, m, square)
         report["fused_pass"] += pass_rows(t, args.repeats, pn, pk, probe)
         for k in (int(v) for v in args.gram_k.split(",")):

@@ -8,8 +8,6 @@
 #include "nytro/pivoted_qr.hpp"
 #include "parallel.hpp"
 
-#include <Eigen/Cholesky>
-
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -188,12 +186,14 @@ NystromFactor<T> jittered_cholesky_factor(Matrix<T> shifted, double jitter, int 
 template <class T>
 NystromFactor<T> qr_factor(const MatrixCRef<T>& K, double rank_tol, int n_threads) {
     const Index m = K.rows();
-    const Matrix<T> S = pivoted_qr_range<T>(K, rank_tol);
-    if (S.cols() == 0) throw std::runtime_error("K_mm is numerically zero: no Nystrom centre can be used");
-    const Index k = S.cols();
+    const auto Q = pivoted_qr_range<T>(K, rank_tol);  // column-major: its storage, read row-major, is S^T
+    const Index k = Q.cols();
+    if (k == 0) throw std::runtime_error("K_mm is numerically zero: no Nystrom centre can be used");
+    const Matrix<T> S = Q;
+    const Eigen::Map<const Matrix<T>> S_transposed(Q.data(), k, m);
     Matrix<T> KS(m, k), M(k, k);
     detail::multiply<T>(K, S, KS, n_threads);
-    detail::multiply<T>(Matrix<T>(S.transpose()), KS, M, n_threads);
+    detail::multiply<T>(S_transposed, KS, M, n_threads);
     NystromFactor<T> factor;
     factor.support.resize(static_cast<std::size_t>(m));
     std::iota(factor.support.begin(), factor.support.end(), Index(0));

@@ -37,10 +37,11 @@ void check_info(int info, const char* routine) {
 }
 
 // ?geqp3 then ?orgqr on a column-major copy of K (K symmetric: its row-major storage
-// read column-major is K itself). Returns false where 32-bit LAPACK sizes do not fit.
+// read column-major is K itself). Returns false where no LAPACK is registered or 32-bit
+// LAPACK sizes do not fit.
 template <class T, class Geqp3, class Orgqr>
 bool lapack_range(Geqp3 geqp3, Orgqr orgqr, const MatrixCRef<T>& K, double rank_tol, ColMatrix<T>& Q) {
-    if (K.rows() > std::numeric_limits<int>::max() / 4) return false;
+    if (!geqp3 || !orgqr || K.rows() > std::numeric_limits<int>::max() / 4) return false;
     int m = static_cast<int>(K.rows()), info = 0, lwork = -1;
     check_allocation(double(m) * double(m) * sizeof(T), "the pivoted QR of K_mm (" + shape_text<T>(m, m) + ")");
     ColMatrix<T> A = Eigen::Map<const ColMatrix<T>>(K.data(), m, m);
@@ -84,15 +85,12 @@ template <class T>
 ColMatrix<T> pivoted_qr_range(const MatrixCRef<T>& K, double rank_tol) {
     require(K.rows() == K.cols() && K.rows() > 0, "a pivoted QR here needs a non-empty square matrix");
     ColMatrix<T> Q;
-    if constexpr (std::is_same_v<T, double>) {
-        auto geqp3 = lapack_dgeqp3.load();
-        auto orgqr = lapack_dorgqr.load();
-        if (geqp3 && orgqr && lapack_range<T>(geqp3, orgqr, K, rank_tol, Q)) return Q;
-    } else {
-        auto geqp3 = lapack_sgeqp3.load();
-        auto orgqr = lapack_sorgqr.load();
-        if (geqp3 && orgqr && lapack_range<T>(geqp3, orgqr, K, rank_tol, Q)) return Q;
-    }
+    bool by_lapack = false;
+    if constexpr (std::is_same_v<T, double>)
+        by_lapack = lapack_range<T>(lapack_dgeqp3.load(), lapack_dorgqr.load(), K, rank_tol, Q);
+    else
+        by_lapack = lapack_range<T>(lapack_sgeqp3.load(), lapack_sorgqr.load(), K, rank_tol, Q);
+    if (by_lapack) return Q;
     const Index m = K.rows();
     Eigen::ColPivHouseholderQR<ColMatrix<T>> qr(m, m);
     qr.compute(ColMatrix<T>(K));
