@@ -179,6 +179,38 @@ def test_unknown_option(cls, param, value):
         make_estimator(cls, **{param: value}).fit(X, y)
 
 
+@pytest.mark.parametrize("cls", ALL)
+@pytest.mark.parametrize("spelling", [np.float32, np.dtype("float32"), "f4"])
+def test_dtype_takes_numpy_spellings(cls, spelling):
+    """dtype=np.float32 (or a dtype, or NumPy's short code) means dtype="float32", as in NumPy."""
+    X, y = data()
+    named = make_estimator(cls, dtype="float32").fit(X, y)
+    spelled = make_estimator(cls, dtype=spelling).fit(X, y)
+    assert spelled.predict(X).dtype == np.float32
+    np.testing.assert_array_equal(spelled.predict(X), named.predict(X))
+
+
+@pytest.mark.parametrize("cls", ALL)
+@pytest.mark.parametrize("value", [np.float16, np.int64, int, bool, np.dtype("complex128"), 3])
+def test_dtype_of_another_kind_is_refused(cls, value):
+    X, y = data()
+    with pytest.raises(ValueError, match=re.escape(f"dtype={value!r} is not one of None, 'float32', 'float64'")):
+        make_estimator(cls, dtype=value).fit(X, y)
+
+
+def test_functions_take_numpy_dtype_spellings():
+    X, y = data()
+    centers = X[:10]
+    np.testing.assert_array_equal(nytro.gaussian_kernel(X, centers, 1.0, dtype=np.float32),
+                                  nytro.gaussian_kernel(X, centers, 1.0, dtype="float32"))
+    assert nytro.gaussian_kernel(X, centers, 1.0, dtype=float).dtype == np.float64
+    named = nytro.nytro_path(X, y, centers, 1.0, X_val=X, y_val=y, max_iter=10, storage="float32")
+    spelled = nytro.nytro_path(X, y, centers, 1.0, X_val=X, y_val=y, max_iter=10, storage=np.float32)
+    np.testing.assert_array_equal(spelled.coef, named.coef)
+    with pytest.raises(ValueError, match=re.escape("storage=<class 'numpy.float64'> is not one of None, 'float32'")):
+        nytro.nytro_path(X, y, centers, 1.0, storage=np.float64)
+
+
 @pytest.mark.parametrize("cls, param, value", [
     (NytroRegressor, "step_size", -0.5), (NytroRegressor, "step_size", 0.0),
     (NytroRegressor, "step_size", np.nan), (LandweberRegressor, "step_size", np.inf),

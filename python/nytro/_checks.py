@@ -27,9 +27,24 @@ def paper_lambdas() -> np.ndarray:
     return np.logspace(-15, 0, 100)
 
 
+def float_dtype_name(name: str, value, choices) -> str | None:
+    """None, or the name in `choices` of a precision given as a string ("float32"), a
+    NumPy type (np.float32) or a dtype: users write all three, as NumPy accepts them."""
+    if value is None:
+        return None
+    try:
+        resolved = np.dtype(value).name
+    except (TypeError, ValueError):
+        resolved = None
+    if resolved is None or resolved not in choices:
+        shown = ", ".join(repr(c) for c in choices)
+        raise ValueError(f"{name}={value!r} is not one of {shown} (or the NumPy type / dtype of one)")
+    return resolved
+
+
 def compute_dtype(dtype, *arrays) -> np.dtype:
     """float32 when asked, or when every given array is float32; float64 otherwise."""
-    check_choice("dtype", dtype, DTYPES)
+    dtype = float_dtype_name("dtype", dtype, DTYPES)
     if dtype is not None:
         return np.dtype(dtype)
     given = [a for a in arrays if a is not None]
@@ -119,7 +134,7 @@ def check_step_size(step_size):
 
 def check_storage(storage) -> str:
     """The core's name for a storage precision: None -> "same"."""
-    check_choice("storage", storage, STORAGES)
+    storage = float_dtype_name("storage", storage, STORAGES)
     return "same" if storage is None else storage
 
 

@@ -90,6 +90,7 @@ class NytroRegressor(KernelRegressorBase):
     storage : {None, "float32"}, default=None
         "float32" keeps K_nm (direct) or A^T A (gram) and the hold-out kernel in float32
         while computing in float64: half the memory and the bytes read per iteration.
+        np.float32 and np.dtype("float32") mean the same.
     validation_fraction : float in (0, 1) or None, default=0.2
         Hold-out share used to select t; None runs exactly `max_iter` iterations on all rows.
     random_state : int, RandomState or None
@@ -100,6 +101,7 @@ class NytroRegressor(KernelRegressorBase):
         Print progress to stderr.
     dtype : {None, "float32", "float64"}, default=None
         Compute precision; None computes in float32 for float32 X, float64 otherwise.
+        NumPy's spellings (np.float32, np.dtype("float64"), "f4", float) are accepted.
 
     Attributes
     ----------
