@@ -107,7 +107,7 @@ void finish_row(Matrix<T>& W, Vector<T>& d, Index j0, Index j, T pivot, int n_th
 // W is K, overwritten by the factor (a fresh copy of a 32 MB K_mm costs 17 ms in page
 // faults on the VMs measured here: the fit's own kernel is handed over instead).
 template <class T>
-NystromFactor<T> pivoted_factor(Matrix<T> W, double rank_tol, int n_threads) {
+NystromFactor<T> pivoted_factor(Matrix<T> W, double rank_tol, bool invert, int n_threads) {
     const Index m = W.rows(), panel = 128;
     Vector<T> d = W.diagonal();
     std::vector<Index> order(static_cast<std::size_t>(m));
@@ -150,19 +150,22 @@ NystromFactor<T> pivoted_factor(Matrix<T> W, double rank_tol, int n_threads) {
     NystromFactor<T> factor;
     factor.support.assign(order.begin(), order.begin() + rank);
     // At full rank R takes W's storage; else the leading rank x rank corner is copied out.
+    // Without `invert`, R holds U itself (the caller's FitFactor inverts it if needed).
     if (rank == m) {
-        detail::invert_upper_triangular_in_place<T>(W, n_threads);
+        if (invert) detail::invert_upper_triangular_in_place<T>(W, n_threads);
         factor.R = std::move(W);
-    } else {
+    } else if (invert) {
         factor.R = detail::upper_triangular_inverse<T>(W.topLeftCorner(rank, rank), n_threads);
+    } else {
+        factor.R = W.topLeftCorner(rank, rank);  // its strict lower part is never read
     }
     factor.upper_triangular = true;
     return factor;
 }
 
-// The authors' code: R = L^-T with L L^T = K_mm + jitter I.
+// The authors' code: R = L^-T with L L^T = K_mm + jitter I (without `invert`, R holds L^T).
 template <class T>
-NystromFactor<T> jittered_cholesky_factor(Matrix<T> shifted, double jitter, int n_threads) {
+NystromFactor<T> jittered_cholesky_factor(Matrix<T> shifted, double jitter, bool invert, int n_threads) {
     const Index m = shifted.rows();
     shifted.diagonal().array() += static_cast<T>(jitter);
     if (!cholesky_lower_in_place<T>(shifted))
@@ -172,7 +175,7 @@ NystromFactor<T> jittered_cholesky_factor(Matrix<T> shifted, double jitter, int 
     factor.support.resize(static_cast<std::size_t>(m));
     std::iota(factor.support.begin(), factor.support.end(), Index(0));
     Matrix<T> U = shifted.template triangularView<Eigen::Lower>().transpose();
-    detail::invert_upper_triangular_in_place<T>(U, n_threads);
+    if (invert) detail::invert_upper_triangular_in_place<T>(U, n_threads);
     factor.R = std::move(U);
     factor.upper_triangular = true;
     return factor;
@@ -248,8 +251,9 @@ Matrix<T> NystromFactor<T>::dense(Index m) const {
 namespace {
 
 // The factor of a K_mm known to be square, finite and symmetric, which it may overwrite.
+// Without `invert`, the triangular factors (pivoted, cholesky) hold U rather than R = U^-1.
 template <class T>
-NystromFactor<T> factor_checked(Matrix<T>&& K_mm, const FactorOptions& options, int n_threads) {
+NystromFactor<T> factor_checked(Matrix<T>&& K_mm, const FactorOptions& options, bool invert, int n_threads) {
     const Index m = K_mm.rows();
     const double rank_tol = options.rank_tol < 0 ? default_rank_tol<T>(m) : options.rank_tol;
     require(rank_tol < 1, "rank_tol must be < 1, got " + format_number(rank_tol));
@@ -258,8 +262,9 @@ NystromFactor<T> factor_checked(Matrix<T>&& K_mm, const FactorOptions& options, 
     check_allocation(2.0 * double(m) * double(m) * sizeof(T),
                      "the Nystrom factor of a " + shape_text<T>(m, m) + " K_mm");
     switch (options.method) {
-        case FactorMethod::pivoted: return pivoted_factor<T>(std::move(K_mm), rank_tol, n_threads);
-        case FactorMethod::cholesky: return jittered_cholesky_factor<T>(std::move(K_mm), options.jitter, n_threads);
+        case FactorMethod::pivoted: return pivoted_factor<T>(std::move(K_mm), rank_tol, invert, n_threads);
+        case FactorMethod::cholesky:
+            return jittered_cholesky_factor<T>(std::move(K_mm), options.jitter, invert, n_threads);
         case FactorMethod::qr: return qr_factor<T>(K_mm, rank_tol, n_threads);
     }
     throw std::invalid_argument("unknown factor method");
@@ -277,18 +282,19 @@ NystromFactor<T> nystrom_factor(const MatrixCRef<T>& K_mm, const FactorOptions& 
     require(K_mm.allFinite(), "K_mm contains NaN or infinity");
     require(is_symmetric<T>(K_mm), "K_mm must be symmetric");
     check_allocation(double(m) * double(m) * sizeof(T), "a copy of K_mm (" + shape_text<T>(m, m) + ")");
-    return factor_checked<T>(Matrix<T>(K_mm), options, n_threads);
+    return factor_checked<T>(Matrix<T>(K_mm), options, /*invert=*/true, n_threads);
 }
 
 namespace detail {
 
 template <class T>
-NystromFactor<T> factor_of_kernel(Matrix<T>&& K_mm, const FactorOptions& options, int n_threads) {
-    return factor_checked<T>(std::move(K_mm), options, n_threads);
+FitFactor<T> factor_of_kernel(Matrix<T>&& K_mm, const FactorOptions& options, int n_threads) {
+    const bool triangular = options.method != FactorMethod::qr;
+    return FitFactor<T>(factor_checked<T>(std::move(K_mm), options, /*invert=*/!triangular, n_threads), triangular);
 }
 
-template NystromFactor<float> factor_of_kernel<float>(Matrix<float>&&, const FactorOptions&, int);
-template NystromFactor<double> factor_of_kernel<double>(Matrix<double>&&, const FactorOptions&, int);
+template FitFactor<float> factor_of_kernel<float>(Matrix<float>&&, const FactorOptions&, int);
+template FitFactor<double> factor_of_kernel<double>(Matrix<double>&&, const FactorOptions&, int);
 
 }  // namespace detail
 

@@ -11,7 +11,7 @@ NystromSetup<T> prepare_nystrom(const MatrixCRef<T>& centers, double sigma, cons
     NystromSetup<T> setup;
     setup.factor = factor_of_kernel<T>(gaussian_kernel<T>(centers, centers, sigma, threads), factor, threads);
     if (callback) callback({"factor", 1, 1});
-    const auto& support = setup.factor.support;
+    const auto& support = setup.factor.support();
     setup.used.resize(static_cast<Index>(support.size()), centers.cols());
     for (std::size_t i = 0; i < support.size(); ++i) setup.used.row(Index(i)) = centers.row(support[i]);
     return setup;

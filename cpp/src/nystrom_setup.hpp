@@ -2,6 +2,7 @@
 // factor keeps, and the hold-out set (built once the solver's own memory is known).
 #pragma once
 
+#include "fit_factor.hpp"
 #include "nytro/nystrom.hpp"
 #include "validation.hpp"
 
@@ -12,16 +13,17 @@ namespace nytro::detail {
 
 template <class T>
 struct NystromSetup {
-    NystromFactor<T> factor;
+    FitFactor<T> factor;
     Matrix<T> used;                               // the centres in factor.support
     std::unique_ptr<Validation<T>> validation;    // null without a hold-out set
     std::optional<bool> kernel_first;             // the normal equations' route, once decided
 };
 
 // nystrom_factor without its input checks, for a K_mm computed here (square, finite,
-// symmetric), which it overwrites instead of copying.
+// symmetric), which it overwrites instead of copying; the triangular factors are kept
+// as U (FitFactor).
 template <class T>
-NystromFactor<T> factor_of_kernel(Matrix<T>&& K_mm, const FactorOptions& options, int n_threads);
+FitFactor<T> factor_of_kernel(Matrix<T>&& K_mm, const FactorOptions& options, int n_threads);
 
 template <class T>
 NystromSetup<T> prepare_nystrom(const MatrixCRef<T>& centers, double sigma, const FactorOptions& factor, int threads,

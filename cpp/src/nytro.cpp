@@ -41,8 +41,10 @@ double lanczos_products(Index max_iter, Index k) {
 // and validates the basis (k vectors) rather than every iterate. That makes the direct
 // solver's n k bytes per product cheaper than forming A^T A (2-3 n k^2 flops) wherever
 // K_nm fits in memory: Insurance float64 0.50 s by gram, 0.30 s by direct.
-Solver choose_solver(Index n, Index n_val, Index k, Index max_iter, bool upper, double stored, double computed,
-                     bool lanczos, bool kernel_first) {
+// inverse_pending: the factor is held as U (FitFactor), and the solvers that need R as a
+// matrix (gram, spectral) pay for its k^3 / 3-flop inverse, which direct never forms.
+Solver choose_solver(Index n, Index n_val, Index k, Index max_iter, bool upper, bool inverse_pending, double stored,
+                     double computed, bool lanczos, bool kernel_first) {
     const double t_max = double(max_iter), kk = double(k) * double(k);
     const double products = lanczos ? lanczos_products(max_iter, k) : t_max;
     const double flop_rate = stored < 8 ? 2.0 * kFlopsPerSecond : kFlopsPerSecond;
@@ -52,15 +54,16 @@ Solver choose_solver(Index n, Index n_val, Index k, Index max_iter, bool upper, 
     // symmetric half), or by the kernel-first route K^T K (n k^2) and two k^3 products;
     // then one product with H per iteration, reading its lower half.
     const double normal_equations =
-        (kernel_first ? double(n) * kk + 2.0 * kk * double(k) : (upper ? 2.0 : 3.0) * double(n) * kk) / flop_rate;
+        (kernel_first ? double(n) * kk + 2.0 * kk * double(k) : (upper ? 2.0 : 3.0) * double(n) * kk) / flop_rate +
+        (inverse_pending ? kk * double(k) / 3.0 / kFlopsPerSecond : 0.0);
     const double gram = normal_equations + products * 0.5 * kk * stored / kBytesPerSecond + validation;
     // spectral: the same, an eigendecomposition (LAPACK's divide and conquer runs at
     // about a tenth of the GEMM rate: ~9 k^3 flops at 1e10/s), then O(k) per iteration
     // (it always steps: Lanczos would save nothing there).
     const double spectral = normal_equations + 9.0 * kk * double(k) / 1e10 +
                             t_max * 2.0 * double(n_val) * double(k) / kFlopsPerSecond;
-    // direct: a pass over the stored n x k kernel and two products with R (kept in T)
-    // per product. A float32 pass with float64 sums widens each entry in registers,
+    // direct: a pass over the stored n x k kernel and two products with R (or solves
+    // with U, reading as much; kept in T) per product. A float32 pass with float64 sums widens each entry in registers,
     // which costs it about 30% over a plain float32 pass (bench_kernels, 40000 x 5000).
     const double pass_bytes = stored < computed ? 1.3 * stored : stored;
     // The stored kernel is fresh memory, and its first touch costs: 0.4-0.5 ms per MB on
@@ -83,8 +86,7 @@ struct DirectSolver {
 
     void build(detail::LinearProblem<T>& problem, const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
                const detail::NystromSetup<T>& setup, double sigma, int threads, const Callback&) {
-        const Matrix<T>& R = setup.factor.R;
-        const bool upper = setup.factor.upper_triangular;
+        const detail::FitFactor<T>& factor = setup.factor;
         if constexpr (std::is_same_v<S, T>) {
             K = gaussian_kernel<T>(X, setup.used, sigma, threads);
         } else {
@@ -94,19 +96,20 @@ struct DirectSolver {
         }
         pass = std::make_unique<detail::FusedPass<T, S>>(K, threads);
         problem.dim = setup.factor.rank();
-        problem.iteration_bytes = double(K.size()) * sizeof(S) + double(R.size()) * sizeof(T);
-        problem.apply = [this, &R, upper, threads](const Matrix<T>& p, Matrix<T>& out) {
+        problem.iteration_bytes = double(K.size()) * sizeof(S) + 2.0 * factor.lift_bytes();
+        // R p and R^T g by solves with U where the factor holds it (R never formed).
+        problem.apply = [this, &factor, threads](const Matrix<T>& p, Matrix<T>& out) {
             // p has q columns on the path but one in the Lanczos estimate of the step.
-            lifted.resize(R.rows(), p.cols());
-            detail::multiply_left<T>(R, upper, p, lifted, threads);
-            detail::multiply_left_transposed<T>(R, upper, pass->normal(lifted), out, threads);
+            lifted.resize(factor.rank(), p.cols());
+            factor.lift(p, lifted, threads);
+            factor.lift_transposed(pass->normal(lifted), out, threads);
         };
         // c = R^T K^T y, from the pass with a zero iterate: K^T (K 0 - y) = -K^T y.
-        const Matrix<T> zero = Matrix<T>::Zero(R.rows(), Y.cols());
+        const Matrix<T> zero = Matrix<T>::Zero(factor.rank(), Y.cols());
         problem.rhs.resize(problem.dim, Y.cols());
-        detail::multiply_left_transposed<T>(R, upper, -pass->normal_residual(zero, Y), problem.rhs, threads);
-        problem.to_alpha = [&R, upper, threads](const MatrixCRef<T>& betas, MatrixRef<T> alphas) {
-            detail::multiply_left<T>(R, upper, betas, alphas, threads);
+        factor.lift_transposed(-pass->normal_residual(zero, Y), problem.rhs, threads);
+        problem.to_alpha = [&factor, threads](const MatrixCRef<T>& betas, MatrixRef<T> alphas) {
+            factor.lift(betas, alphas, threads);
         };
     }
 };
@@ -124,22 +127,23 @@ struct GramSolver {
         // The symmetric pass reads H's lower triangle only: it is not mirrored.
         auto normal = [&] {
             if constexpr (std::is_same_v<S, T>)
-                return detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor, sigma, threads, callback,
+                return detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads), sigma,
+                                                          threads, callback,
                                                           false, /*mirror=*/false, setup.kernel_first);
             else
-                return detail::stream_float_normal_equations<T>(X, Y, setup.used, setup.factor, sigma, threads,
+                return detail::stream_float_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads), sigma,
+                                                                threads,
                                                                 callback);
         }();
         H = std::move(normal.H);
         problem.rhs = std::move(normal.C);
-        const Matrix<T>& R = setup.factor.R;
-        const bool upper = setup.factor.upper_triangular;
+        const detail::FitFactor<T>& factor = setup.factor;
         problem.dim = H.rows();
         pass = std::make_unique<detail::SymmetricPass<T, S>>(H, threads);
         problem.iteration_bytes = 0.5 * double(H.size()) * sizeof(S);
         problem.apply = [this](const Matrix<T>& p, Matrix<T>& out) { pass->apply(p, out); };
-        problem.to_alpha = [&R, upper, threads](const MatrixCRef<T>& betas, MatrixRef<T> alphas) {
-            detail::multiply_left<T>(R, upper, betas, alphas, threads);
+        problem.to_alpha = [&factor, threads](const MatrixCRef<T>& betas, MatrixRef<T> alphas) {
+            factor.lift(betas, alphas, threads);
         };
     }
 };
@@ -157,7 +161,8 @@ struct SpectralSolver {
                const detail::NystromSetup<T>& setup, double sigma, int threads, const Callback& callback) {
         constexpr bool low = !std::is_same_v<S, T>;
         auto normal =
-            detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor, sigma, threads, callback, low, true,
+            detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads), sigma, threads,
+                                               callback, low, true,
                                                setup.kernel_first);
         Matrix<T> V;
         symmetric_eigen<T>(normal.H, values, V);
@@ -166,7 +171,7 @@ struct SpectralSolver {
         problem.dim = values.size();
         problem.rhs = V.transpose() * normal.C;
         basis.resize(setup.used.rows(), problem.dim);
-        detail::multiply_left<T>(setup.factor.R, setup.factor.upper_triangular, V, basis, threads);
+        setup.factor.lift(V, basis, threads);
         problem.apply = [this](const Matrix<T>& p, Matrix<T>& out) { out = values.asDiagonal() * p; };
         problem.iteration_bytes = double(values.size()) * sizeof(T);
         if (setup.validation && setup.validation->change_basis(basis, threads)) {
@@ -228,12 +233,13 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
         // cond(K_mm) (a Lanczos run on R^T R): made only when the choice hinges on it.
         auto choose = [&](bool kernel_first) {
             return choose_solver(X.rows(), X_val.rows(), setup.used.rows(), options.max_iter,
-                                 setup.factor.upper_triangular, stored, double(sizeof(T)),
+                                 setup.factor.upper_triangular(), setup.factor.inverse_pending(), stored,
+                                 double(sizeof(T)),
                                  detail::lanczos_applies<T>(options), kernel_first);
         };
         result.solver = choose(!low);
         if (result.solver != Solver::direct && !low) {
-            setup.kernel_first = detail::kernel_first_is_accurate<T>(X.rows(), setup.factor, threads);
+            setup.kernel_first = detail::kernel_first_is_accurate<T>(X.rows(), setup.factor.formed(threads), threads);
             result.solver = choose(*setup.kernel_first);
         }
     }
@@ -260,7 +266,7 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
     IterativeOptions loop = options;
     loop.n_threads = threads;
     detail::run_path_with_step<T>(problem, X.rows(), setup.validation.get(), loop, result);
-    result.coef = detail::scatter_rows<T>(result.coef, setup.factor.support, centers.rows());
+    result.coef = detail::scatter_rows<T>(result.coef, setup.factor.support(), centers.rows());
     return result;
 }
 

@@ -117,16 +117,17 @@ TikhonovResult<T> nkrls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, con
     setup.validation = detail::make_validation<T>(X_val, Y_val, setup.used, sigma, threads, low,
                                                   4.0 * k * k * sizeof(T));  // H, its eigenvectors, solves
     const auto normal =
-        detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor, sigma, threads, options.callback, low);
+        detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads), sigma, threads,
+                                           options.callback, low);
     ShiftedSolves<T> solves(normal.H, normal.C, options.solver);
     const Matrix<T> betas = solves.solve_all(scaled(lambdas, X.rows()), options.callback);
     Matrix<T> alphas(setup.used.rows(), betas.cols());
-    detail::multiply_left<T>(setup.factor.R, setup.factor.upper_triangular, betas, alphas, threads);
+    setup.factor.lift(betas, alphas, threads);
 
     TikhonovResult<T> result;
     result.rank = setup.factor.rank();
     select<T>(alphas, q, setup.validation.get(), threads, result);
-    result.coef = detail::scatter_rows<T>(result.coef, setup.factor.support, centers.rows());
+    result.coef = detail::scatter_rows<T>(result.coef, setup.factor.support(), centers.rows());
     return result;
 }
 

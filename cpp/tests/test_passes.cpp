@@ -16,6 +16,7 @@
 #include "fused_pass.hpp"
 #include "gram.hpp"
 #include "symmetric_pass.hpp"
+#include "triangular_solve.hpp"
 #include "row_kernels.hpp"
 #include "validation.hpp"
 
@@ -251,6 +252,51 @@ NYTRO_TEST(upper_triangular_inverse_by_halves) {
         }
     }
 }
+
+// The solves with U that stand in for products with R = U^-1 (FitFactor): sizes below,
+// at and across the steps of 256 rows, right-hand sides narrow (column by column,
+// right-looking for U^-T) and wide (tiles of columns, left-looking), the strict lower
+// part of U NaN (never read), in double and float. Each against the dense solve, and the
+// same bits for any thread count.
+template <class T>
+void solves_match_dense(double tolerance) {
+    for (Index k : {1, 3, 255, 256, 257, 700, 1100}) {
+        MatrixD clean = MatrixD(normal(k, k, 31 + k).triangularView<Eigen::Upper>());
+        clean.diagonal().array() = clean.diagonal().array().abs() + 2.0 * std::sqrt(double(k));
+        Matrix<T> U = clean.cast<T>();
+        for (Index i = 0; i < k; ++i)
+            for (Index j = 0; j < i; ++j) U(i, j) = std::numeric_limits<T>::quiet_NaN();
+        const MatrixD exact = U.template cast<double>().template triangularView<Eigen::Upper>();
+        for (Index q : {1, 2, 4, 5, 600}) {
+            const Matrix<T> B = normal(k, q, 5 + q).cast<T>();
+            const MatrixD expected = exact.triangularView<Eigen::Upper>().solve(B.template cast<double>());
+            const MatrixD expected_t =
+                exact.transpose().triangularView<Eigen::Lower>().solve(B.template cast<double>());
+            Matrix<T> first, first_t;
+            for (int threads : {1, 2, 3}) {
+                const std::string label = "k=" + check::str(k) + " q=" + check::str(q) + " threads=" +
+                                          check::str(threads);
+                Matrix<T> out(k, q), out_t(k, q);
+                nytro::detail::solve_upper<T>(U, B, out, threads);
+                nytro::detail::solve_upper_transposed<T>(U, B, out_t, threads);
+                const double error = check::relative_error(out, expected);
+                const double error_t = check::relative_error(out_t, expected_t);
+                CHECK_MSG(error <= tolerance, label + ": U^-1 B relative error " + check::str(error));
+                CHECK_MSG(error_t <= tolerance, label + ": U^-T B relative error " + check::str(error_t));
+                if (threads == 1) {
+                    first = out;
+                    first_t = out_t;
+                } else {
+                    CHECK_MSG(check::bitwise_equal(out, first), label + ": U^-1 B differs from 1 thread");
+                    CHECK_MSG(check::bitwise_equal(out_t, first_t), label + ": U^-T B differs from 1 thread");
+                }
+            }
+        }
+    }
+}
+
+NYTRO_TEST(triangular_solves_double) { solves_match_dense<double>(1e-12); }
+NYTRO_TEST(triangular_solves_float) { solves_match_dense<float>(1e-4); }
 
 // The normal equations by both routes against H = A^T A, C = A^T Y formed densely here.
 // The kernel-first route (K^T K, then R^T (K^T K) R) is taken only for float64, n >= 4k
