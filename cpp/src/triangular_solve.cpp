@@ -66,6 +66,16 @@ void solve_diagonal(const MatrixCRef<T>& D, MatrixRef<T> x, int threads) {
     });
 }
 
+// body(i0, n_rows, c0, n_cols) over tasks tiling a rows x q update, row_step x col_step each.
+template <class Body>
+void for_update_tiles(Index rows, Index q, Index row_step, Index col_step, int threads, Body&& body) {
+    const Index row_tasks = count_of(rows, row_step), col_tasks = count_of(q, col_step);
+    parallel_for(row_tasks * col_tasks, threads, [&](Index task, int) {
+        const Index i0 = (task / col_tasks) * row_step, c0 = (task % col_tasks) * col_step;
+        body(i0, std::min(row_step, rows - i0), c0, std::min(col_step, q - c0));
+    });
+}
+
 }  // namespace
 
 // Left-looking, from the last step up: the rows of step s less U[s, after] times the
@@ -83,10 +93,7 @@ void solve_upper(const MatrixCRef<T>& U, const MatrixCRef<T>& B, MatrixRef<T> ou
         auto x = out.middleRows(r0, rows);
         if (after > 0) {
             const auto solved = out.bottomRows(after);
-            const Index row_tasks = count_of(rows, row_step), col_tasks = count_of(q, col_step);
-            parallel_for(row_tasks * col_tasks, threads, [&](Index task, int) {
-                const Index i0 = (task / col_tasks) * row_step, c0 = (task % col_tasks) * col_step;
-                const Index n_rows = std::min(row_step, rows - i0), n_cols = std::min(col_step, q - c0);
+            for_update_tiles(rows, q, row_step, col_step, threads, [&](Index i0, Index n_rows, Index c0, Index n_cols) {
                 subtract_product(U.block(r0 + i0, r1, n_rows, after), solved.middleCols(c0, n_cols),
                                  x.block(i0, c0, n_rows, n_cols));
             });
@@ -114,13 +121,11 @@ void solve_upper_transposed(const MatrixCRef<T>& U, const MatrixCRef<T>& B, Matr
         auto x = out.middleRows(r0, rows);
         if (!narrow && r0 > 0) {
             const auto solved = out.topRows(r0);
-            const Index row_tasks = count_of(rows, kWideRows), col_tasks = count_of(q, kTileColumns);
-            parallel_for(row_tasks * col_tasks, threads, [&](Index task, int) {
-                const Index i0 = (task / col_tasks) * kWideRows, c0 = (task % col_tasks) * kTileColumns;
-                const Index n_rows = std::min(kWideRows, rows - i0), n_cols = std::min(kTileColumns, q - c0);
-                subtract_product(U.block(0, r0 + i0, r0, n_rows).transpose(), solved.middleCols(c0, n_cols),
-                                 x.block(i0, c0, n_rows, n_cols));
-            });
+            for_update_tiles(rows, q, kWideRows, kTileColumns, threads,
+                             [&](Index i0, Index n_rows, Index c0, Index n_cols) {
+                                 subtract_product(U.block(0, r0 + i0, r0, n_rows).transpose(),
+                                                  solved.middleCols(c0, n_cols), x.block(i0, c0, n_rows, n_cols));
+                             });
         }
         solve_diagonal<T, true>(U.block(r0, r0, rows, rows), x, threads);
         if (narrow && after > 0) {
