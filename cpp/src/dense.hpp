@@ -19,6 +19,10 @@ void multiply(const MatrixCRef<T>& A, const MatrixCRef<T>& B, MatrixRef<T> out, 
 template <class T, class S>
 void multiply_widened(const Matrix<S>& M, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads);
 
+// to = from converted to T (to already has from's shape), row panels in parallel.
+template <class T, class S>
+void widen(const Matrix<S>& from, MatrixRef<T> to, int n_threads);
+
 // out = A * R, with R upper triangular when `upper` (its strict lower part is ignored).
 template <class T>
 void multiply_right(const MatrixCRef<T>& A, const MatrixCRef<T>& R, bool upper, MatrixRef<T> out,

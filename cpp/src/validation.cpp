@@ -23,9 +23,10 @@ Validation<T>::Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val
         // GEMM, and the exp and the write of each entry, which cost about as much as 50
         // more features (measured, 2 threads: 2.7 ns per entry at d = 90, 1.5 at d = 22).
         // Stored at once for d >= 84 in float64; Ijcnn (d = 22) after one recomputation.
+        // A float32 kernel (low_) is computed at about twice the rate.
         const double first_touch = bytes / kFreshBytesPerSecond;
-        const double recompute =
-            2.0 * double(X_val.rows()) * double(centers.rows()) * double(X_val.cols() + 50) / kFlopsPerSecond;
+        const double recompute = 2.0 * double(X_val.rows()) * double(centers.rows()) * double(X_val.cols() + 50) /
+                                 (kFlopsPerSecond * (low_ ? 2.0 : 1.0));
         store_after_ = static_cast<Index>(std::floor(first_touch / recompute));
     }
     if (!deferred()) store(n_threads);
@@ -69,6 +70,33 @@ void Validation<T>::predict_blocks(const MatrixCRef<T>& alphas, int n_threads, C
         return;
     }
     const Index rows = std::max<Index>(256, (Index(1) << 22) / std::max<Index>(centers_.rows(), 1));
+    if constexpr (std::is_same_v<T, double>) {
+        if (low_) {
+            // Each block as the stored kernel would hold it, in float32, then widened in the
+            // product: the same predictions whether K_val fits or not, and the distance GEMM
+            // and the exp at float32's rate (Covertype's 104582 x 10000 hold-out kernel,
+            // streamed beside its 16.7 GB K_nm).
+            // The block is widened whole into one buffer for the product: multiply_widened,
+            // made for a stored kernel, widens 2 MiB at a time into buffers of its own,
+            // repacking the alphas for each and allocating (and first touching) the buffers
+            // at every call: 3.5 s of Covertype's one validation of 30 basis vectors.
+            const Matrix<float> centers = centers_.template cast<float>();
+            Matrix<float> K;
+            Matrix<T> widened;
+            for (Index r0 = 0; r0 < n_val; r0 += rows) {
+                const Index count = std::min(rows, n_val - r0);
+                K.resize(count, centers.rows());
+                widened.resize(count, centers.rows());
+                gaussian_kernel_into<float>(X_val_.middleRows(r0, count).template cast<float>(), centers, sigma_, K,
+                                            n_threads);
+                widen<T, float>(K, widened, n_threads);
+                predictions.resize(count, alphas.cols());
+                multiply<T>(widened, alphas, predictions, n_threads);
+                consume(predictions, r0);
+            }
+            return;
+        }
+    }
     Matrix<T> K(std::min(rows, n_val), centers_.rows());
     for (Index r0 = 0; r0 < n_val; r0 += rows) {
         const Index count = std::min(rows, n_val - r0);

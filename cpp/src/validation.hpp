@@ -18,8 +18,9 @@ namespace nytro::detail {
 template <class T>
 class Validation {
 public:
-    // low_precision: store K_val in float32 (a T = double computation only); it is
-    // stored only if it takes at most budget_bytes. defer: store it only once recomputing
+    // low_precision: K_val in float32 (a T = double computation only), stored or, when
+    // streamed, computed so block by block; it is stored only if it takes at most
+    // budget_bytes. defer: store it only once recomputing
     // it has cost about what its first touch would (see store_after_), for callers that may
     // validate only a few times (gd's Lanczos path: once per stretch of the basis).
     Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val, const Matrix<T>& centers, double sigma,

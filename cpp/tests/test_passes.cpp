@@ -353,3 +353,22 @@ NYTRO_TEST(deferred_validation_kernel_is_stored_after_recomputations) {
     }
     CHECK_CLOSE(deferred.predict(alphas, 2), eager.predict(alphas, 2), 1e-13);
 }
+
+// A float32 hold-out kernel (storage="float32") that does not fit is streamed block by
+// block in float32 too, so the predictions do not depend on whether it was stored (up to
+// the blocking of the widened products).
+NYTRO_TEST(float32_validation_kernel_streams_as_stored) {
+    // 2000 centres: streamed in blocks of 2097 rows, 3 of them.
+    const Problem p = make_problem(2500, 4, 2000, 5000, 2);
+    const MatrixD alphas = normal(2000, 6, 43);
+    const nytro::detail::Validation<double> stored(p.X_val, p.Y_val, p.centers, p.sigma, 2, true, 1e12);
+    const nytro::detail::Validation<double> streamed(p.X_val, p.Y_val, p.centers, p.sigma, 2, true, 0.0);
+    const nytro::detail::Validation<double> float64(p.X_val, p.Y_val, p.centers, p.sigma, 2, false, 0.0);
+    CHECK(stored.stored());
+    CHECK(!streamed.stored());
+    const MatrixD expected = stored.predict(alphas, 2);
+    CHECK_CLOSE(streamed.predict(alphas, 2), expected, 1e-13);
+    // The float64 kernel differs from the float32 one at float32's rounding.
+    const double apart = check::relative_error(float64.predict(alphas, 2), expected);
+    CHECK_MSG(apart > 1e-10 && apart < 1e-5, "float32 against float64 hold-out kernel: " + check::str(apart));
+}
