@@ -188,14 +188,30 @@ def test_nytro_path_factors(dtype, factor):
     assert_same_path(got, want, dtype)
 
 
+@pytest.mark.parametrize("factor", ["pivoted", "cholesky"])
+@pytest.mark.parametrize("n_outputs", [None, 3])
+def test_direct_solver_lifts_by_solves_across_steps(dtype, factor, n_outputs):
+    """The direct solver keeps the triangular factors as U and lifts by triangular solves
+    (in steps of 256 rows) instead of forming R = U^-1: 600 centres in 8 dimensions cross
+    the steps, on 2 threads, against the reference's explicit R."""
+    p = make_problem(n=900, d=8, m=600, n_outputs=n_outputs, dtype=dtype)
+    got = nytro.nytro_path(p.X, p.y, p.centers, p.sigma, **p.holdout, max_iter=40, factor=factor,
+                           solver="direct", n_threads=2)
+    want = ref.nytro_path(p.X, p.y, p.centers, p.sigma, **p.holdout, max_iter=40, factor=factor)
+    assert got.rank > 256
+    assert_same_path(got, want, dtype)
+
+
 @pytest.mark.parametrize("factor", ["pivoted", "qr"])
-def test_nytro_path_with_duplicated_centres(dtype, factor):
+@pytest.mark.parametrize("solver", ["direct", "gram"])
+def test_nytro_path_with_duplicated_centres(dtype, factor, solver):
     # The rank is the number of distinct centres; the fitted function is that of the
     # distinct centres, so compare predictions (coef on the duplicates is not unique).
+    # direct lifts by solves with the rank x rank corner of U, gram forms R from it.
     centers, n_distinct = duplicated_centers(dtype)
     p = make_problem(dtype=dtype)
     got, want = run_both("nytro_path", p.X, p.y, centers, p.sigma, **p.holdout, max_iter=50,
-                         factor=factor)
+                         factor=factor, solver=solver)
     assert got.rank == want.rank == n_distinct
     assert got.n_iter == want.n_iter
     assert_close(got.validation_rmse, want.validation_rmse, dtype)

@@ -4,6 +4,8 @@
 #include "row_kernels.hpp"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -28,6 +30,12 @@ FusedPass<T, S>::FusedPass(const Matrix<S>& K, int n_threads)
 template <class T, class S>
 void FusedPass<T, S>::run(const MatrixCRef<T>& a, const MatrixCRef<T>* Y) {
     const Index n = K_.rows(), k = K_.cols(), q = a.cols();
+    // The row kernels index a and Y without bounds checks: a mismatch is a caller's bug,
+    // reported instead of read past the end.
+    if (a.rows() != k || (Y && (Y->rows() != n || Y->cols() != q)))
+        throw std::logic_error("nytro internal error: fused pass over a " + std::to_string(n) + "x" +
+                               std::to_string(k) + " kernel with an iterate of " + std::to_string(a.rows()) +
+                               " rows");
     // Up to kRowColumns outputs go through the row kernels, one column after the other
     // while the block stays in cache: Eigen's GEMM on a 16-row block with a one- or
     // two-column right side runs several times slower than matrix-vector products (two

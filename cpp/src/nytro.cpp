@@ -98,14 +98,16 @@ struct DirectSolver {
         problem.dim = setup.factor.rank();
         problem.iteration_bytes = double(K.size()) * sizeof(S) + 2.0 * factor.lift_bytes();
         // R p and R^T g by solves with U where the factor holds it (R never formed).
-        problem.apply = [this, &factor, threads](const Matrix<T>& p, Matrix<T>& out) {
+        // R is support x rank: the qr factor's support keeps every centre, whatever the rank.
+        const Index support_rows = Index(factor.support().size());
+        problem.apply = [this, &factor, support_rows, threads](const Matrix<T>& p, Matrix<T>& out) {
             // p has q columns on the path but one in the Lanczos estimate of the step.
-            lifted.resize(factor.rank(), p.cols());
+            lifted.resize(support_rows, p.cols());
             factor.lift(p, lifted, threads);
             factor.lift_transposed(pass->normal(lifted), out, threads);
         };
         // c = R^T K^T y, from the pass with a zero iterate: K^T (K 0 - y) = -K^T y.
-        const Matrix<T> zero = Matrix<T>::Zero(factor.rank(), Y.cols());
+        const Matrix<T> zero = Matrix<T>::Zero(support_rows, Y.cols());
         problem.rhs.resize(problem.dim, Y.cols());
         factor.lift_transposed(-pass->normal_residual(zero, Y), problem.rhs, threads);
         problem.to_alpha = [&factor, threads](const MatrixCRef<T>& betas, MatrixRef<T> alphas) {

@@ -81,6 +81,17 @@ NYTRO_TEST(symmetric_pass_rejects_mismatched_shapes) {
     CHECK_THROWS(pass.apply(b, out), std::logic_error);
 }
 
+// The fused pass reads its iterate without bounds checks inside: a mismatched one (the
+// direct solver once sized it by the rank instead of the qr factor's rows) is refused.
+NYTRO_TEST(fused_pass_rejects_mismatched_shapes) {
+    const Matrix<double> K = MatrixD::Ones(40, 6);
+    nytro::detail::FusedPass<double, double> pass(K, 2);
+    const Matrix<double> short_a = MatrixD::Ones(5, 1), a = MatrixD::Ones(6, 2), Y = MatrixD::Ones(40, 1);
+    CHECK_THROWS(pass.normal(short_a), std::logic_error);
+    CHECK_THROWS(pass.normal_residual(a, Y), std::logic_error);
+    CHECK_EQ(pass.normal(a).rows(), Index(6));
+}
+
 namespace {
 
 // FusedPass against K^T (K a - Y) formed densely (on the stored, rounded K), over shapes
