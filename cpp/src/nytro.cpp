@@ -63,8 +63,9 @@ Solver choose_solver(Index n, Index n_val, Index k, Index max_iter, bool upper, 
     const double spectral = normal_equations + 9.0 * kk * double(k) / 1e10 +
                             t_max * 2.0 * double(n_val) * double(k) / kFlopsPerSecond;
     // direct: a pass over the stored n x k kernel and two products with R (or solves
-    // with U, reading as much; kept in T) per product. A float32 pass with float64 sums widens each entry in registers,
-    // which costs it about 30% over a plain float32 pass (bench_kernels, 40000 x 5000).
+    // with U, reading as much; kept in T) per product. A float32 pass with float64 sums
+    // widens each entry in registers, which costs it about 30% over a plain float32 pass
+    // (bench_kernels, 40000 x 5000).
     const double pass_bytes = stored < computed ? 1.3 * stored : stored;
     // The stored kernel is fresh memory, and its first touch costs: 0.4-0.5 ms per MB on
     // the VMs measured here (0.1 s for Adult's 208 MB), less on bare metal.

@@ -26,12 +26,17 @@ constexpr Index kTileColumns = 512;
 
 Index count_of(Index size, Index per) { return (size + per - 1) / per; }
 
-void require_shapes(Index k, Index U_cols, Index B_rows, Index B_cols, Index out_rows, Index out_cols) {
-    if (U_cols != k || B_rows != k || out_rows != k || out_cols != B_cols)
+// Checks the shapes and starts out as B (solved in place); returns the threads to use.
+template <class T>
+int start_solve(const MatrixCRef<T>& U, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads) {
+    const Index k = U.rows();
+    if (U.cols() != k || B.rows() != k || out.rows() != k || out.cols() != B.cols())
         throw std::logic_error("nytro internal error: triangular solve with U " + std::to_string(k) + "x" +
-                               std::to_string(U_cols) + ", B " + std::to_string(B_rows) + "x" +
-                               std::to_string(B_cols) + " into " + std::to_string(out_rows) + "x" +
-                               std::to_string(out_cols));
+                               std::to_string(U.cols()) + ", B " + std::to_string(B.rows()) + "x" +
+                               std::to_string(B.cols()) + " into " + std::to_string(out.rows()) + "x" +
+                               std::to_string(out.cols()));
+    out = B;
+    return threads_for(double(k) * double(k) * double(B.cols()), resolve_threads(n_threads));
 }
 
 // Column c of a row-major block, as a vector with the block's row stride.
@@ -83,9 +88,7 @@ void for_update_tiles(Index rows, Index q, Index row_step, Index col_step, int t
 template <class T>
 void solve_upper(const MatrixCRef<T>& U, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads) {
     const Index k = U.rows(), q = B.cols();
-    require_shapes(k, U.cols(), B.rows(), q, out.rows(), out.cols());
-    out = B;
-    const int threads = threads_for(double(k) * double(k) * double(q), resolve_threads(n_threads));
+    const int threads = start_solve<T>(U, B, out, n_threads);
     const bool narrow = q <= kNarrow;
     const Index row_step = narrow ? kNarrowRows : kWideRows, col_step = narrow ? q : kTileColumns;
     for (Index step = count_of(k, kStep) - 1; step >= 0; --step) {
@@ -111,9 +114,7 @@ void solve_upper(const MatrixCRef<T>& U, const MatrixCRef<T>& B, MatrixRef<T> ou
 template <class T>
 void solve_upper_transposed(const MatrixCRef<T>& U, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads) {
     const Index k = U.rows(), q = B.cols();
-    require_shapes(k, U.cols(), B.rows(), q, out.rows(), out.cols());
-    out = B;
-    const int threads = threads_for(double(k) * double(k) * double(q), resolve_threads(n_threads));
+    const int threads = start_solve<T>(U, B, out, n_threads);
     const bool narrow = q <= kNarrow;
     const Index steps = count_of(k, kStep);
     for (Index step = 0; step < steps; ++step) {

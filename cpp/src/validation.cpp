@@ -16,6 +16,7 @@ Validation<T>::Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val
                           double sigma, int n_threads, bool low_precision, double budget_bytes, bool defer)
     : X_val_(X_val), Y_val_(Y_val), centers_(centers), sigma_(sigma) {
     low_ = low_precision && !std::is_same_v<T, float>;
+    if (low_) centers_low_ = centers.template cast<float>();
     const double bytes = stored_bytes();
     if (bytes > budget_bytes) return;  // streamed at each call
     if (defer) {
@@ -35,7 +36,7 @@ Validation<T>::Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val
 template <class T>
 void Validation<T>::store(int n_threads) const {
     if (low_)  // computed in float32 directly: no float64 copy at the peak
-        K_val_low_ = gaussian_kernel<float>(X_val_.template cast<float>(), centers_.template cast<float>(), sigma_,
+        K_val_low_ = gaussian_kernel<float>(X_val_.template cast<float>(), centers_low_, sigma_,
                                             n_threads);
     else
         K_val_ = gaussian_kernel<T>(X_val_, centers_, sigma_, n_threads);
@@ -70,42 +71,37 @@ void Validation<T>::predict_blocks(const MatrixCRef<T>& alphas, int n_threads, C
         return;
     }
     const Index rows = std::max<Index>(256, (Index(1) << 22) / std::max<Index>(centers_.rows(), 1));
-    if constexpr (std::is_same_v<T, double>) {
-        if (low_) {
-            // Each block as the stored kernel would hold it, in float32, then widened in the
-            // product: the same predictions whether K_val fits or not, and the distance GEMM
-            // and the exp at float32's rate (Covertype's 104582 x 10000 hold-out kernel,
-            // streamed beside its 16.7 GB K_nm).
-            // The block is widened whole into one buffer for the product: multiply_widened,
-            // made for a stored kernel, widens 2 MiB at a time into buffers of its own,
-            // repacking the alphas for each and allocating (and first touching) the buffers
-            // at every call: 3.5 s of Covertype's one validation of 30 basis vectors.
-            const Matrix<float> centers = centers_.template cast<float>();
-            Matrix<float> K;
-            Matrix<T> widened;
-            for (Index r0 = 0; r0 < n_val; r0 += rows) {
-                const Index count = std::min(rows, n_val - r0);
-                K.resize(count, centers.rows());
-                widened.resize(count, centers.rows());
-                gaussian_kernel_into<float>(X_val_.middleRows(r0, count).template cast<float>(), centers, sigma_, K,
-                                            n_threads);
-                widen<T, float>(K, widened, n_threads);
-                predictions.resize(count, alphas.cols());
-                multiply<T>(widened, alphas, predictions, n_threads);
-                consume(predictions, r0);
-            }
-            return;
-        }
-    }
     Matrix<T> K(std::min(rows, n_val), centers_.rows());
+    Matrix<float> low;  // low_: the block as the stored float32 kernel would hold it
     for (Index r0 = 0; r0 < n_val; r0 += rows) {
         const Index count = std::min(rows, n_val - r0);
         auto block = K.topRows(count);
-        gaussian_kernel_into<T>(X_val_.middleRows(r0, count), centers_, sigma_, block, n_threads);
+        kernel_block(r0, block, low, n_threads);
         predictions.resize(count, alphas.cols());
         multiply<T>(block, alphas, predictions, n_threads);
         consume(predictions, r0);
     }
+}
+
+// A float32 kernel (low_) is computed in float32, as store() keeps it, and widened whole
+// into the block: the predictions do not depend on whether K_val fits, and the distance
+// GEMM and the exp run at float32's rate (Covertype's 104582 x 10000 hold-out kernel,
+// streamed beside its 16.7 GB K_nm). multiply_widened, made for a stored kernel, widens
+// 2 MiB at a time into buffers it allocates at each call and repacks the alphas for
+// each: called per block, it took 3.5 s of Covertype's one validation of 30 basis
+// vectors, against 1.4 s for the widened block's product.
+template <class T>
+void Validation<T>::kernel_block(Index r0, MatrixRef<T> block, Matrix<float>& low, int n_threads) const {
+    const auto X = X_val_.middleRows(r0, block.rows());
+    if constexpr (std::is_same_v<T, double>) {
+        if (low_) {
+            low.resize(block.rows(), block.cols());
+            gaussian_kernel_into<float>(X.template cast<float>(), centers_low_, sigma_, low, n_threads);
+            widen<T, float>(low, block, n_threads);
+            return;
+        }
+    }
+    gaussian_kernel_into<T>(X, centers_, sigma_, block, n_threads);
 }
 
 template <class T>
