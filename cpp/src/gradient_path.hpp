@@ -24,6 +24,10 @@ struct LinearProblem {
     std::function<void(const Matrix<T>& p, Matrix<T>& out)> apply;
     Matrix<T> rhs;         // c, dim x q
     double iteration_bytes = 0;  // what one `apply` reads from memory (0: unknown)
+    // Relative rounding of H as stored: float's epsilon where K_nm or A^T A is kept in
+    // float32 under a float64 fit, 0 where H is held in T. Iterates need be no closer to
+    // the path than this (lanczos_path.hpp).
+    double storage_epsilon = 0;
     // alphas = coefficients of a block of iterates (dim x c*q -> alpha_rows x c*q), in the
     // coordinates the validation set is given in.
     std::function<void(const MatrixCRef<T>& betas, MatrixRef<T> alphas)> to_alpha;

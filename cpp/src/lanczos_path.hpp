@@ -9,7 +9,8 @@
 //     |e_t| <= s b sum_{i<t} |z_i[k]|,
 // computed alongside z_t at O(k) per iteration. The basis grows until this bound is
 // below 64 machine epsilons of |beta_t| for every t <= max_iter: within the rounding the
-// stepwise path itself accumulates. Kernel spectra decay fast, so on Insurance (m = 2000)
+// stepwise path itself accumulates (64 float epsilons where H is stored in float32: the
+// rounding of H itself). Kernel spectra decay fast, so on Insurance (m = 2000)
 // 32 products with H certify all 500 iterates.
 //
 // The validation set then needs only the images of the basis vectors (K_val R V: k

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <type_traits>
 
@@ -200,6 +201,7 @@ template <class T, class S>
 std::shared_ptr<void> build_solver(Solver solver, detail::LinearProblem<T>& problem, const MatrixCRef<T>& X,
                                    const MatrixCRef<T>& Y, const detail::NystromSetup<T>& setup, double sigma,
                                    int threads, const Callback& callback) {
+    problem.storage_epsilon = std::is_same_v<S, T> ? 0.0 : double(std::numeric_limits<S>::epsilon());
     if (solver == Solver::direct) {
         auto direct = std::make_shared<DirectSolver<T, S>>();
         direct->build(problem, X, Y, setup, sigma, threads, callback);

@@ -407,7 +407,7 @@ def _run_method(method: Method, ctx: Context, X, y, X_test, y_test, split: P.Spl
             record.extra["step_size"] = float(estimator.step_size_)
         else:
             record.val_rmse = float(np.min(path))
-    for attribute in ("solver_", "rank_"):
+    for attribute in ("solver_", "rank_", "products_"):
         if hasattr(estimator, attribute):
             record.extra[attribute.rstrip("_")] = getattr(estimator, attribute)
     return record
