@@ -1,5 +1,8 @@
 #include "huge_pages.hpp"
 
+#include "parallel.hpp"
+
+#include <algorithm>
 #include <cstdint>
 
 #if defined(__linux__)
@@ -29,6 +32,29 @@ void advise_huge_pages(void* data, std::size_t bytes) {
 #else
     (void)data;
     (void)bytes;
+#endif
+}
+
+void populate_in_parallel(void* data, std::size_t bytes, int n_threads) {
+#if defined(__linux__)
+    constexpr int kPopulateWrite = 23;  // MADV_POPULATE_WRITE, absent from older headers
+    if (data == nullptr || bytes < kPopulateBytes) return;
+    // Chunks of whole huge pages where advise_huge_pages applies, so that no huge page is
+    // split between two calls.
+    static const auto small_page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+    const std::uintptr_t page = bytes >= kHugePageAdviceBytes ? std::uintptr_t(1) << 21 : small_page;
+    constexpr std::uintptr_t chunk = std::uintptr_t(16) << 20;
+    const auto begin = (reinterpret_cast<std::uintptr_t>(data) + page - 1) & ~(page - 1);
+    const auto end = (reinterpret_cast<std::uintptr_t>(data) + bytes) & ~(page - 1);
+    if (end <= begin) return;
+    parallel_for(Index((end - begin + chunk - 1) / chunk), n_threads, [&](Index c, int) {
+        const std::uintptr_t first = begin + std::uintptr_t(c) * chunk, last = std::min(end, first + chunk);
+        madvise(reinterpret_cast<void*>(first), last - first, kPopulateWrite);
+    });
+#else
+    (void)data;
+    (void)bytes;
+    (void)n_threads;
 #endif
 }
 

@@ -168,7 +168,9 @@ Matrix<T> gaussian_kernel(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double
     check_allocation(double(X.rows()) * double(Z.rows()) * sizeof(T),
                      "the kernel matrix (" + shape_text<T>(X.rows(), Z.rows()) + ")");
     Matrix<T> K(X.rows(), Z.rows());
-    detail::advise_huge_pages(K.data(), std::size_t(K.size()) * sizeof(T));  // before the first write
+    // Before the first write: huge pages, mapped by all threads before the kernel runs.
+    detail::advise_huge_pages(K.data(), std::size_t(K.size()) * sizeof(T));
+    detail::populate_in_parallel(K.data(), std::size_t(K.size()) * sizeof(T), n_threads);
     gaussian_kernel_into<T>(X, Z, sigma, K, n_threads);
     return K;
 }
