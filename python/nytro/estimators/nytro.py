@@ -71,8 +71,8 @@ class NytroRegressor(KernelRegressorBase):
         computed bound puts every iterate up to max_iter within 64 machine epsilons of the
         stepwise one (64 float32 epsilons with storage="float32", the rounding of the
         stored operator): tens of products with A^T A instead of one per iteration (28
-        for 500 iterations on Insurance, m = 2000; 18 with storage="float32"). Where the bound is not met within the
-        basis' size limit, the path is stepped instead. "auto" uses it in float64 compute
+        for 500 iterations on Insurance, m = 2000; 18 with storage="float32"). Where the
+        bound is not met within the basis' size limit, the path is stepped instead. "auto" uses it in float64 compute
         except with the "spectral" solver (whose iterations already cost O(m)); float32
         compute steps, as the basis would amplify its rounding.
     factor : {"pivoted", "qr", "cholesky"}, default="pivoted"
