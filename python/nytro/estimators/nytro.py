@@ -72,9 +72,10 @@ class NytroRegressor(KernelRegressorBase):
         stepwise one (64 float32 epsilons with storage="float32", the rounding of the
         stored operator): tens of products with A^T A instead of one per iteration (28
         for 500 iterations on Insurance, m = 2000; 18 with storage="float32"). Where the
-        bound is not met within the basis' size limit, the path is stepped instead. "auto" uses it in float64 compute
-        except with the "spectral" solver (whose iterations already cost O(m)); float32
-        compute steps, as the basis would amplify its rounding.
+        bound is not met within the basis' size limit, the path is stepped instead.
+        "auto" uses it in float64 compute except with the "spectral" solver (whose
+        iterations already cost O(m)); float32 compute steps, as the basis would amplify
+        its rounding.
     factor : {"pivoted", "qr", "cholesky"}, default="pivoted"
         How R with R R^T = K_mm^+ is computed: rank-revealing pivoted Cholesky (fast),
         the paper's pivoted QR + Cholesky, or the authors' Cholesky of K_mm + 1e-10 I.
