@@ -27,18 +27,21 @@ using detail::kBytesPerSecond;
 using detail::kFlopsPerSecond;
 using detail::kFreshBytesPerSecond;
 
-// Products with H that gd's Lanczos basis takes for t_max iterates: about sqrt(t_max)
-// plus a margin (30 for 500 on Insurance and Adult), and at most k (a complete basis);
-// the stepwise path takes t_max.
+// Products with H that gd's Lanczos basis takes for t_max iterates, at most k (a
+// complete basis); the stepwise path takes t_max. Since the basis grows only as far as
+// its bound needs (95b5ded) the counts grow about as t_max^(1/4) on kernel spectra:
+// 26-34 for 500 on Adult, Insurance and Ijcnn in float64 (16-22 with float32 storage),
+// 46 and 70 for 20000 and 100000 on a 4000 x 1000 problem. The former sqrt(t_max) model
+// (41 at 500) sent Adult to the gram solver: 0.71 s, against 0.48 s by direct.
 double lanczos_products(Index max_iter, Index k) {
     const double t = double(max_iter);
-    return std::min({t, 8.0 + 1.5 * std::sqrt(t), double(k)});
+    return std::min({t, 8.0 + 4.0 * std::sqrt(std::sqrt(t)), double(k)});
 }
 
 // stored: bytes per stored K_nm or H entry; computed: sizeof(T). With float32 storage the
 // GEMMs of the normal equations run in float (about twice the flop rate), and the direct
 // pass pays for widening each float entry to double (see pass_bytes below). lanczos: gd's
-// iterates come from a Lanczos basis, so the path takes about sqrt(max_iter) products
+// iterates come from a Lanczos basis, so the path takes tens of products (above)
 // and validates the basis (k vectors) rather than every iterate. That makes the direct
 // solver's n k bytes per product cheaper than forming A^T A (2-3 n k^2 flops) wherever
 // K_nm fits in memory: Insurance float64 0.50 s by gram, 0.30 s by direct.
