@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -14,11 +15,24 @@ namespace nytro::detail {
 namespace {
 
 #if defined(__linux__)
-// madvise over the part of [data, data + bytes) aligned to `alignment` (a power of two)
-// at both ends; advice only, so its result is ignored.
+constexpr int kPopulateWrite = 23;  // MADV_POPULATE_WRITE, absent from older headers
+constexpr std::uintptr_t kHugePage = std::uintptr_t(1) << 21;
+
+std::uintptr_t small_page() {
+    static const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+    return page;
+}
+
+// The part of [data, data + bytes) aligned to `alignment` (a power of two) at both ends,
+// as [begin, end): empty where end <= begin.
+std::pair<std::uintptr_t, std::uintptr_t> aligned_interior(void* data, std::size_t bytes, std::uintptr_t alignment) {
+    const auto start = reinterpret_cast<std::uintptr_t>(data);
+    return {(start + alignment - 1) & ~(alignment - 1), (start + bytes) & ~(alignment - 1)};
+}
+
+// madvise over that interior; advice only, so its result is ignored.
 void advise_aligned_interior(void* data, std::size_t bytes, std::uintptr_t alignment, int advice) {
-    const auto begin = (reinterpret_cast<std::uintptr_t>(data) + alignment - 1) & ~(alignment - 1);
-    const auto end = (reinterpret_cast<std::uintptr_t>(data) + bytes) & ~(alignment - 1);
+    const auto [begin, end] = aligned_interior(data, bytes, alignment);
     if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, advice);
 }
 #endif
@@ -28,7 +42,7 @@ void advise_aligned_interior(void* data, std::size_t bytes, std::uintptr_t align
 void advise_huge_pages(void* data, std::size_t bytes) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (data == nullptr || bytes < kHugePageAdviceBytes) return;
-    advise_aligned_interior(data, bytes, std::uintptr_t(1) << 21, MADV_HUGEPAGE);
+    advise_aligned_interior(data, bytes, kHugePage, MADV_HUGEPAGE);
 #else
     (void)data;
     (void)bytes;
@@ -37,17 +51,13 @@ void advise_huge_pages(void* data, std::size_t bytes) {
 
 void populate_in_parallel(void* data, std::size_t bytes, int n_threads) {
 #if defined(__linux__)
-    constexpr int kPopulateWrite = 23;  // MADV_POPULATE_WRITE, absent from older headers
     if (data == nullptr || bytes < kPopulateBytes) return;
     // Chunks of whole huge pages where advise_huge_pages applies, so that no huge page is
     // split between two calls.
-    static const auto small_page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
-    const std::uintptr_t page = bytes >= kHugePageAdviceBytes ? std::uintptr_t(1) << 21 : small_page;
     constexpr std::uintptr_t chunk = std::uintptr_t(16) << 20;
-    const auto begin = (reinterpret_cast<std::uintptr_t>(data) + page - 1) & ~(page - 1);
-    const auto end = (reinterpret_cast<std::uintptr_t>(data) + bytes) & ~(page - 1);
+    const auto [begin, end] = aligned_interior(data, bytes, bytes >= kHugePageAdviceBytes ? kHugePage : small_page());
     if (end <= begin) return;
-    parallel_for(Index((end - begin + chunk - 1) / chunk), n_threads, [&](Index c, int) {
+    parallel_for(Index((end - begin + chunk - 1) / chunk), n_threads, [&, begin = begin, end = end](Index c, int) {
         const std::uintptr_t first = begin + std::uintptr_t(c) * chunk, last = std::min(end, first + chunk);
         madvise(reinterpret_cast<void*>(first), last - first, kPopulateWrite);
     });
@@ -60,10 +70,8 @@ void populate_in_parallel(void* data, std::size_t bytes, int n_threads) {
 
 void populate_pages(void* data, std::size_t bytes) {
 #if defined(__linux__)
-    constexpr int kPopulateWrite = 23;  // MADV_POPULATE_WRITE, absent from older headers
     if (data == nullptr || bytes < kPopulateBytes || bytes >= kHugePageAdviceBytes) return;
-    static const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
-    advise_aligned_interior(data, bytes, page, kPopulateWrite);
+    advise_aligned_interior(data, bytes, small_page(), kPopulateWrite);
 #else
     (void)data;
     (void)bytes;

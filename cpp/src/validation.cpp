@@ -16,7 +16,10 @@ Validation<T>::Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val
                           double sigma, int n_threads, bool low_precision, double budget_bytes, bool defer)
     : X_val_(X_val), Y_val_(Y_val), centers_(centers), sigma_(sigma) {
     low_ = low_precision && !std::is_same_v<T, float>;
-    if (low_) centers_low_ = centers.template cast<float>();
+    if (low_) {  // cast once: the streamed form computes its float32 blocks from these
+        X_val_low_ = X_val.template cast<float>();
+        centers_low_ = centers.template cast<float>();
+    }
     const double bytes = stored_bytes();
     if (bytes > budget_bytes) return;  // streamed at each call
     if (defer) {
@@ -36,7 +39,7 @@ Validation<T>::Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val
 template <class T>
 void Validation<T>::store(int n_threads) const {
     if (low_)  // computed in float32 directly: no float64 copy at the peak
-        K_val_low_ = gaussian_kernel<float>(X_val_.template cast<float>(), centers_low_, sigma_,
+        K_val_low_ = gaussian_kernel<float>(X_val_low_, centers_low_, sigma_,
                                             n_threads);
     else
         K_val_ = gaussian_kernel<T>(X_val_, centers_, sigma_, n_threads);
@@ -92,16 +95,16 @@ void Validation<T>::predict_blocks(const MatrixCRef<T>& alphas, int n_threads, C
 // vectors, against 1.4 s for the widened block's product.
 template <class T>
 void Validation<T>::kernel_block(Index r0, MatrixRef<T> block, Matrix<float>& low, int n_threads) const {
-    const auto X = X_val_.middleRows(r0, block.rows());
     if constexpr (std::is_same_v<T, double>) {
         if (low_) {
             low.resize(block.rows(), block.cols());
-            gaussian_kernel_into<float>(X.template cast<float>(), centers_low_, sigma_, low, n_threads);
+            gaussian_kernel_into<float>(X_val_low_.middleRows(r0, block.rows()), centers_low_, sigma_, low,
+                                        n_threads);
             widen<T, float>(low, block, n_threads);
             return;
         }
     }
-    gaussian_kernel_into<T>(X, centers_, sigma_, block, n_threads);
+    gaussian_kernel_into<T>(X_val_.middleRows(r0, block.rows()), centers_, sigma_, block, n_threads);
 }
 
 template <class T>

@@ -74,7 +74,7 @@ private:
     mutable Index streamed_calls_ = 0;
     Matrix<T> X_val_, Y_val_;  // kept for the streamed form and the targets
     Matrix<T> centers_;       // the streamed form recomputes k(X_val, centres)
-    Matrix<float> centers_low_;  // low_: the centres in float32, for the float32 kernel
+    Matrix<float> X_val_low_, centers_low_;  // low_: both in float32, for the float32 kernel
     double sigma_;
 };
 

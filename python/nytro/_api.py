@@ -159,8 +159,9 @@ def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=
     "lanczos", "stepwise"): how gd's iterates are computed; "lanczos" takes them from a
     Lanczos basis of the Krylov space (A^T A, A^T y), each within 64 machine epsilons of
     the stepwise iterate by a computed bound (float32 epsilons with storage="float32"), in
-    tens of products with A^T A instead of one per iteration; "auto" does so in float64 compute unless the solver is "spectral". The
-    result's `products` counts the products taken."""
+    tens of products with A^T A instead of one per iteration; "auto" does so in float64
+    compute unless the solver is "spectral". The result's `products` counts the products
+    taken."""
     dt, X, Y, one_d, Xv, Yv, centers, scale = _training_data(X, y, X_val, y_val, dtype, centers)
     chk.check_choice("method", method, chk.METHODS)
     step_rule, step_value = chk.check_step_size(step_size)
