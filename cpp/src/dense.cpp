@@ -190,31 +190,6 @@ void multiply_left_transposed(const MatrixCRef<T>& R, bool upper, const MatrixCR
     });
 }
 
-template <class T>
-void rank_update(const MatrixCRef<T>& B, MatrixRef<T> G, T scale, bool upper, int n_threads) {
-    const Index k = B.cols(), tiles = (k + kTile - 1) / kTile;
-    // Tile pairs (i >= j) of the lower triangle, enumerated row by row; the upper
-    // triangle uses the transposed pair.
-    const double flops = double(B.rows()) * k * k;
-    parallel_for(tiles * (tiles + 1) / 2, threads_for(flops, n_threads), [&](Index task, int) {
-        Index i = 0;
-        while ((i + 1) * (i + 2) / 2 <= task) ++i;
-        Index j = task - i * (i + 1) / 2;
-        if (upper) std::swap(i, j);
-        const Index r0 = i * kTile, c0 = j * kTile;
-        const Index rows = std::min(kTile, k - r0), cols = std::min(kTile, k - c0);
-        if (i != j) {
-            G.block(r0, c0, rows, cols).noalias() += scale * (B.middleCols(r0, rows).transpose() * B.middleCols(c0, cols));
-        } else if (upper) {  // a diagonal tile: only its triangle, which saves up to half its flops
-            G.block(r0, r0, rows, rows).template selfadjointView<Eigen::Upper>().rankUpdate(
-                B.middleCols(r0, rows).transpose(), scale);
-        } else {
-            G.block(r0, r0, rows, rows).template selfadjointView<Eigen::Lower>().rankUpdate(
-                B.middleCols(r0, rows).transpose(), scale);
-        }
-    });
-}
-
 template <class T, class S>
 void rank_update_widened(const MatrixCRef<S>& B, MatrixRef<T> G, int n_threads) {
     const Index k = B.cols(), tiles = (k + kTile - 1) / kTile;
@@ -308,7 +283,6 @@ void invert_upper_triangular_in_place(Matrix<T>& U, int n_threads) {
                                    MatrixRef<T>, int);                                           \
     template void multiply_left_transposed<T>(const MatrixCRef<T>&, bool, const MatrixCRef<T>&,  \
                                               MatrixRef<T>, int);                                \
-    template void rank_update<T>(const MatrixCRef<T>&, MatrixRef<T>, T, bool, int);               \
     template void mirror_lower<T>(MatrixRef<T>);                                                 \
     template Matrix<T> upper_triangular_inverse<T>(const MatrixCRef<T>&, int);                    \
     template void invert_upper_triangular_in_place<T>(Matrix<T>&, int);

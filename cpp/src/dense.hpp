@@ -38,8 +38,9 @@ template <class T>
 void multiply_left_transposed(const MatrixCRef<T>& R, bool upper, const MatrixCRef<T>& B,
                               MatrixRef<T> out, int n_threads);
 
-// One triangle of G += scale * B^T B (a symmetric rank-k update over 256 x 256 tiles;
-// the tiles on the diagonal update only their own triangle). `upper` picks the triangle.
+// One triangle of G += scale * B^T B, `upper` picking which (rank_update.cpp: register
+// tiles over packed columns of B; the other triangle is never written). The same bits
+// for any thread count.
 template <class T>
 void rank_update(const MatrixCRef<T>& B, MatrixRef<T> G, T scale, bool upper, int n_threads);
 

@@ -2,6 +2,7 @@
 
 #include "nytro/errors.hpp"
 #include "huge_pages.hpp"
+#include "micro_tile.hpp"
 #include "parallel.hpp"
 
 #include <algorithm>
@@ -14,8 +15,8 @@
 namespace nytro {
 namespace {
 
-// A block of 128 x 512 doubles is 512 KiB: the GEMM result stays in L2 while the exp
-// is applied and the block is written to its final place.
+// Tasks of 128 rows x about 512 centres: the centres' panels of a block (512 x d) stay in
+// L2 while the block's rows pass, kRows at a time, through the register tiles.
 constexpr Index kRowBlock = 128;
 constexpr Index kColBlock = 512;
 
@@ -136,28 +137,57 @@ void exp_of_negative_distances(const T* dots, const T* z_norms, T x_norm, T* out
 template <class T>
 void gaussian_kernel_into(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double sigma,
                           MatrixRef<T> out, int n_threads) {
+    using Tile = detail::MicroTile<T>;
+    constexpr Index kRows = Tile::kRows, kCols = Tile::kCols;
     check_kernel_arguments<T>(X, Z, sigma);
     require(out.rows() == X.rows() && out.cols() == Z.rows(), "kernel output has the wrong shape");
-    const Index n = X.rows(), m = Z.rows();
+    const Index n = X.rows(), m = Z.rows(), d = X.cols();
     if (n == 0 || m == 0) return;
     const double inverse = 1.0 / (std::sqrt(2.0) * sigma);
     require(std::isfinite(inverse) && static_cast<T>(inverse) < std::numeric_limits<T>::infinity(),
             "sigma=" + format_number(sigma) + " is too small to represent 1 / (2 sigma^2)");
+    // The centres, scaled, in depth-major panels of kCols (the tiles' vector side), and
+    // their squared norms padded to whole panels.
     const Matrix<T> Zs = scaled<T>(Z, inverse, "Z", sigma);
-    const Vector<T> z_norms = Zs.rowwise().squaredNorm();
+    const Index groups = (m + kCols - 1) / kCols;
+    detail::AlignedVector<T> z_panels(std::size_t(groups * kCols * std::max<Index>(d, 1))),
+        z_norms(std::size_t(groups * kCols), T(0));
+    for (Index g = 0; g < groups; ++g)
+        detail::pack_panel<T>(Zs.data() + g * kCols * d, d, 1, std::min(kCols, m - g * kCols), d, int(kCols),
+                              z_panels.data() + g * kCols * d);
+    Eigen::Map<Vector<T>>(z_norms.data(), m) = Zs.rowwise().squaredNorm();
+    // Column blocks of whole panels, about kColBlock wide.
+    const Index block_cols = (kColBlock + kCols - 1) / kCols * kCols;
     const Index row_blocks = (n + kRowBlock - 1) / kRowBlock;
-    const Index col_blocks = (m + kColBlock - 1) / kColBlock;
-    const int threads = detail::threads_for(2.0 * n * m * (X.cols() + 10), detail::resolve_threads(n_threads));
-    std::vector<Matrix<T>> dots(threads);
+    const Index col_blocks = (m + block_cols - 1) / block_cols;
+    const int threads = detail::threads_for(2.0 * n * m * (d + 10), detail::resolve_threads(n_threads));
+    // Per thread: the block's rows in broadcast panels, and one strip of kRows x
+    // block_cols dots, exponentiated row by row once its tiles are done.
+    struct Scratch {
+        detail::AlignedVector<T> x_panels, strip;
+    };
+    std::vector<Scratch> scratch(static_cast<std::size_t>(threads));
     detail::parallel_for(row_blocks * col_blocks, threads, [&](Index task, int thread) {
-        const Index r0 = (task / col_blocks) * kRowBlock, c0 = (task % col_blocks) * kColBlock;
-        const Index rows = std::min(kRowBlock, n - r0), cols = std::min(kColBlock, m - c0);
+        const Index r0 = (task / col_blocks) * kRowBlock, c0 = (task % col_blocks) * block_cols;
+        const Index rows = std::min(kRowBlock, n - r0), cols = std::min(block_cols, m - c0);
         const Matrix<T> Xs = scaled<T>(X.middleRows(r0, rows), inverse, "X", sigma);
         const Vector<T> x_norms = Xs.rowwise().squaredNorm();
-        Matrix<T>& block = dots[thread];
-        block.noalias() = Xs * Zs.middleRows(c0, cols).transpose();
-        for (Index i = 0; i < rows; ++i)
-            exp_of_negative_distances<T>(block.row(i).data(), z_norms.data() + c0, x_norms[i], &out(r0 + i, c0), cols);
+        Scratch& own = scratch[std::size_t(thread)];
+        own.x_panels.resize(std::size_t(kRowBlock * std::max<Index>(d, 1)));
+        own.strip.resize(std::size_t(kRows * block_cols));
+        Tile tile;
+        for (Index i0 = 0; i0 < rows; i0 += kRows) {
+            const Index group_rows = std::min(kRows, rows - i0);
+            T* a = own.x_panels.data() + i0 * d;
+            detail::pack_panel<T>(Xs.data() + i0 * d, d, 1, group_rows, d, int(kRows), a);
+            for (Index c = 0; c < cols; c += kCols) {
+                tile.dots(d, a, kRows, z_panels.data() + (c0 + c) * d);
+                tile.store(own.strip.data() + c, block_cols);
+            }
+            for (Index i = 0; i < group_rows; ++i)
+                exp_of_negative_distances<T>(own.strip.data() + i * block_cols, z_norms.data() + c0,
+                                             x_norms[i0 + i], &out(r0 + i0 + i, c0), cols);
+        }
     });
 }
 

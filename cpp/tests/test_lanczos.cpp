@@ -99,9 +99,10 @@ NYTRO_TEST(lanczos_equals_stepwise_for_both_solvers) {
         const auto lanczos_f = run<float>(p, o, Iterates::lanczos);
         const auto stepwise_f = run<float>(p, o, Iterates::stepwise);
         // float32 rounding enters the projected system once per product and 400 iterates
-        // amplify it (why "auto" steps in float32): the validation paths differ by 1.1e-5
-        // in the Release build and 1.4e-4 in a sanitizer build (-O2) of the same code.
-        same_path(p, lanczos_f, stepwise_f, 3e-4);
+        // amplify it (why "auto" steps in float32): the validation paths differ by 1.2e-5
+        // in the Release build (AVX-512), 1.4e-4 in a sanitizer build (-O2) and 4.0e-4 in a
+        // portable SSE2 build without fused multiply-adds (predictions: 1.3e-3, -, 3.4e-3).
+        same_path(p, lanczos_f, stepwise_f, 1e-3);
 
         const auto no_holdout = run<double>(p, o, Iterates::lanczos, false);
         CHECK(no_holdout.validation_rmse.empty());

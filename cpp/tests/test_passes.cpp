@@ -179,6 +179,54 @@ NYTRO_TEST(pipelined_row_kernels_equal_separate_sweeps) {
     pipelined_kernels_equal_separate_sweeps<double, float>();
 }
 
+// rank_update works on register tiles of B's columns in depth chunks: sizes below, at and
+// across a tile and a task block, depths below and across a chunk (128 for doubles on
+// AVX-512), both triangles. The other triangle is never written (a sentinel, finite so
+// that an update would change it, stays as it was), and the bits are the same on 1, 2
+// and 3 threads.
+template <class T>
+void rank_update_shapes(double tolerance) {
+    using M = nytro::Matrix<T>;
+    for (const auto& [depth, size] : {std::pair<Index, Index>{1, 1}, {3, 7}, {128, 24}, {129, 300}, {300, 531}}) {
+        const M B = normal(depth, size, 31).template cast<T>();
+        const M start = normal(size, size, 32).template cast<T>();
+        const MatrixD exact = start.template cast<double>() - 0.5 * (B.transpose() * B).template cast<double>();
+        for (bool upper : {true, false}) {
+            M G = start;
+            for (Index i = 0; i < size; ++i)
+                for (Index j = 0; j < size; ++j)
+                    if (upper ? i > j : i < j) G(i, j) = T(7);
+            const M poisoned = G;
+            M one = G;
+            nytro::detail::rank_update<T>(B, one, T(-0.5), upper, 1);
+            const std::string shape = check::str(depth) + " x " + check::str(size) + (upper ? " upper" : " lower");
+            double worst = 0, scale = exact.cwiseAbs().maxCoeff();
+            bool other_untouched = true;
+            for (Index i = 0; i < size; ++i)
+                for (Index j = 0; j < size; ++j) {
+                    if (upper ? i <= j : i >= j) worst = std::max(worst, std::abs(double(one(i, j)) - exact(i, j)));
+                    else other_untouched = other_untouched && one(i, j) == T(7);
+                }
+            CHECK_MSG(worst <= tolerance * scale, "rank_update " + shape + ": error " + check::str(worst / scale));
+            CHECK_MSG(other_untouched, "rank_update wrote the other triangle: " + shape);
+            for (int threads : {2, 3}) {
+                M again = poisoned;
+                nytro::detail::rank_update<T>(B, again, T(-0.5), upper, threads);
+                bool same = true;
+                for (Index i = 0; i < size; ++i)
+                    for (Index j = 0; j < size; ++j)
+                        if ((upper ? i <= j : i >= j) && again(i, j) != one(i, j)) same = false;
+                CHECK_MSG(same, "rank_update " + shape + " differs on " + check::str(threads) + " threads");
+            }
+        }
+    }
+}
+
+NYTRO_TEST(rank_update_matches_dense_products) {
+    rank_update_shapes<double>(1e-13);
+    rank_update_shapes<float>(1e-5);
+}
+
 // multiply_right works on 512 x 512 output tiles: shapes below, at and across a tile,
 // for an upper triangular R (strict lower part NaN: never read) and a dense one.
 NYTRO_TEST(multiply_right_matches_dense_products) {
