@@ -5,6 +5,7 @@
 #include "huge_pages.hpp"
 #include "nytro/errors.hpp"
 #include "nytro/kernel.hpp"
+#include "packed_centers.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -43,13 +44,14 @@ void accumulate(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const MatrixCRef
         else return R_cast;
     }();
     Matrix<S> K(block, m), A(block, k), X_s, Y_s;
+    const PackedCenters<S> packed(centers_s, sigma);
     for (Index r0 = 0; r0 < n; r0 += block) {
         const Index rows = std::min(block, n - r0);
         auto K_block = K.topRows(rows);
         auto A_block = A.topRows(rows);
         X_s = X.middleRows(r0, rows).template cast<S>();
         Y_s = Y.middleRows(r0, rows).template cast<S>();
-        gaussian_kernel_into<S>(X_s, centers_s, sigma, K_block, n_threads);
+        gaussian_kernel_packed<S>(X_s, packed, K_block, n_threads);
         multiply_right<S>(K_block, R, factor.upper_triangular, A_block, n_threads);
         if constexpr (std::is_same_v<SH, S>) rank_update<S>(A_block, normal.H, S(1), false, n_threads);
         else rank_update_widened<SH, S>(A_block, normal.H, n_threads);
@@ -70,10 +72,11 @@ void accumulate_kernel_first(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, con
     const Index n = X.rows(), k = factor.rank();
     const Index block = block_rows(n, k, k);
     Matrix<T> G = Matrix<T>::Zero(k, k), KtY = Matrix<T>::Zero(k, Y.cols()), K(block, k);
+    const PackedCenters<T> packed(centers, sigma);
     for (Index r0 = 0; r0 < n; r0 += block) {
         const Index rows = std::min(block, n - r0);
         auto K_block = K.topRows(rows);
-        gaussian_kernel_into<T>(X.middleRows(r0, rows), centers, sigma, K_block, n_threads);
+        gaussian_kernel_packed<T>(X.middleRows(r0, rows), packed, K_block, n_threads);
         rank_update<T>(K_block, G, T(1), false, n_threads);
         KtY.noalias() += K_block.transpose() * Y.middleRows(r0, rows);
         if (callback) callback({"gram", r0 + rows, n});

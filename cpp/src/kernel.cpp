@@ -3,6 +3,7 @@
 #include "nytro/errors.hpp"
 #include "huge_pages.hpp"
 #include "micro_tile.hpp"
+#include "packed_centers.hpp"
 #include "parallel.hpp"
 
 #include <algorithm>
@@ -134,40 +135,48 @@ void exp_of_negative_distances(const T* dots, const T* z_norms, T x_norm, T* out
 
 }  // namespace
 
+namespace detail {
+
 template <class T>
-void gaussian_kernel_into(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double sigma,
-                          MatrixRef<T> out, int n_threads) {
-    using Tile = detail::MicroTile<T>;
-    constexpr Index kRows = Tile::kRows, kCols = Tile::kCols;
-    check_kernel_arguments<T>(X, Z, sigma);
-    require(out.rows() == X.rows() && out.cols() == Z.rows(), "kernel output has the wrong shape");
-    const Index n = X.rows(), m = Z.rows(), d = X.cols();
-    if (n == 0 || m == 0) return;
-    const double inverse = 1.0 / (std::sqrt(2.0) * sigma);
-    require(std::isfinite(inverse) && static_cast<T>(inverse) < std::numeric_limits<T>::infinity(),
+PackedCenters<T>::PackedCenters(const MatrixCRef<T>& Z, double sigma)
+    : count_(Z.rows()), depth_(Z.cols()), sigma_(sigma), inverse_(1.0 / (std::sqrt(2.0) * sigma)) {
+    using Tile = MicroTile<T>;
+    constexpr Index kCols = Tile::kCols;
+    require(std::isfinite(sigma) && sigma > 0, "sigma must be a finite number > 0, got " + format_number(sigma));
+    require(std::isfinite(inverse_) && static_cast<T>(inverse_) < std::numeric_limits<T>::infinity(),
             "sigma=" + format_number(sigma) + " is too small to represent 1 / (2 sigma^2)");
-    // The centres, scaled, in depth-major panels of kCols (the tiles' vector side), and
-    // their squared norms padded to whole panels.
-    const Matrix<T> Zs = scaled<T>(Z, inverse, "Z", sigma);
-    const Index groups = (m + kCols - 1) / kCols;
-    detail::AlignedVector<T> z_panels(std::size_t(groups * kCols * std::max<Index>(d, 1))),
-        z_norms(std::size_t(groups * kCols), T(0));
+    const Matrix<T> Zs = scaled<T>(Z, inverse_, "Z", sigma);
+    const Index groups = (count_ + kCols - 1) / kCols;
+    panels_.resize(std::size_t(groups * kCols * std::max<Index>(depth_, 1)));
+    norms_.assign(std::size_t(groups * kCols), T(0));
     for (Index g = 0; g < groups; ++g)
-        detail::pack_panel<T>(Zs.data() + g * kCols * d, d, 1, std::min(kCols, m - g * kCols), d, int(kCols),
-                              z_panels.data() + g * kCols * d);
-    Eigen::Map<Vector<T>>(z_norms.data(), m) = Zs.rowwise().squaredNorm();
+        pack_panel<T>(Zs.data() + g * kCols * depth_, depth_, 1, std::min(kCols, count_ - g * kCols), depth_,
+                      int(kCols), panels_.data() + g * kCols * depth_);
+    Eigen::Map<Vector<T>>(norms_.data(), count_) = Zs.rowwise().squaredNorm();
+}
+
+template <class T>
+void gaussian_kernel_packed(const MatrixCRef<T>& X, const PackedCenters<T>& centers, MatrixRef<T> out,
+                            int n_threads) {
+    using Tile = MicroTile<T>;
+    constexpr Index kRows = Tile::kRows, kCols = Tile::kCols;
+    const Index n = X.rows(), m = centers.count(), d = centers.depth();
+    require(X.cols() == d, "X has " + std::to_string(X.cols()) + " features but the centres have " + std::to_string(d));
+    require(out.rows() == n && out.cols() == m, "kernel output has the wrong shape");
+    if (n == 0 || m == 0) return;
+    const double inverse = centers.inverse(), sigma = centers.sigma();
     // Column blocks of whole panels, about kColBlock wide.
     const Index block_cols = (kColBlock + kCols - 1) / kCols * kCols;
     const Index row_blocks = (n + kRowBlock - 1) / kRowBlock;
     const Index col_blocks = (m + block_cols - 1) / block_cols;
-    const int threads = detail::threads_for(2.0 * n * m * (d + 10), detail::resolve_threads(n_threads));
+    const int threads = threads_for(2.0 * n * m * (d + 10), resolve_threads(n_threads));
     // Per thread: the block's rows in broadcast panels, and one strip of kRows x
     // block_cols dots, exponentiated row by row once its tiles are done.
     struct Scratch {
-        detail::AlignedVector<T> x_panels, strip;
+        AlignedVector<T> x_panels, strip;
     };
     std::vector<Scratch> scratch(static_cast<std::size_t>(threads));
-    detail::parallel_for(row_blocks * col_blocks, threads, [&](Index task, int thread) {
+    parallel_for(row_blocks * col_blocks, threads, [&](Index task, int thread) {
         const Index r0 = (task / col_blocks) * kRowBlock, c0 = (task % col_blocks) * block_cols;
         const Index rows = std::min(kRowBlock, n - r0), cols = std::min(block_cols, m - c0);
         const Matrix<T> Xs = scaled<T>(X.middleRows(r0, rows), inverse, "X", sigma);
@@ -179,16 +188,34 @@ void gaussian_kernel_into(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double
         for (Index i0 = 0; i0 < rows; i0 += kRows) {
             const Index group_rows = std::min(kRows, rows - i0);
             T* a = own.x_panels.data() + i0 * d;
-            detail::pack_panel<T>(Xs.data() + i0 * d, d, 1, group_rows, d, int(kRows), a);
+            pack_panel<T>(Xs.data() + i0 * d, d, 1, group_rows, d, int(kRows), a);
             for (Index c = 0; c < cols; c += kCols) {
-                tile.dots(d, a, kRows, z_panels.data() + (c0 + c) * d);
+                tile.dots(d, a, kRows, centers.panel(c0 + c));
                 tile.store(own.strip.data() + c, block_cols);
             }
             for (Index i = 0; i < group_rows; ++i)
-                exp_of_negative_distances<T>(own.strip.data() + i * block_cols, z_norms.data() + c0,
+                exp_of_negative_distances<T>(own.strip.data() + i * block_cols, centers.norms() + c0,
                                              x_norms[i0 + i], &out(r0 + i0 + i, c0), cols);
         }
     });
+}
+
+template class PackedCenters<float>;
+template class PackedCenters<double>;
+template void gaussian_kernel_packed<float>(const MatrixCRef<float>&, const PackedCenters<float>&,
+                                            MatrixRef<float>, int);
+template void gaussian_kernel_packed<double>(const MatrixCRef<double>&, const PackedCenters<double>&,
+                                             MatrixRef<double>, int);
+
+}  // namespace detail
+
+template <class T>
+void gaussian_kernel_into(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double sigma,
+                          MatrixRef<T> out, int n_threads) {
+    check_kernel_arguments<T>(X, Z, sigma);
+    require(out.rows() == X.rows() && out.cols() == Z.rows(), "kernel output has the wrong shape");
+    if (X.rows() == 0 || Z.rows() == 0) return;
+    detail::gaussian_kernel_packed<T>(X, detail::PackedCenters<T>(Z, sigma), out, n_threads);
 }
 
 template <class T>
@@ -218,10 +245,12 @@ Matrix<T> kernel_predict(const MatrixCRef<T>& X, const MatrixCRef<T>& centers,
     // Blocks of about 32 MiB of kernel, so memory stays bounded for any n.
     const Index block = std::max<Index>(kRowBlock, (Index(1) << 22) / std::max<Index>(m, 1));
     Matrix<T> K;
+    if (n == 0 || m == 0) return Matrix<T>::Zero(n, coef.cols());
+    const detail::PackedCenters<T> packed(centers, sigma);
     for (Index r0 = 0; r0 < n; r0 += block) {
         const Index rows = std::min(block, n - r0);
         K.resize(rows, m);
-        gaussian_kernel_into<T>(X.middleRows(r0, rows), centers, sigma, K, n_threads);
+        detail::gaussian_kernel_packed<T>(X.middleRows(r0, rows), packed, K, n_threads);
         out.middleRows(r0, rows).noalias() = K * coef;
         if (callback) callback({"predict", r0 + rows, n});
     }

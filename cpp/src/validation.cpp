@@ -21,6 +21,10 @@ Validation<T>::Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val
         centers_low_ = centers.template cast<float>();
     }
     const double bytes = stored_bytes();
+    if (bytes > budget_bytes || defer) {  // streamed at each call, or until stored
+        if (low_) packed_low_ = std::make_unique<PackedCenters<float>>(centers_low_, sigma_);
+        else packed_ = std::make_unique<PackedCenters<T>>(centers_, sigma_);
+    }
     if (bytes > budget_bytes) return;  // streamed at each call
     if (defer) {
         // One first touch of the stored kernel against one recomputation: its distance
@@ -98,13 +102,12 @@ void Validation<T>::kernel_block(Index r0, MatrixRef<T> block, Matrix<float>& lo
     if constexpr (std::is_same_v<T, double>) {
         if (low_) {
             low.resize(block.rows(), block.cols());
-            gaussian_kernel_into<float>(X_val_low_.middleRows(r0, block.rows()), centers_low_, sigma_, low,
-                                        n_threads);
+            gaussian_kernel_packed<float>(X_val_low_.middleRows(r0, block.rows()), *packed_low_, low, n_threads);
             widen<T, float>(low, block, n_threads);
             return;
         }
     }
-    gaussian_kernel_into<T>(X_val_.middleRows(r0, block.rows()), centers_, sigma_, block, n_threads);
+    gaussian_kernel_packed<T>(X_val_.middleRows(r0, block.rows()), *packed_, block, n_threads);
 }
 
 template <class T>

@@ -10,6 +10,9 @@
 #pragma once
 
 #include "nytro/types.hpp"
+#include "packed_centers.hpp"
+
+#include <memory>
 
 #include <vector>
 
@@ -76,6 +79,10 @@ private:
     Matrix<T> centers_;       // the streamed form recomputes k(X_val, centres)
     Matrix<float> X_val_low_, centers_low_;  // low_: both in float32, for the float32 kernel
     double sigma_;
+    // The centres packed once for the streamed form (in float32 when low_); null while
+    // K_val is stored from the start.
+    std::unique_ptr<PackedCenters<T>> packed_;
+    std::unique_ptr<PackedCenters<float>> packed_low_;
 };
 
 }  // namespace nytro::detail

@@ -15,6 +15,7 @@
 #include "dense.hpp"
 #include "fused_pass.hpp"
 #include "gram.hpp"
+#include "packed_centers.hpp"
 #include "symmetric_pass.hpp"
 #include "triangular_solve.hpp"
 #include "row_kernels.hpp"
@@ -225,6 +226,35 @@ void rank_update_shapes(double tolerance) {
 NYTRO_TEST(rank_update_matches_dense_products) {
     rank_update_shapes<double>(1e-13);
     rank_update_shapes<float>(1e-5);
+}
+
+// The centres packed once and rows in blocks of 37 (ragged against the kernel's 128-row
+// tasks and its register tiles; the streamed hold-out kernel, prediction and the Gram
+// solver's blocks call it so): the same bits as the whole kernel, on 1 and 2 threads.
+template <class T>
+void packed_kernel_blocks_equal_whole() {
+    using M = nytro::Matrix<T>;
+    const M X = normal(300, 7, 41).template cast<T>(), Z = normal(700, 7, 42).template cast<T>();
+    const double sigma = 1.3;
+    const M whole = nytro::gaussian_kernel<T>(X, Z, sigma, 2);
+    const nytro::detail::PackedCenters<T> packed(Z, sigma);
+    for (int threads : {1, 2}) {
+        M blocks(300, 700);
+        for (Index r0 = 0; r0 < 300; r0 += 37) {
+            const Index rows = std::min<Index>(37, 300 - r0);
+            nytro::detail::gaussian_kernel_packed<T>(X.middleRows(r0, rows), packed, blocks.middleRows(r0, rows),
+                                                     threads);
+        }
+        CHECK_BITWISE(blocks, whole);
+    }
+    M wrong(300, 5);
+    CHECK_THROWS(nytro::detail::gaussian_kernel_packed<T>(X, packed, wrong, 1), std::invalid_argument);
+    CHECK_THROWS(nytro::detail::PackedCenters<T>(Z, 0.0), std::invalid_argument);
+}
+
+NYTRO_TEST(packed_kernel_blocks_equal_whole_kernel) {
+    packed_kernel_blocks_equal_whole<double>();
+    packed_kernel_blocks_equal_whole<float>();
 }
 
 // multiply_right works on 512 x 512 output tiles: shapes below, at and across a tile,

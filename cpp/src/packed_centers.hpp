@@ -1,0 +1,40 @@
+// The centres of a Gaussian kernel prepared once for many calls on blocks of rows (the
+// streamed hold-out kernel, prediction, the Gram solver's blocks): scaled to units of
+// sqrt(2) sigma, packed in the register tiles' column panels (micro_tile.hpp), with
+// their squared norms. Repacked at every call, the m x d centres cost a serial copy per
+// block: at m = 2000, d = 85, 128-row calls ran 9% slower than with Eigen's GEMM.
+#pragma once
+
+#include "micro_tile.hpp"
+#include "nytro/types.hpp"
+
+namespace nytro::detail {
+
+template <class T>
+class PackedCenters {
+public:
+    // Throws std::invalid_argument as gaussian_kernel does for a bad sigma or centres
+    // that overflow once scaled.
+    PackedCenters(const MatrixCRef<T>& Z, double sigma);
+
+    Index count() const { return count_; }
+    Index depth() const { return depth_; }
+    double sigma() const { return sigma_; }
+    double inverse() const { return inverse_; }  // 1 / (sqrt(2) sigma)
+    // The panel holding centres first..first + kCols - 1 (first a multiple of kCols).
+    const T* panel(Index first) const { return panels_.data() + first * depth_; }
+    // Squared norms of the scaled centres, zero-padded to whole panels.
+    const T* norms() const { return norms_.data(); }
+
+private:
+    Index count_, depth_;
+    double sigma_, inverse_;
+    AlignedVector<T> panels_, norms_;
+};
+
+// K(X, centres) into out (n x count), as gaussian_kernel_into.
+template <class T>
+void gaussian_kernel_packed(const MatrixCRef<T>& X, const PackedCenters<T>& centers, MatrixRef<T> out,
+                            int n_threads);
+
+}  // namespace nytro::detail
