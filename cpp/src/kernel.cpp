@@ -21,11 +21,19 @@ namespace {
 constexpr Index kRowBlock = 128;
 constexpr Index kColBlock = 512;
 
+void check_sigma(double sigma) {
+    require(std::isfinite(sigma) && sigma > 0, "sigma must be a finite number > 0, got " + format_number(sigma));
+}
+
+void check_features(Index x_features, Index center_features) {
+    require(x_features == center_features, "X has " + std::to_string(x_features) +
+                                               " features but the centres have " + std::to_string(center_features));
+}
+
 template <class T>
 void check_kernel_arguments(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double sigma) {
-    require(std::isfinite(sigma) && sigma > 0, "sigma must be a finite number > 0, got " + format_number(sigma));
-    require(X.cols() == Z.cols(), "X has " + std::to_string(X.cols()) +
-                                      " features but the centres have " + std::to_string(Z.cols()));
+    check_sigma(sigma);
+    check_features(X.cols(), Z.cols());
 }
 
 // The data in units of sqrt(2) sigma, so that K = exp(-||x' - z'||^2): the squares then
@@ -142,7 +150,7 @@ PackedCenters<T>::PackedCenters(const MatrixCRef<T>& Z, double sigma)
     : count_(Z.rows()), depth_(Z.cols()), sigma_(sigma), inverse_(1.0 / (std::sqrt(2.0) * sigma)) {
     using Tile = MicroTile<T>;
     constexpr Index kCols = Tile::kCols;
-    require(std::isfinite(sigma) && sigma > 0, "sigma must be a finite number > 0, got " + format_number(sigma));
+    check_sigma(sigma);
     require(std::isfinite(inverse_) && static_cast<T>(inverse_) < std::numeric_limits<T>::infinity(),
             "sigma=" + format_number(sigma) + " is too small to represent 1 / (2 sigma^2)");
     const Matrix<T> Zs = scaled<T>(Z, inverse_, "Z", sigma);
@@ -161,7 +169,7 @@ void gaussian_kernel_packed(const MatrixCRef<T>& X, const PackedCenters<T>& cent
     using Tile = MicroTile<T>;
     constexpr Index kRows = Tile::kRows, kCols = Tile::kCols;
     const Index n = X.rows(), m = centers.count(), d = centers.depth();
-    require(X.cols() == d, "X has " + std::to_string(X.cols()) + " features but the centres have " + std::to_string(d));
+    check_features(X.cols(), d);
     require(out.rows() == n && out.cols() == m, "kernel output has the wrong shape");
     if (n == 0 || m == 0) return;
     const double inverse = centers.inverse(), sigma = centers.sigma();
@@ -175,15 +183,15 @@ void gaussian_kernel_packed(const MatrixCRef<T>& X, const PackedCenters<T>& cent
     struct Scratch {
         AlignedVector<T> x_panels, strip;
     };
-    std::vector<Scratch> scratch(static_cast<std::size_t>(threads));
+    std::vector<Scratch> scratch(static_cast<std::size_t>(threads),
+                                 Scratch{AlignedVector<T>(std::size_t(kRowBlock * std::max<Index>(d, 1))),
+                                         AlignedVector<T>(std::size_t(kRows * block_cols))});
     parallel_for(row_blocks * col_blocks, threads, [&](Index task, int thread) {
         const Index r0 = (task / col_blocks) * kRowBlock, c0 = (task % col_blocks) * block_cols;
         const Index rows = std::min(kRowBlock, n - r0), cols = std::min(block_cols, m - c0);
         const Matrix<T> Xs = scaled<T>(X.middleRows(r0, rows), inverse, "X", sigma);
         const Vector<T> x_norms = Xs.rowwise().squaredNorm();
         Scratch& own = scratch[std::size_t(thread)];
-        own.x_panels.resize(std::size_t(kRowBlock * std::max<Index>(d, 1)));
-        own.strip.resize(std::size_t(kRows * block_cols));
         Tile tile;
         for (Index i0 = 0; i0 < rows; i0 += kRows) {
             const Index group_rows = std::min(kRows, rows - i0);
@@ -244,9 +252,9 @@ Matrix<T> kernel_predict(const MatrixCRef<T>& X, const MatrixCRef<T>& centers,
     Matrix<T> out(n, coef.cols());
     // Blocks of about 32 MiB of kernel, so memory stays bounded for any n.
     const Index block = std::max<Index>(kRowBlock, (Index(1) << 22) / std::max<Index>(m, 1));
-    Matrix<T> K;
     if (n == 0 || m == 0) return Matrix<T>::Zero(n, coef.cols());
     const detail::PackedCenters<T> packed(centers, sigma);
+    Matrix<T> K;
     for (Index r0 = 0; r0 < n; r0 += block) {
         const Index rows = std::min(block, n - r0);
         K.resize(rows, m);

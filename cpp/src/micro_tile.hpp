@@ -8,9 +8,9 @@
 // Operands ("panels") are stored depth-major and zero-padded to their full width: the
 // vector side b[p * kCols + c], the broadcast side a[p * a_stride + r] (a_stride = kCols
 // when both sides are cut from panels of the same kind, as in the rank-k update, where
-// kRows divides kCols). Every entry is the same sequence of fused multiply-adds over p = 0..depth-1
-// whatever its position in the tile or the tile's place in the matrix, so the bits do
-// not depend on the blocking or on the thread count.
+// kRows divides kCols). Every entry is the same sequence of fused multiply-adds over
+// p = 0..depth-1 whatever its position in the tile or the tile's place in the matrix, so
+// the bits do not depend on the blocking or on the thread count.
 #pragma once
 
 #include "nytro/types.hpp"

@@ -49,6 +49,9 @@ void update_chunk(const MatrixCRef<T>& B, MatrixRef<T> G, T scale, bool upper, i
             if (upper ? r0 <= c1 - 1 : r1 - 1 >= c0) blocks.emplace_back(r0, c0);
         }
     const double flops = double(depth) * size * size;
+    namespace ei = Eigen::internal;
+    using Packet = typename Tile::Packet;
+    const Packet s = ei::pset1<Packet>(scale);
     parallel_for(Index(blocks.size()), threads_for(flops, n_threads), [&](Index task, int) {
         const auto [r0, c0] = blocks[std::size_t(task)];
         const Index r1 = std::min(size, r0 + kTaskRows), c1 = std::min(size, c0 + task_cols);
@@ -64,9 +67,6 @@ void update_chunk(const MatrixCRef<T>& B, MatrixRef<T> G, T scale, bool upper, i
                 tile.dots(depth, panel_of(r), kCols, b);
                 const bool whole = rows == kRows && cols == kCols &&
                                    (upper ? r + kRows - 1 <= c : r >= c + kCols - 1);
-                namespace ei = Eigen::internal;
-                using Packet = typename Tile::Packet;
-                const Packet s = ei::pset1<Packet>(scale);
                 if (whole) {
                     for (int i = 0; i < kRows; ++i) {
                         T* out = &G(r + i, c);
