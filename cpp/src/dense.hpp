@@ -14,10 +14,18 @@ constexpr Index kPanel = 128;
 template <class T>
 void multiply(const MatrixCRef<T>& A, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads);
 
-// out = M * B for M stored in a lower precision S: each 128-row panel of M is widened
-// to T in cache, then multiplied (M is read from memory once, in S).
+// out = M * B for M stored in a lower precision S, M read from memory once, in S. Up to
+// kWidenedNarrowColumns columns of B by multiply_widened_narrow; wider B (a change of
+// basis) by Eigen's GEMM on each 128-row panel of M widened in cache.
+constexpr Index kWidenedNarrowColumns = 96;
 template <class T, class S>
-void multiply_widened(const Matrix<S>& M, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads);
+void multiply_widened(const MatrixCRef<S>& M, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads);
+
+// out = M * B with M's entries widened to T in registers (widened_product.cpp): one or
+// two columns by the row kernels, more on register tiles. Each entry's sum is made in
+// the same order whatever M's row count, the rows' grouping or the thread count.
+template <class T, class S>
+void multiply_widened_narrow(const MatrixCRef<S>& M, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads);
 
 // to = from converted to T (to already has from's shape), row panels in parallel.
 template <class T, class S>

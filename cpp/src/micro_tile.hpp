@@ -42,11 +42,18 @@ struct MicroTile {
 
     // acc = sum over p < depth of a[p, r] b[p, c].
     EIGEN_STRONG_INLINE void dots(Index depth, const T* a, Index a_stride, const T* b) {
-        namespace ei = Eigen::internal;
 #pragma GCC unroll 8
         for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 4
-            for (int v = 0; v < kPackets; ++v) acc[r][v] = ei::pset1<Packet>(T(0));
+            for (int v = 0; v < kPackets; ++v) acc[r][v] = Eigen::internal::pset1<Packet>(T(0));
+        accumulate(depth, a, a_stride, b);
+    }
+
+    // acc += sum over p < depth of a[p, r] b[p, c], one fused multiply-add per p in order:
+    // a sum split over several calls (acc saved and reloaded between them) makes the
+    // same roundings as one call over the whole depth.
+    EIGEN_STRONG_INLINE void accumulate(Index depth, const T* a, Index a_stride, const T* b) {
+        namespace ei = Eigen::internal;
         for (Index p = 0; p < depth; ++p, a += a_stride, b += kCols) {
             Packet bv[kPackets];
 #pragma GCC unroll 4
@@ -58,6 +65,14 @@ struct MicroTile {
                 for (int v = 0; v < kPackets; ++v) acc[r][v] = ei::pmadd(ar, bv[v], acc[r][v]);
             }
         }
+    }
+
+    // The tile from `in`, as store() left it.
+    EIGEN_STRONG_INLINE void load(const T* in, Index row_stride = kCols) {
+#pragma GCC unroll 8
+        for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 4
+            for (int v = 0; v < kPackets; ++v) acc[r][v] = Eigen::internal::pload<Packet>(in + r * row_stride + v * kWidth);
     }
 
     // The tile into `out`, row-major with row_stride between rows (out and row_stride

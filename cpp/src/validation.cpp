@@ -78,36 +78,32 @@ void Validation<T>::predict_blocks(const MatrixCRef<T>& alphas, int n_threads, C
         return;
     }
     const Index rows = std::max<Index>(256, (Index(1) << 22) / std::max<Index>(centers_.rows(), 1));
-    Matrix<T> K(std::min(rows, n_val), centers_.rows());
-    Matrix<float> low;  // low_: the block as the stored float32 kernel would hold it
-    for (Index r0 = 0; r0 < n_val; r0 += rows) {
-        const Index count = std::min(rows, n_val - r0);
-        auto block = K.topRows(count);
-        kernel_block(r0, block, low, n_threads);
-        predictions.resize(count, alphas.cols());
-        multiply<T>(block, alphas, predictions, n_threads);
-        consume(predictions, r0);
-    }
-}
-
-// A float32 kernel (low_) is computed in float32, as store() keeps it, and widened whole
-// into the block: the predictions do not depend on whether K_val fits, and the distance
-// GEMM and the exp run at float32's rate (Covertype's 104582 x 10000 hold-out kernel,
-// streamed beside its 16.7 GB K_nm). multiply_widened, made for a stored kernel, widens
-// 2 MiB at a time into buffers it allocates at each call and repacks the alphas for
-// each: called per block, it took 3.5 s of Covertype's one validation of 30 basis
-// vectors, against 1.4 s for the widened block's product.
-template <class T>
-void Validation<T>::kernel_block(Index r0, MatrixRef<T> block, Matrix<float>& low, int n_threads) const {
+    // The kernel of the rows block by block into K, each block multiplied by `product`.
+    auto stream = [&](auto& K, const auto& packed, const auto& X, auto&& product) {
+        using U = typename std::decay_t<decltype(K)>::Scalar;
+        for (Index r0 = 0; r0 < n_val; r0 += rows) {
+            const Index count = std::min(rows, n_val - r0);
+            auto block = K.topRows(count);
+            gaussian_kernel_packed<U>(X.middleRows(r0, count), packed, block, n_threads);
+            predictions.resize(count, alphas.cols());
+            product(block);
+            consume(predictions, r0);
+        }
+    };
     if constexpr (std::is_same_v<T, double>) {
         if (low_) {
-            low.resize(block.rows(), block.cols());
-            gaussian_kernel_packed<float>(X_val_low_.middleRows(r0, block.rows()), *packed_low_, low, n_threads);
-            widen<T, float>(low, block, n_threads);
+            // Computed in float32, as store() keeps it, and multiplied as the stored kernel
+            // is: the predictions do not depend on whether K_val fits (the same bits), and
+            // the distance GEMM and the exp run at float32's rate (Covertype's 104582 x
+            // 10000 hold-out kernel, streamed beside its 16.7 GB K_nm).
+            Matrix<float> low(std::min(rows, n_val), centers_.rows());
+            stream(low, *packed_low_, X_val_low_,
+                   [&](const auto& block) { multiply_widened<T, float>(block, alphas, predictions, n_threads); });
             return;
         }
     }
-    gaussian_kernel_packed<T>(X_val_.middleRows(r0, block.rows()), *packed_, block, n_threads);
+    Matrix<T> K(std::min(rows, n_val), centers_.rows());
+    stream(K, *packed_, X_val_, [&](const auto& block) { multiply<T>(block, alphas, predictions, n_threads); });
 }
 
 template <class T>

@@ -56,8 +56,6 @@ private:
     template <class Consumer>
     void predict_blocks(const MatrixCRef<T>& alphas, int n_threads, Consumer&& consume) const;
     void add_squared_errors(const Matrix<T>& predictions, Index r0, Index q, std::vector<double>& squared) const;
-    // The recomputed kernel of hold-out rows r0.. into `block` (`low`: scratch for low_).
-    void kernel_block(Index r0, MatrixRef<T> block, Matrix<float>& low, int n_threads) const;
 
     // Computes and stores K_val (in float32 when low_).
     void store(int n_threads) const;

@@ -444,8 +444,8 @@ NYTRO_TEST(deferred_validation_kernel_is_stored_after_recomputations) {
 }
 
 // A float32 hold-out kernel (storage="float32") that does not fit is streamed block by
-// block in float32 too, so the predictions do not depend on whether it was stored (up to
-// the blocking of the widened products).
+// block in float32 too, and its blocks multiplied as the stored kernel is, so the
+// predictions do not depend on whether it was stored: the same bits.
 NYTRO_TEST(float32_validation_kernel_streams_as_stored) {
     // 2000 centres: streamed in blocks of 2097 rows, 3 of them.
     const Problem p = make_problem(2500, 4, 2000, 5000, 2);
@@ -456,8 +456,42 @@ NYTRO_TEST(float32_validation_kernel_streams_as_stored) {
     CHECK(stored.stored());
     CHECK(!streamed.stored());
     const MatrixD expected = stored.predict(alphas, 2);
-    CHECK_CLOSE(streamed.predict(alphas, 2), expected, 1e-13);
+    CHECK_BITWISE(streamed.predict(alphas, 2), expected);
     // The float64 kernel differs from the float32 one at float32's rounding.
     const double apart = check::relative_error(float64.predict(alphas, 2), expected);
     CHECK_MSG(apart > 1e-10 && apart < 1e-5, "float32 against float64 hold-out kernel: " + check::str(apart));
+}
+
+// multiply_widened: one and two columns by the row kernels, 3 to 96 on register tiles
+// over depth chunks of 256 (depth below, at and across a chunk; 203 rows, ragged against
+// the tiles' groups of 8 and tasks of 64), wider B by Eigen's GEMM on widened panels.
+// Against the product of the widened matrix; the same bits on 1, 2 and 3 threads and,
+// up to 96 columns, for any split of M's rows (the streamed hold-out kernel's blocks).
+NYTRO_TEST(widened_products_match_double_products) {
+    const Index rows = 203;
+    for (const Index depth : {1, 7, 256, 600}) {
+        const nytro::Matrix<float> M = normal(rows, depth, 51).cast<float>();
+        for (const Index q : {1, 2, 3, 17, 25, 97}) {
+            const MatrixD B = normal(depth, q, 52);
+            const MatrixD expected = M.cast<double>() * B;
+            MatrixD out(rows, q), again(rows, q), split(rows, q);
+            nytro::detail::multiply_widened<double, float>(M, B, out, 2);
+            CHECK_CLOSE(out, expected, 1e-13);
+            nytro::detail::multiply_widened<double, float>(M, B, again, 3);
+            CHECK_BITWISE(again, out);
+            nytro::detail::multiply_widened<double, float>(M, B, again, 1);
+            CHECK_BITWISE(again, out);
+            if (q > nytro::detail::kWidenedNarrowColumns) continue;
+            for (Index r0 = 0; r0 < rows; r0 += 37) {
+                const Index count = std::min<Index>(37, rows - r0);
+                nytro::detail::multiply_widened<double, float>(M.middleRows(r0, count), B, split.middleRows(r0, count),
+                                                               2);
+            }
+            CHECK_BITWISE(split, out);
+        }
+    }
+    const nytro::Matrix<float> M = normal(10, 5, 53).cast<float>();
+    const MatrixD short_B = normal(4, 3, 54);
+    MatrixD wrong(10, 3);
+    CHECK_THROWS((nytro::detail::multiply_widened<double, float>(M, short_B, wrong, 1)), std::logic_error);
 }

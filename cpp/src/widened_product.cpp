@@ -1,0 +1,151 @@
+// out = M B for M stored in float32 and B, out in float64, on register tiles
+// (micro_tile.hpp): the validation's products of the hold-out kernel with a few dozen
+// coefficient vectors. Eigen's GEMM on M widened into a double buffer spent more time
+// widening, packing and forking than multiplying: Covertype's streamed hold-out kernel
+// times 17 basis vectors (104582 x 10000) took 2.2-2.6 s, of which the float32 kernel
+// itself 0.8 s; 1.8-2.0 s here. Each group of kRows rows of M is widened as it is packed,
+// once, and B's panels are packed once per call.
+#include "dense.hpp"
+#include "micro_tile.hpp"
+#include "parallel.hpp"
+#include "row_kernels.hpp"
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace nytro::detail {
+namespace {
+
+// Row groups per task, and the depth taken at a time: a task's groups, packed over one
+// depth chunk (256 x 64 doubles, 128 KiB), and one chunk of a panel of B (48 KiB) stay
+// in L2 while every tile of the task passes over them. Tiles over the whole depth at
+// once read B's whole panel (1.9 MB at m = 10000) from L3 for every 8 rows: slower than
+// the Eigen product they replace.
+constexpr Index kGroupsPerTask = 8;
+constexpr Index kDepthChunk = 256;
+// One or two columns go through the matrix-vector row kernels (row_kernels.hpp), rows of
+// M in tasks of kRowsPerTask: a tile would spend 23 or 22 of its 24 columns on padding.
+constexpr Index kRowsPerTask = 64;
+
+template <class T, class S>
+void multiply_one_or_two(const MatrixCRef<S>& M, const MatrixCRef<T>& B, MatrixRef<T> out, int threads) {
+    const Index rows = M.rows(), depth = M.cols(), q = B.cols(), stride = M.outerStride();
+    const Matrix<T> columns = B.transpose();  // each column of B contiguous
+    parallel_for((rows + kRowsPerTask - 1) / kRowsPerTask, threads, [&](Index task, int) {
+        const Index r0 = task * kRowsPerTask, count = std::min(kRowsPerTask, rows - r0);
+        T first[kRowsPerTask] = {}, second[kRowsPerTask] = {};
+        const S* block = M.data() + r0 * stride;
+        if (q == 1) rows::dots<T, S>(block, stride, count, columns.row(0).data(), 0, depth, first);
+        else rows::dots2<T, S>(block, stride, count, columns.row(0).data(), columns.row(1).data(), 0, depth, first, second);
+        for (Index i = 0; i < count; ++i) {
+            out(r0 + i, 0) = first[i];
+            if (q == 2) out(r0 + i, 1) = second[i];
+        }
+    });
+}
+
+// group[p * kRows + r] = M(r0 + r, p0 + p) in T, for r < count (zero above), p < length.
+template <class T, class S>
+void pack_rows_widened(const MatrixCRef<S>& M, Index r0, Index count, Index p0, Index length, T* group) {
+    using Tile = MicroTile<T>;
+    namespace ei = Eigen::internal;
+    using Packet = typename Tile::Packet;
+    constexpr Index kRows = Tile::kRows, kWidth = Tile::kWidth;
+    const S* row[kRows];
+    for (Index r = 0; r < kRows; ++r) row[r] = M.data() + (r0 + std::min(r, count - 1)) * M.outerStride() + p0;
+    Index p = 0;
+    // kRows == kWidth on every unit (8, 4, 2 doubles): a square block of packets, one per
+    // row, transposed in registers.
+    if constexpr (kRows == kWidth) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wignored-attributes"  // the packet type's alignment, as in Eigen's own blocks
+        using Block = ei::PacketBlock<Packet, int(kWidth)>;
+#pragma GCC diagnostic pop
+        for (; p + kWidth <= length; p += kWidth) {
+            Block block;
+            for (Index r = 0; r < kRows; ++r)
+                block.packet[r] = r < count ? rows::load<T, S>(row[r] + p) : ei::pset1<Packet>(T(0));
+            ei::ptranspose(block);
+            for (Index i = 0; i < kWidth; ++i) ei::pstore(group + (p + i) * kRows, block.packet[i]);
+        }
+    }
+    for (; p < length; ++p)
+        for (Index r = 0; r < kRows; ++r) group[p * kRows + r] = r < count ? T(row[r][p]) : T(0);
+}
+
+}  // namespace
+
+template <class T, class S>
+void multiply_widened_narrow(const MatrixCRef<S>& M, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads) {
+    using Tile = MicroTile<T>;
+    constexpr Index kRows = Tile::kRows, kCols = Tile::kCols, kTileSize = kRows * kCols;
+    const Index rows = M.rows(), depth = M.cols(), q = B.cols();
+    if (B.rows() != depth || out.rows() != rows || out.cols() != q)
+        throw std::logic_error("nytro internal error: widened product of shapes " + std::to_string(rows) + "x" +
+                               std::to_string(depth) + " and " + std::to_string(B.rows()) + "x" +
+                               std::to_string(q) + " into " + std::to_string(out.rows()) + "x" +
+                               std::to_string(out.cols()));
+    if (rows == 0 || q == 0) return;
+    if (depth == 0) {
+        out.setZero();
+        return;
+    }
+    const int threads = threads_for(2.0 * double(rows) * double(depth) * double(q), n_threads);
+    if (q <= 2) {
+        multiply_one_or_two<T, S>(M, B, out, threads);
+        return;
+    }
+    // B in depth-major panels of kCols columns, zero-padded, packed once.
+    const Index panels = (q + kCols - 1) / kCols;
+    AlignedVector<T> packed(std::size_t(panels * kCols * depth));
+    for (Index g = 0; g < panels; ++g)
+        pack_panel<T>(B.data() + g * kCols, 1, B.outerStride(), std::min(kCols, q - g * kCols), depth, int(kCols),
+                      packed.data() + g * kCols * depth);
+
+    const Index groups = (rows + kRows - 1) / kRows, tasks = (groups + kGroupsPerTask - 1) / kGroupsPerTask;
+    struct Scratch {
+        AlignedVector<T> packed_rows, sums;  // a task's groups over one depth chunk; its tiles' running sums
+    };
+    std::vector<Scratch> scratch(static_cast<std::size_t>(std::max(threads, 1)));
+    parallel_for(tasks, threads, [&](Index task, int thread) {
+        Scratch& own = scratch[std::size_t(thread)];
+        const Index g0 = task * kGroupsPerTask, g1 = std::min(groups, g0 + kGroupsPerTask), count = g1 - g0;
+        own.packed_rows.resize(std::size_t(kGroupsPerTask * kDepthChunk * kRows));
+        own.sums.assign(std::size_t(kGroupsPerTask * panels * kTileSize), T(0));
+        Tile tile;
+        for (Index p0 = 0; p0 < depth; p0 += kDepthChunk) {
+            const Index length = std::min(kDepthChunk, depth - p0);
+            for (Index g = 0; g < count; ++g) {
+                const Index r0 = (g0 + g) * kRows;
+                pack_rows_widened<T, S>(M, r0, std::min(kRows, rows - r0), p0, length,
+                                        own.packed_rows.data() + g * length * kRows);
+            }
+            for (Index panel = 0; panel < panels; ++panel) {
+                const T* b = packed.data() + panel * kCols * depth + p0 * kCols;
+                for (Index g = 0; g < count; ++g) {
+                    T* sums = own.sums.data() + (g * panels + panel) * kTileSize;
+                    tile.load(sums);
+                    tile.accumulate(length, own.packed_rows.data() + g * length * kRows, kRows, b);
+                    tile.store(sums);
+                }
+            }
+        }
+        for (Index g = 0; g < count; ++g) {
+            const Index r0 = (g0 + g) * kRows, live = std::min(kRows, rows - r0);
+            for (Index panel = 0; panel < panels; ++panel) {
+                const T* sums = own.sums.data() + (g * panels + panel) * kTileSize;
+                const Index c0 = panel * kCols, cols = std::min(kCols, q - c0);
+                for (Index r = 0; r < live; ++r)
+                    for (Index c = 0; c < cols; ++c) out(r0 + r, c0 + c) = sums[r * kCols + c];
+            }
+        }
+    });
+}
+
+template void multiply_widened_narrow<double, float>(const MatrixCRef<float>&, const MatrixCRef<double>&,
+                                                    MatrixRef<double>, int);
+
+}  // namespace nytro::detail
