@@ -7,7 +7,9 @@ float32: 1e-4 relative, where eps * cond(K_mm) is already ~2e-5).
 """
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,6 +25,16 @@ SERIAL = {"n_threads": 1}
 RTOL = {np.dtype(np.float64): 1e-9, np.dtype(np.float32): 1e-4}
 
 SIGMA = 1.25
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def load_benchmark(name: str):
+    """The script benchmarks/<name>.py as a module (the benchmarks are not a package)."""
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @dataclass

@@ -1,20 +1,15 @@
 """benchmarks/bench_defaults.py in its quick mode, on the shipped cpuSmall."""
-import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_defaults.py"
+from conftest import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_defaults", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("bench_defaults")
 
 
 def test_iid_split_is_a_seeded_partition(bench):

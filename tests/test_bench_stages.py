@@ -1,21 +1,16 @@
 """benchmarks/bench_stages.py: its quick mode end to end, and the cutting of a fit's
 progress events into stages."""
-import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_stages.py"
+from conftest import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_stages", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("bench_stages")
 
 
 def test_events_cut_into_stages(bench):
