@@ -89,15 +89,15 @@ def read_seconds(threads: int, a: np.ndarray, b: np.ndarray, repeats: int = 3) -
         return median_seconds(lambda: np.dot(a, b), repeats)
 
 
-def limits(threads: int, repeats: int, probe: tuple) -> dict:
-    """dgemm/sgemm GFLOP/s (4096^2) and read bandwidth (`probe`: two vectors for
+def limits(threads: int, repeats: int, probe: tuple, square: int = 4096) -> dict:
+    """dgemm/sgemm GFLOP/s (square x square) and read bandwidth (`probe`: two vectors for
     read_seconds), with `threads` BLAS threads."""
     rng = np.random.default_rng(0)
     out = {}
     with threadpool_limits(threads, user_api="blas"):
         for dt in (np.float64, np.float32):
-            A = rng.standard_normal((4096, 4096)).astype(dt)
-            out[f"gemm_gflops_{np.dtype(dt).name}"] = 2 * 4096**3 / median_seconds(lambda: A @ A, repeats) / 1e9
+            A = rng.standard_normal((square, square)).astype(dt)
+            out[f"gemm_gflops_{np.dtype(dt).name}"] = 2 * square**3 / median_seconds(lambda: A @ A, repeats) / 1e9
     probe_bytes = probe[0].nbytes + probe[1].nbytes
     out["read_GBps"] = probe_bytes / read_seconds(threads, *probe, repeats=repeats) / 1e9
     return out

@@ -42,42 +42,27 @@ import statistics
 import time
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 import nytro
+from bench_kernels import limits, median_seconds  # a sibling script: benchmarks/ is on sys.path
 from nytro.experiments import protocol as P
 
 PRODUCT_EVENTS = ("step_size", "lanczos")
 STAGES = ("factor", "K_nm: kernel", "K_nm: K^T y", "K_nm: first touch", "products", "validation")
 
 
-def seconds_of(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
 def machine_limits(threads: int, rows, centers, sigma: float, dtype, repeats: int, quick: bool) -> dict:
-    """dgemm and sgemm GFLOP/s, the read GB/s, and the seconds of the kernel of `rows` (in
-    `dtype`) written into an array already written; `threads` threads, medians."""
-    rng = np.random.default_rng(0)
-    square = 256 if quick else 4096
+    """dgemm and sgemm GFLOP/s and the read GB/s (bench_kernels.limits), and the seconds of
+    the kernel of `rows` (in `dtype`) written into an array already written; `threads`
+    threads, medians."""
     length = 1_000_000 if quick else 100_000_000
-    a, b = np.ones(length), np.ones(length)
-    out = {"threads": threads}
-    with threadpool_limits(threads, user_api="blas"):
-        for name, dt in (("dgemm", np.float64), ("sgemm", np.float32)):
-            A = rng.standard_normal((square, square)).astype(dt)
-            out[f"{name}_gflops"] = 2 * square**3 / statistics.median(seconds_of(lambda: A @ A)
-                                                                       for _ in range(repeats)) / 1e9
-        out["read_GBps"] = (a.nbytes + b.nbytes) / statistics.median(seconds_of(lambda: np.dot(a, b))
-                                                                     for _ in range(repeats)) / 1e9
+    measured = limits(threads, repeats, (np.ones(length), np.ones(length)), square=256 if quick else 4096)
     existing = nytro.gaussian_kernel(rows, centers, sigma, n_threads=threads, dtype=dtype)
-    out["kernel_probe_rows"] = int(rows.shape[0])
-    out["kernel_probe_s"] = statistics.median(
-        seconds_of(lambda: nytro.gaussian_kernel(rows, centers, sigma, n_threads=threads, dtype=dtype, out=existing))
-        for _ in range(repeats))
-    return out
+    kernel = median_seconds(
+        lambda: nytro.gaussian_kernel(rows, centers, sigma, n_threads=threads, dtype=dtype, out=existing), repeats)
+    return {"threads": threads, "dgemm_gflops": measured["gemm_gflops_float64"],
+            "sgemm_gflops": measured["gemm_gflops_float32"], "read_GBps": measured["read_GBps"],
+            "kernel_probe_rows": int(rows.shape[0]), "kernel_probe_s": kernel}
 
 
 def stages_of(events: list, total: float, n: int, limits: dict) -> dict:

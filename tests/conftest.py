@@ -8,6 +8,7 @@ float32: 1e-4 relative, where eps * cond(K_mm) is already ~2e-5).
 from __future__ import annotations
 
 import importlib.util
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +31,10 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def load_benchmark(name: str):
-    """The script benchmarks/<name>.py as a module (the benchmarks are not a package)."""
+    """The script benchmarks/<name>.py as a module (the benchmarks are not a package), with
+    benchmarks/ on sys.path as when the script runs, for the siblings it imports."""
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))
     spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -74,18 +74,6 @@ void multiply_widened(const MatrixCRef<S>& M, const MatrixCRef<T>& B, MatrixRef<
     });
 }
 
-template <class T, class S>
-void widen(const Matrix<S>& from, MatrixRef<T> to, int n_threads) {
-    if (to.rows() != from.rows() || to.cols() != from.cols())
-        throw std::logic_error("nytro internal error: widen into a mismatched shape");
-    parallel_for(panels(from.rows()), threads_for(double(from.size()), resolve_threads(n_threads)),
-                 [&](Index p, int) {
-                     const Index r0 = p * kPanel, rows = std::min(kPanel, from.rows() - r0);
-                     to.middleRows(r0, rows) = from.middleRows(r0, rows).template cast<T>();
-                 });
-}
-
-template void widen<double, float>(const Matrix<float>&, MatrixRef<double>, int);
 template void multiply_widened<double, float>(const MatrixCRef<float>&, const MatrixCRef<double>&, MatrixRef<double>,
                                               int);
 

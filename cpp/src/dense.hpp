@@ -27,10 +27,6 @@ void multiply_widened(const MatrixCRef<S>& M, const MatrixCRef<T>& B, MatrixRef<
 template <class T, class S>
 void multiply_widened_narrow(const MatrixCRef<S>& M, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads);
 
-// to = from converted to T (to already has from's shape), row panels in parallel.
-template <class T, class S>
-void widen(const Matrix<S>& from, MatrixRef<T> to, int n_threads);
-
 // out = A * R, with R upper triangular when `upper` (its strict lower part is ignored).
 template <class T>
 void multiply_right(const MatrixCRef<T>& A, const MatrixCRef<T>& R, bool upper, MatrixRef<T> out,
