@@ -46,11 +46,7 @@ void product(const Lhs& lhs, const MatrixCRef<T>& B, MatrixRef<T> out, bool accu
 
 
 template <class T, class S>
-void multiply_widened(const MatrixCRef<S>& M, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads) {
-    if (B.cols() <= kWidenedNarrowColumns) {
-        multiply_widened_narrow<T, S>(M, B, out, n_threads);
-        return;
-    }
+void multiply_widened_panels(const MatrixCRef<S>& M, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads) {
     const double flops = 2.0 * M.rows() * M.cols() * B.cols();
     const int threads = threads_for(flops, resolve_threads(n_threads));
     // Widened in blocks of up to 2 MiB (128 rows at m = 2000, 26 at 10000), which stay in
@@ -74,7 +70,8 @@ void multiply_widened(const MatrixCRef<S>& M, const MatrixCRef<T>& B, MatrixRef<
     });
 }
 
-template void multiply_widened<double, float>(const MatrixCRef<float>&, const MatrixCRef<double>&, MatrixRef<double>,
+template void multiply_widened_panels<double, float>(const MatrixCRef<float>&, const MatrixCRef<double>&,
+                                                     MatrixRef<double>,
                                               int);
 
 template <class T>

@@ -5,6 +5,8 @@
 
 #include "nytro/types.hpp"
 
+#include <vector>
+
 namespace nytro::detail {
 
 // Rows per panel of the row-parallel products.
@@ -14,18 +16,33 @@ constexpr Index kPanel = 128;
 template <class T>
 void multiply(const MatrixCRef<T>& A, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads);
 
-// out = M * B for M stored in a lower precision S, M read from memory once, in S. Up to
-// kWidenedNarrowColumns columns of B by multiply_widened_narrow; wider B (a change of
-// basis) by Eigen's GEMM on each 128-row panel of M widened in cache.
-constexpr Index kWidenedNarrowColumns = 96;
+// out = M * B for M stored in a lower precision S, M read from memory once, in S:
+// WidenedProduct<T, S>(B).apply(M, out, n_threads).
 template <class T, class S>
 void multiply_widened(const MatrixCRef<S>& M, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads);
 
-// out = M * B with M's entries widened to T in registers (widened_product.cpp): one or
-// two columns by the row kernels, more on register tiles. Each entry's sum is made in
-// the same order whatever M's row count, the rows' grouping or the thread count.
+// M * B for many M stored in S and one B (the streamed hold-out kernel's row blocks), B
+// prepared once (widened_product.cpp). Up to kWidenedNarrowColumns columns, M's entries
+// are widened to T in registers: one or two columns by the row kernels, more on register
+// tiles over B packed once; each entry's sum is then made in the same order whatever
+// M's row count, the rows' grouping or the thread count. Wider B (a change of basis) by
+// multiply_widened_panels. B must outlive the object.
+constexpr Index kWidenedNarrowColumns = 96;
 template <class T, class S>
-void multiply_widened_narrow(const MatrixCRef<S>& M, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads);
+class WidenedProduct {
+public:
+    explicit WidenedProduct(const MatrixCRef<T>& B);
+    void apply(const MatrixCRef<S>& M, MatrixRef<T> out, int n_threads) const;
+
+private:
+    MatrixCRef<T> B_;
+    Matrix<T> columns_;                                    // one or two columns, each contiguous
+    std::vector<T, Eigen::aligned_allocator<T>> panels_;  // 3 to kWidenedNarrowColumns: tile panels
+};
+
+// out = M * B by Eigen's GEMM on each 128-row panel of M widened in cache.
+template <class T, class S>
+void multiply_widened_panels(const MatrixCRef<S>& M, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads);
 
 // out = A * R, with R upper triangular when `upper` (its strict lower part is ignored).
 template <class T>

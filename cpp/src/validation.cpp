@@ -97,8 +97,9 @@ void Validation<T>::predict_blocks(const MatrixCRef<T>& alphas, int n_threads, C
             // the distance GEMM and the exp run at float32's rate (Covertype's 104582 x
             // 10000 hold-out kernel, streamed beside its 16.7 GB K_nm).
             Matrix<float> low(std::min(rows, n_val), centers_.rows());
+            const WidenedProduct<T, float> by_alphas(alphas);  // alphas packed once for all blocks
             stream(low, *packed_low_, X_val_low_,
-                   [&](const auto& block) { multiply_widened<T, float>(block, alphas, predictions, n_threads); });
+                   [&](const auto& block) { by_alphas.apply(block, predictions, n_threads); });
             return;
         }
     }

@@ -4,7 +4,7 @@
 // widening, packing and forking than multiplying: Covertype's streamed hold-out kernel
 // times 17 basis vectors (104582 x 10000) took 2.2-2.6 s, of which the float32 kernel
 // itself 0.8 s; 1.8-2.0 s here. Each group of kRows rows of M is widened as it is packed,
-// once, and B's panels are packed once per call.
+// once, and B's panels are packed once for all the blocks (WidenedProduct).
 #include "dense.hpp"
 #include "micro_tile.hpp"
 #include "parallel.hpp"
@@ -30,10 +30,10 @@ constexpr Index kDepthChunk = 256;
 // M in tasks of kRowsPerTask: a tile would spend 23 or 22 of its 24 columns on padding.
 constexpr Index kRowsPerTask = 64;
 
+// out = M B for B's one or two columns, given as the rows of `columns` (contiguous).
 template <class T, class S>
-void multiply_one_or_two(const MatrixCRef<S>& M, const MatrixCRef<T>& B, MatrixRef<T> out, int threads) {
-    const Index rows = M.rows(), depth = M.cols(), q = B.cols(), stride = M.outerStride();
-    const Matrix<T> columns = B.transpose();  // each column of B contiguous
+void multiply_one_or_two(const MatrixCRef<S>& M, const Matrix<T>& columns, MatrixRef<T> out, int threads) {
+    const Index rows = M.rows(), depth = M.cols(), q = columns.rows(), stride = M.outerStride();
     parallel_for((rows + kRowsPerTask - 1) / kRowsPerTask, threads, [&](Index task, int) {
         const Index r0 = task * kRowsPerTask, count = std::min(kRowsPerTask, rows - r0);
         T first[kRowsPerTask] = {}, second[kRowsPerTask] = {};
@@ -76,35 +76,13 @@ void pack_rows_widened(const MatrixCRef<S>& M, Index r0, Index count, Index p0, 
         for (Index r = 0; r < kRows; ++r) group[p * kRows + r] = r < count ? T(row[r][p]) : T(0);
 }
 
-}  // namespace
-
+// out = M B on register tiles, B in `packed` (depth-major panels of kCols columns,
+// zero-padded).
 template <class T, class S>
-void multiply_widened_narrow(const MatrixCRef<S>& M, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads) {
+void multiply_tiles(const MatrixCRef<S>& M, const T* packed, Index q, MatrixRef<T> out, int threads) {
     using Tile = MicroTile<T>;
     constexpr Index kRows = Tile::kRows, kCols = Tile::kCols, kTileSize = kRows * kCols;
-    const Index rows = M.rows(), depth = M.cols(), q = B.cols();
-    if (B.rows() != depth || out.rows() != rows || out.cols() != q)
-        throw std::logic_error("nytro internal error: widened product of shapes " + std::to_string(rows) + "x" +
-                               std::to_string(depth) + " and " + std::to_string(B.rows()) + "x" +
-                               std::to_string(q) + " into " + std::to_string(out.rows()) + "x" +
-                               std::to_string(out.cols()));
-    if (rows == 0 || q == 0) return;
-    if (depth == 0) {
-        out.setZero();
-        return;
-    }
-    const int threads = threads_for(2.0 * double(rows) * double(depth) * double(q), n_threads);
-    if (q <= 2) {
-        multiply_one_or_two<T, S>(M, B, out, threads);
-        return;
-    }
-    // B in depth-major panels of kCols columns, zero-padded, packed once.
-    const Index panels = (q + kCols - 1) / kCols;
-    AlignedVector<T> packed(std::size_t(panels * kCols * depth));
-    for (Index g = 0; g < panels; ++g)
-        pack_panel<T>(B.data() + g * kCols, 1, B.outerStride(), std::min(kCols, q - g * kCols), depth, int(kCols),
-                      packed.data() + g * kCols * depth);
-
+    const Index rows = M.rows(), depth = M.cols(), panels = (q + kCols - 1) / kCols;
     const Index groups = (rows + kRows - 1) / kRows, tasks = (groups + kGroupsPerTask - 1) / kGroupsPerTask;
     struct Scratch {
         AlignedVector<T> packed_rows, sums;  // a task's groups over one depth chunk; its tiles' running sums
@@ -124,7 +102,7 @@ void multiply_widened_narrow(const MatrixCRef<S>& M, const MatrixCRef<T>& B, Mat
                                         own.packed_rows.data() + g * length * kRows);
             }
             for (Index panel = 0; panel < panels; ++panel) {
-                const T* b = packed.data() + panel * kCols * depth + p0 * kCols;
+                const T* b = packed + panel * kCols * depth + p0 * kCols;
                 for (Index g = 0; g < count; ++g) {
                     T* sums = own.sums.data() + (g * panels + panel) * kTileSize;
                     tile.load(sums);
@@ -145,7 +123,52 @@ void multiply_widened_narrow(const MatrixCRef<S>& M, const MatrixCRef<T>& B, Mat
     });
 }
 
-template void multiply_widened_narrow<double, float>(const MatrixCRef<float>&, const MatrixCRef<double>&,
-                                                    MatrixRef<double>, int);
+}  // namespace
+
+template <class T, class S>
+WidenedProduct<T, S>::WidenedProduct(const MatrixCRef<T>& B) : B_(B) {
+    constexpr Index kCols = MicroTile<T>::kCols;
+    const Index q = B.cols(), depth = B.rows();
+    if (q <= 2) {
+        columns_ = B.transpose();
+    } else if (q <= kWidenedNarrowColumns) {
+        const Index panels = (q + kCols - 1) / kCols;
+        panels_.resize(std::size_t(panels * kCols * depth));
+        for (Index g = 0; g < panels; ++g)
+            pack_panel<T>(B.data() + g * kCols, 1, B.outerStride(), std::min(kCols, q - g * kCols), depth,
+                          int(kCols), panels_.data() + g * kCols * depth);
+    }
+}
+
+template <class T, class S>
+void WidenedProduct<T, S>::apply(const MatrixCRef<S>& M, MatrixRef<T> out, int n_threads) const {
+    const Index rows = M.rows(), depth = M.cols(), q = B_.cols();
+    if (B_.rows() != depth || out.rows() != rows || out.cols() != q)
+        throw std::logic_error("nytro internal error: widened product of shapes " + std::to_string(rows) + "x" +
+                               std::to_string(depth) + " and " + std::to_string(B_.rows()) + "x" +
+                               std::to_string(q) + " into " + std::to_string(out.rows()) + "x" +
+                               std::to_string(out.cols()));
+    if (q > kWidenedNarrowColumns) {
+        multiply_widened_panels<T, S>(M, B_, out, n_threads);
+        return;
+    }
+    if (rows == 0 || q == 0) return;
+    if (depth == 0) {
+        out.setZero();
+        return;
+    }
+    const int threads = threads_for(2.0 * double(rows) * double(depth) * double(q), n_threads);
+    if (q <= 2) multiply_one_or_two<T, S>(M, columns_, out, threads);
+    else multiply_tiles<T, S>(M, panels_.data(), q, out, threads);
+}
+
+template <class T, class S>
+void multiply_widened(const MatrixCRef<S>& M, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads) {
+    WidenedProduct<T, S>(B).apply(M, out, n_threads);
+}
+
+template class WidenedProduct<double, float>;
+template void multiply_widened<double, float>(const MatrixCRef<float>&, const MatrixCRef<double>&, MatrixRef<double>,
+                                              int);
 
 }  // namespace nytro::detail
