@@ -228,14 +228,18 @@ def main(argv=None) -> int:
         report["fused_pass"] += pass_rows(t, args.repeats, pn, pk, probe)
         for k in (int(v) for v in args.gram_k.split(",")):
             report["gram_pass"] += gram_rows(t, args.repeats, k)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "bench_kernels.json"), "w") as f:
+    write_report(args.out, "bench_kernels", report, format_report(report))
+    return 0
+
+
+def write_report(out_dir: str, stem: str, report: dict, text: str) -> None:
+    """<stem>.json (the report) and <stem>.md (its text) in out_dir, and the text printed."""
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, f"{stem}.json"), "w") as f:
         json.dump(report, f, indent=1)
-    text = format_report(report)
-    with open(os.path.join(args.out, "bench_kernels.md"), "w") as f:
+    with open(os.path.join(out_dir, f"{stem}.md"), "w") as f:
         f.write(text)
     print(text)
-    return 0
 
 
 def format_report(report: dict) -> str:

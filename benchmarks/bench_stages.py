@@ -36,15 +36,13 @@ sgemm (4096^2, numpy) and the read bandwidth (the dot product of two 800 MB vect
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
 import time
 
 import numpy as np
 
 import nytro
-from bench_kernels import limits, median_seconds  # a sibling script: benchmarks/ is on sys.path
+from bench_kernels import limits, median_seconds, write_report  # a sibling script: benchmarks/ is on sys.path
 from nytro.experiments import protocol as P
 
 PRODUCT_EVENTS = ("step_size", "lanczos")
@@ -190,13 +188,7 @@ def main(argv=None) -> int:
         report["fits"].append(fit)
         print(f"rep {rep + 1}: {fit['seconds']:.2f} s, "
               + ", ".join(f"{k} {v:.2f}" for k, v in fit["stages"].items()), flush=True)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "bench_stages.json"), "w") as f:
-        json.dump(P.json_ready(report), f, indent=1)
-    text = format_report(report)
-    with open(os.path.join(args.out, "bench_stages.md"), "w") as f:
-        f.write(text)
-    print(text)
+    write_report(args.out, "bench_stages", P.json_ready(report), format_report(report))
     return 0
 
 

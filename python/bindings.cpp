@@ -194,6 +194,14 @@ void define(py::module_& m, const std::string& suffix) {
                   return symmetric_pass(H, b, n_threads, repeats);
               });
 
+    // Benchmark hook (benchmarks/bench_scaling.py): median seconds of `repeats` pivoted
+    // factors of K_mm as a fit makes them (U, not inverted).
+    m.def(("_factor_seconds_" + suffix).c_str(), [](const Array<T>& K_mm, int n_threads, int repeats) {
+        auto k = view(K_mm);
+        py::gil_scoped_release release;
+        return nytro::factor_seconds<T>(k, n_threads, repeats);
+    });
+
     m.def(("nystrom_factor_" + suffix).c_str(),
           [](const Array<T>& K_mm, const std::string& method, double rank_tol, double jitter, int n_threads) {
               auto k = view(K_mm);

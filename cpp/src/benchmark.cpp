@@ -1,8 +1,10 @@
 #include "nytro/benchmark.hpp"
 
+#include "nystrom_setup.hpp"
 #include "fused_pass.hpp"
 #include "symmetric_pass.hpp"
 #include "nytro/errors.hpp"
+#include "nytro/options.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -13,19 +15,26 @@ namespace nytro {
 namespace {
 
 // Median seconds of `repeats` calls of `step`, after one warm-up call (first touch of the
-// scratch space).
-template <class Step>
-double median_seconds(int repeats, Step&& step) {
+// scratch space); `prepare` runs before each call, outside the timed span.
+template <class Step, class Prepare>
+double median_seconds(int repeats, Step&& step, Prepare&& prepare) {
     require(repeats >= 1, "repeats must be >= 1");
+    prepare();
     step();
     std::vector<double> seconds;
     for (int r = 0; r < repeats; ++r) {
+        prepare();
         const auto start = std::chrono::steady_clock::now();
         step();
         seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
     std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
     return seconds[seconds.size() / 2];
+}
+
+template <class Step>
+double median_seconds(int repeats, Step&& step) {
+    return median_seconds(repeats, step, [] {});
 }
 
 }  // namespace
@@ -46,6 +55,17 @@ double symmetric_pass_seconds(const Matrix<S>& H, const MatrixCRef<T>& b, int n_
     return median_seconds(repeats, [&] { pass.apply(b, out); });
 }
 
+template <class T>
+double factor_seconds(const MatrixCRef<T>& K_mm, int n_threads, int repeats) {
+    require(K_mm.rows() == K_mm.cols(), "factor: K_mm must be square");
+    FactorOptions options;
+    options.method = FactorMethod::pivoted;
+    Matrix<T> copy;
+    return median_seconds(
+        repeats, [&] { detail::factor_of_kernel<T>(std::move(copy), options, n_threads); },
+        [&] { copy = K_mm; });
+}
+
 template double fused_pass_seconds<float, float>(const Matrix<float>&, const MatrixCRef<float>&,
                                                  const MatrixCRef<float>&, int, int);
 template double fused_pass_seconds<double, double>(const Matrix<double>&, const MatrixCRef<double>&,
@@ -55,5 +75,7 @@ template double fused_pass_seconds<double, float>(const Matrix<float>&, const Ma
 template double symmetric_pass_seconds<float, float>(const Matrix<float>&, const MatrixCRef<float>&, int, int);
 template double symmetric_pass_seconds<double, double>(const Matrix<double>&, const MatrixCRef<double>&, int, int);
 template double symmetric_pass_seconds<double, float>(const Matrix<float>&, const MatrixCRef<double>&, int, int);
+template double factor_seconds<float>(const MatrixCRef<float>&, int, int);
+template double factor_seconds<double>(const MatrixCRef<double>&, int, int);
 
 }  // namespace nytro

@@ -1,4 +1,4 @@
-// Timing hooks for the roofline report (benchmarks/bench_kernels.py): the inner loops of
+// Timing hooks for the roofline and scaling reports (benchmarks/bench_kernels.py, bench_scaling.py): the inner loops of
 // the solvers in isolation, timed inside C++ so no Python overhead is counted.
 #pragma once
 
@@ -16,5 +16,11 @@ double fused_pass_seconds(const Matrix<S>& K, const MatrixCRef<T>& a, const Matr
 // symmetric H (the Gram solver's iteration), for H stored in S and computed in T.
 template <class T, class S = T>
 double symmetric_pass_seconds(const Matrix<S>& H, const MatrixCRef<T>& b, int n_threads, int repeats);
+
+// Median seconds of `repeats` pivoted Nystrom factors of K_mm as a fit makes them (the
+// pivoted Cholesky's U, not inverted; about m^3 / 3 flops), each of a fresh copy of K_mm
+// made outside the timed span.
+template <class T>
+double factor_seconds(const MatrixCRef<T>& K_mm, int n_threads, int repeats);
 
 }  // namespace nytro
