@@ -13,6 +13,9 @@ on 12 cores):
                      n x k K: GB/s of K against the read bandwidth
   factor             the pivoted Cholesky Nystrom factor of an m_f x m_f K_mm as a fit
                      makes it (U, not inverted: m_f^3 / 3 flops), GFLOP/s against dgemm
+  update             one of the factor's updates of its trailing triangle, G -= B^T B with
+                     B 128 x m_f (128 m_f^2 flops), against dgemm: what is left of the
+                     factor beyond it is the panels' row-by-row work
 The limits (dgemm and sgemm 4096^2 through numpy's BLAS, the read bandwidth as
 ../shared/tools/limits.py: the dot product of two 800 MB vectors) are measured at each
 thread count in the same rounds. Every round runs every thread count in turn, so drift
@@ -32,10 +35,11 @@ import nytro
 from bench_kernels import limits, machine, write_report  # a sibling script: benchmarks/ is on sys.path
 from nytro import _core
 
-STAGES = ("kernel f32", "kernel f64", "pass f64", "pass f32", "factor")
+STAGES = ("kernel f32", "kernel f64", "pass f64", "pass f32", "factor", "update")
 # The limit each stage's rate is set against, a key of bench_kernels.limits' result.
 LIMIT_OF = {"kernel f32": "gemm_gflops_float32", "kernel f64": "gemm_gflops_float64",
-            "pass f64": "read_GBps", "pass f32": "read_GBps", "factor": "gemm_gflops_float64"}
+            "pass f64": "read_GBps", "pass f32": "read_GBps", "factor": "gemm_gflops_float64",
+            "update": "gemm_gflops_float64"}
 
 
 class Problem:
@@ -55,9 +59,11 @@ class Problem:
         self.y = rng.standard_normal((pass_n, 1))
         centres = rng.uniform(-1, 1, (factor_m, d))
         self.K_mm = nytro.gaussian_kernel(centres, centres, self.sigma)
+        self.B = self.K_mm[:128].copy()
         self.work = {  # units of work per stage: flops, or bytes read for the passes
             "kernel f32": 2.0 * n * m * d, "kernel f64": 2.0 * n * m * d,
-            "pass f64": self.P64.nbytes, "pass f32": self.P32.nbytes, "factor": factor_m**3 / 3}
+            "pass f64": self.P64.nbytes, "pass f32": self.P32.nbytes, "factor": factor_m**3 / 3,
+            "update": 128.0 * factor_m**2}
 
     def seconds(self, stage: str, threads: int) -> float:
         """One timing of `stage` on `threads` threads (the passes: the median of 3, in C++)."""
@@ -68,6 +74,8 @@ class Problem:
                                                     self.y.astype(np.float32), threads, 3)
         if stage == "factor":
             return _core._factor_seconds_float64(self.K_mm, threads, 1)
+        if stage == "update":
+            return _core._rank_update_seconds_float64(self.B, threads, 1)
         start = time.perf_counter()
         if stage == "kernel f32":
             nytro.gaussian_kernel(self.X32, self.Z32, self.sigma, n_threads=threads, out=self.K32)
@@ -76,18 +84,18 @@ class Problem:
         return time.perf_counter() - start
 
 
-def measure(problem: Problem, threads: list, rounds: int, square: int, probe: tuple) -> dict:
-    """Per thread count: the median seconds of each stage and each limit over `rounds`
-    rounds, each round running every thread count in turn."""
-    times = {t: {s: [] for s in STAGES} for t in threads}
+def measure(problem: Problem, stages: list, threads: list, rounds: int, square: int, probe: tuple) -> dict:
+    """Per thread count: the median seconds of each of `stages` and each limit over
+    `rounds` rounds, each round running every thread count in turn."""
+    times = {t: {s: [] for s in stages} for t in threads}
     limit_runs = {t: [] for t in threads}
     for t in threads:  # warm-up: code paths, thread pools
-        for stage in STAGES:
+        for stage in stages:
             problem.seconds(stage, t)
     for _ in range(rounds):
         for t in threads:
             limit_runs[t].append(limits(t, 1, probe, square=square))
-            for stage in STAGES:
+            for stage in stages:
                 times[t][stage].append(problem.seconds(stage, t))
     return {t: {"seconds": {s: statistics.median(v) for s, v in times[t].items()},
                 "limits": {k: statistics.median(run[k] for run in limit_runs[t]) for k in limit_runs[t][0]}}
@@ -99,7 +107,7 @@ def scaling_rows(measured: dict, work: dict) -> list:
     (GFLOP/s or GB/s), and that rate against the stage's limit at the same thread count."""
     base = min(measured)
     rows = []
-    for stage in STAGES:
+    for stage in measured[base]["seconds"]:
         for t, at in measured.items():
             seconds = at["seconds"][stage]
             rate = work[stage] / seconds / 1e9
@@ -134,6 +142,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", default=None,
                         help="comma-separated thread counts (default: 1, 2, 4, ... up to the cores, and the cores)")
+    parser.add_argument("--stages", default=",".join(STAGES), help=f"comma-separated, from {', '.join(STAGES)}")
     parser.add_argument("--rounds", type=int, default=3, help="rounds, each over every thread count (default 3)")
     parser.add_argument("--kernel-shape", default="40000,10000,54", help="n,m,d of the kernels (Covertype's d)")
     parser.add_argument("--pass-shape", default="40000,5000", help="n,k of the fused passes (Ijcnn's)")
@@ -150,12 +159,15 @@ def main(argv=None) -> int:
         threads = [int(t) for t in args.threads.split(",")]
     if args.rounds < 1 or not threads or min(threads) < 1:
         parser.error("--rounds and every --threads count must be >= 1")
+    stages = args.stages.split(",")
+    if unknown := sorted(set(stages) - set(STAGES)):
+        parser.error(f"unknown --stages {unknown}: choose from {', '.join(STAGES)}")
     n, m, d = (int(v) for v in args.kernel_shape.split(","))
     pass_n, pass_k = (int(v) for v in args.pass_shape.split(","))
     problem = Problem(n, m, d, pass_n, pass_k, args.factor_m)
     square = 256 if args.quick else 4096
     probe_length = 1_000_000 if args.quick else 100_000_000  # 800 MB each, as limits.py
-    measured = measure(problem, threads, args.rounds, square, (np.ones(probe_length), np.ones(probe_length)))
+    measured = measure(problem, stages, threads, args.rounds, square, (np.ones(probe_length), np.ones(probe_length)))
     report = {"machine": machine(), "command": "python benchmarks/bench_scaling.py " + " ".join(argv or []),
               "shapes": {"kernel": [n, m, d], "pass": [pass_n, pass_k], "factor_m": args.factor_m},
               "rounds": args.rounds, "limits": {t: at["limits"] for t, at in measured.items()},

@@ -201,6 +201,13 @@ void define(py::module_& m, const std::string& suffix) {
         py::gil_scoped_release release;
         return nytro::factor_seconds<T>(k, n_threads, repeats);
     });
+    // Benchmark hook: median seconds of `repeats` updates G -= B^T B of an upper triangle,
+    // the factor's update after each panel.
+    m.def(("_rank_update_seconds_" + suffix).c_str(), [](const Array<T>& B, int n_threads, int repeats) {
+        auto b = view(B);
+        py::gil_scoped_release release;
+        return nytro::rank_update_seconds<T>(b, n_threads, repeats);
+    });
 
     m.def(("nystrom_factor_" + suffix).c_str(),
           [](const Array<T>& K_mm, const std::string& method, double rank_tol, double jitter, int n_threads) {

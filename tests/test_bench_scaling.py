@@ -39,16 +39,24 @@ def test_quick_run_reports_every_stage_at_every_thread_count(bench, tmp_path):
     assert "| factor | 2 |" in (tmp_path / "bench_scaling.md").read_text()
 
 
-def test_thread_counts_must_be_positive(bench, tmp_path):
+def test_a_subset_of_stages(bench, tmp_path):
+    assert bench.main(["--quick", "--stages", "factor,update", "--threads", "1", "--out", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "bench_scaling.json").read_text())
+    assert [(r["stage"], r["threads"]) for r in report["rows"]] == [("factor", 1), ("update", 1)]
+
+
+@pytest.mark.parametrize("option", [["--threads", "0,2"], ["--stages", "factor,gemm"], ["--rounds", "0"]])
+def test_bad_options_are_refused(bench, tmp_path, option):
     with pytest.raises(SystemExit):
-        bench.main(["--quick", "--threads", "0,2", "--out", str(tmp_path)])
+        bench.main([*option, "--out", str(tmp_path)])  # refused before any array is made
 
 
-def test_factor_hook_times_a_factor_and_rejects_a_non_square_matrix():
+def test_factor_hooks_time_a_factor_and_an_update_and_reject_a_non_square_matrix():
     from nytro import _core
     rng = np.random.default_rng(0)
     Z = rng.standard_normal((60, 3))
     K = np.exp(-0.5 * ((Z[:, None, :] - Z[None, :, :]) ** 2).sum(-1))
     assert _core._factor_seconds_float64(K, 1, 2) > 0
+    assert _core._rank_update_seconds_float64(K[:8].copy(), 2, 2) > 0
     with pytest.raises(ValueError, match="square"):
         _core._factor_seconds_float64(K[:, :50], 1, 1)

@@ -1,6 +1,7 @@
 #include "nytro/benchmark.hpp"
 
 #include "nystrom_setup.hpp"
+#include "dense.hpp"
 #include "fused_pass.hpp"
 #include "symmetric_pass.hpp"
 #include "nytro/errors.hpp"
@@ -66,6 +67,12 @@ double factor_seconds(const MatrixCRef<T>& K_mm, int n_threads, int repeats) {
         [&] { copy = K_mm; });
 }
 
+template <class T>
+double rank_update_seconds(const MatrixCRef<T>& B, int n_threads, int repeats) {
+    Matrix<T> G = Matrix<T>::Zero(B.cols(), B.cols());
+    return median_seconds(repeats, [&] { detail::rank_update<T>(B, G, T(-1), true, n_threads); });
+}
+
 template double fused_pass_seconds<float, float>(const Matrix<float>&, const MatrixCRef<float>&,
                                                  const MatrixCRef<float>&, int, int);
 template double fused_pass_seconds<double, double>(const Matrix<double>&, const MatrixCRef<double>&,
@@ -77,5 +84,7 @@ template double symmetric_pass_seconds<double, double>(const Matrix<double>&, co
 template double symmetric_pass_seconds<double, float>(const Matrix<float>&, const MatrixCRef<double>&, int, int);
 template double factor_seconds<float>(const MatrixCRef<float>&, int, int);
 template double factor_seconds<double>(const MatrixCRef<double>&, int, int);
+template double rank_update_seconds<float>(const MatrixCRef<float>&, int, int);
+template double rank_update_seconds<double>(const MatrixCRef<double>&, int, int);
 
 }  // namespace nytro

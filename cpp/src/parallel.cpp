@@ -13,4 +13,10 @@ int resolve_threads(int n_threads) {
 
 int omp_thread_index() { return omp_get_thread_num(); }
 
+int omp_team_size() { return omp_get_num_threads(); }
+
+void omp_barrier() {
+#pragma omp barrier
+}
+
 }  // namespace nytro::detail

@@ -20,8 +20,10 @@ int resolve_threads(int n_threads);
 // `threads`, or 1 when `flops` of work is too little to pay for waking a team.
 inline int threads_for(double flops, int threads) { return flops < 2e5 ? 1 : threads; }
 
-// The calling thread's index inside a parallel region (0 outside one).
+// The calling thread's index inside a parallel region (0 outside one), and the number of
+// threads in that region's team (1 outside one).
 int omp_thread_index();
+int omp_team_size();
 
 // body(task, thread) for task in [0, n_tasks), dynamically scheduled. `thread` is in
 // [0, threads) and indexes per-thread scratch space.
@@ -47,6 +49,32 @@ void parallel_for(Index n_tasks, int n_threads, Body&& body) {
         }
     }
     if (error) std::rethrow_exception(error);
+}
+
+// Waits for every thread of the innermost enclosing parallel region.
+void omp_barrier();
+
+// A thread's place in a parallel_team: its index, the team's size, and the barrier at
+// which the team's threads meet (nothing for a team of one).
+struct Team {
+    int thread, size;
+    void barrier() const {
+        if (size > 1) omp_barrier();
+    }
+};
+
+// body(team) once on each thread of a team of at most n_threads: one fork and join for
+// many steps that the threads synchronise at team.barrier(). `body` must not throw: a
+// thread that left early would leave the others waiting at a barrier.
+template <class Body>
+void parallel_team(int n_threads, Body&& body) {
+    const int threads = resolve_threads(n_threads);
+    if (threads <= 1) {
+        body(Team{0, 1});
+        return;
+    }
+#pragma omp parallel num_threads(threads)
+    body(Team{omp_thread_index(), omp_team_size()});
 }
 
 // Split [0, n) into `parts` near-equal contiguous ranges; part p is [begin, end).

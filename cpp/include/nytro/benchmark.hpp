@@ -23,4 +23,9 @@ double symmetric_pass_seconds(const Matrix<S>& H, const MatrixCRef<T>& b, int n_
 template <class T>
 double factor_seconds(const MatrixCRef<T>& K_mm, int n_threads, int repeats);
 
+// Median seconds of `repeats` updates of the upper triangle G -= B^T B (B: depth x size),
+// the factor's update of its trailing triangle after each panel of pivots.
+template <class T>
+double rank_update_seconds(const MatrixCRef<T>& B, int n_threads, int repeats);
+
 }  // namespace nytro
