@@ -135,6 +135,7 @@ Index factor_panel(Matrix<T>& W, Vector<T>& d, std::vector<Index>& order, std::v
     const int threads = m - j0 < kTeamColumns ? 1 : int(std::min<Index>(detail::resolve_threads(n_threads), chunks));
     // Two rounds of candidates: one pivot's are read while the next one's are written.
     std::vector<Candidate<T>> candidates(std::size_t(2 * threads));
+    swaps.reserve(std::size_t(j1 - j0));  // no allocation, so nothing thrown, inside the team
     Index end = j1;
     detail::parallel_team(threads, [&](const detail::Team& team) {
         const Index begin_chunk = first_chunk + detail::range_begin(chunks, team.size, team.thread);
