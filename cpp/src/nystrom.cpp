@@ -184,11 +184,11 @@ Index factor_panel(Matrix<T>& W, Vector<T>& d, std::vector<Index>& order, std::v
 // LAPACK's ?pstrf and kept in the upper triangle so that a row of U (a column of L) is
 // contiguous in row-major storage. Within a panel of 128 rows each row is finished with
 // a matrix-vector product (finish_row, by a team of threads: factor_panel); the trailing
-// triangle is updated once per panel by a parallel rank-128 update. Panels of 128 rather than 64 double the matrix-vector
-// work but run the update's GEMMs at a deeper inner dimension: at m = 5000, 0.71 -> 0.60
-// s for the two together, and at m = 10000, 5.65 -> 4.52 s (2 threads). Stops when the
-// largest remaining Schur diagonal is <= rank_tol * max(diag K): a duplicated centre is
-// never picked, its remaining diagonal being zero.
+// triangle is updated once per panel by a parallel rank-128 update. Panels of 128 rather
+// than 64 double the matrix-vector work but run the update's GEMMs at a deeper inner
+// dimension: at m = 5000, 0.71 -> 0.60 s for the two together, and at m = 10000, 5.65 ->
+// 4.52 s (2 threads). Stops when the largest remaining Schur diagonal is <= rank_tol *
+// max(diag K): a duplicated centre is never picked, its remaining diagonal being zero.
 // W is K, overwritten by the factor (a fresh copy of a 32 MB K_mm costs 17 ms in page
 // faults on the VMs measured here: the fit's own kernel is handed over instead).
 template <class T>
