@@ -36,17 +36,24 @@ constexpr Index kTeamColumns = 1024;
 // Symmetric swap of indices a < b within the trailing part (rows and columns >= a, upper
 // triangle kept) and within the rows `from`..a-1 of U finished in the current panel (the
 // columns a and b there), as LAPACK's ?pstrf does for its stored triangle. Rows of U
-// finished in earlier panels get the swap at the end (apply_later_swaps). Each thread
-// swaps the entries of its own columns [begin, end) of rows a and b, and of column b in
-// those rows: column b is read down its rows, a cache miss for each entry, so the team
-// shares it. The `corner` thread swaps the panel rows' entries and the diagonal.
+// finished in earlier panels get the swap at the end (apply_later_swaps). Columns a and
+// b are read down their rows, a cache miss for each entry, so the team shares those rows
+// in equal parts (the panel rows' and those between a and b); each thread swaps the
+// tails of rows a and b in its own columns [begin, end). No two threads touch the same
+// entry. (Thread 0 alone taking the panel rows, and the rows between a and b split by
+// column ownership: 0.53 s of a 5.4 s factor at m = 10000 on 2 threads; 0.36 s here.)
 template <class T>
-void swap_pivot(Matrix<T>& W, Index from, Index a, Index b, Index begin, Index end, bool corner) {
-    if (corner) {
-        for (Index i = from; i < a; ++i) std::swap(W(i, a), W(i, b));
-        std::swap(W(a, a), W(b, b));
-    }
-    for (Index i = std::max(begin, a + 1), stop = std::min(end, b); i < stop; ++i) std::swap(W(a, i), W(i, b));
+void swap_pivot(Matrix<T>& W, Index from, Index a, Index b, Index begin, Index end, const detail::Team& team) {
+    const Index above = a - from, middle = b - a - 1;
+    for (Index i = from + detail::range_begin(above, team.size, team.thread),
+               stop = from + detail::range_begin(above, team.size, team.thread + 1);
+         i < stop; ++i)
+        std::swap(W(i, a), W(i, b));
+    if (team.thread == 0) std::swap(W(a, a), W(b, b));
+    for (Index i = a + 1 + detail::range_begin(middle, team.size, team.thread),
+               stop = a + 1 + detail::range_begin(middle, team.size, team.thread + 1);
+         i < stop; ++i)
+        std::swap(W(a, i), W(i, b));
     const Index tail = std::max(begin, b + 1);
     if (tail < end) W.row(a).segment(tail, end - tail).swap(W.row(b).segment(tail, end - tail));
 }
@@ -164,7 +171,7 @@ Index factor_panel(Matrix<T>& W, Vector<T>& d, std::vector<Index>& order, std::v
                 break;
             }
             if (p != j) {
-                swap_pivot(W, j0, j, p, own_begin, own_end, team.thread == 0);
+                swap_pivot(W, j0, j, p, own_begin, own_end, team);
                 if (team.thread == 0) {
                     swaps.emplace_back(j, p);
                     std::swap(d[j], d[p]);

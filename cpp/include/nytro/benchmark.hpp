@@ -19,7 +19,7 @@ double symmetric_pass_seconds(const Matrix<S>& H, const MatrixCRef<T>& b, int n_
 
 // Median seconds of `repeats` pivoted Nystrom factors of K_mm as a fit makes them (the
 // pivoted Cholesky's U, not inverted; about m^3 / 3 flops), each of a fresh copy of K_mm
-// made outside the timed span.
+// (on huge pages, as the fit's K_mm) made outside the timed span.
 template <class T>
 double factor_seconds(const MatrixCRef<T>& K_mm, int n_threads, int repeats);
 
