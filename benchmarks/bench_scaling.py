@@ -57,6 +57,7 @@ class Problem:
         self.P32 = self.P64.astype(np.float32)
         self.a = rng.standard_normal((pass_k, 1))
         self.y = rng.standard_normal((pass_n, 1))
+        self.a32, self.y32 = self.a.astype(np.float32), self.y.astype(np.float32)
         centres = rng.uniform(-1, 1, (factor_m, d))
         self.K_mm = nytro.gaussian_kernel(centres, centres, self.sigma)
         self.B = self.K_mm[:128].copy()
@@ -70,8 +71,7 @@ class Problem:
         if stage == "pass f64":
             return _core._fused_pass_seconds_float64(self.P64, self.a, self.y, threads, 3)
         if stage == "pass f32":
-            return _core._fused_pass_seconds_float32(self.P32, self.a.astype(np.float32),
-                                                    self.y.astype(np.float32), threads, 3)
+            return _core._fused_pass_seconds_float32(self.P32, self.a32, self.y32, threads, 3)
         if stage == "factor":
             return _core._factor_seconds_float64(self.K_mm, threads, 1)
         if stage == "update":

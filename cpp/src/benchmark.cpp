@@ -60,8 +60,7 @@ double symmetric_pass_seconds(const Matrix<S>& H, const MatrixCRef<T>& b, int n_
 template <class T>
 double factor_seconds(const MatrixCRef<T>& K_mm, int n_threads, int repeats) {
     require(K_mm.rows() == K_mm.cols(), "factor: K_mm must be square");
-    FactorOptions options;
-    options.method = FactorMethod::pivoted;
+    const FactorOptions options;  // pivoted, as a fit's default
     Matrix<T> copy;
     return median_seconds(
         repeats, [&] { detail::factor_of_kernel<T>(std::move(copy), options, n_threads); },

@@ -71,8 +71,7 @@ void multiply_widened_panels(const MatrixCRef<S>& M, const MatrixCRef<T>& B, Mat
 }
 
 template void multiply_widened_panels<double, float>(const MatrixCRef<float>&, const MatrixCRef<double>&,
-                                                     MatrixRef<double>,
-                                              int);
+                                                     MatrixRef<double>, int);
 
 template <class T>
 void multiply_right(const MatrixCRef<T>& A, const MatrixCRef<T>& R, bool upper, MatrixRef<T> out,

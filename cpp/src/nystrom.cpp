@@ -25,7 +25,7 @@ double default_rank_tol(Index m) {
 }
 
 // Pivots per panel of the blocked pivoted Cholesky (see pivoted_factor).
-constexpr Index kPanel = 128;
+constexpr Index kPivotPanel = 128;
 // Columns per chunk of a row of U: the chunks are fixed by the column index alone, so an
 // entry's arithmetic, and its bits, do not depend on how many threads share the panel.
 constexpr Index kChunk = 256;
@@ -44,16 +44,11 @@ constexpr Index kTeamColumns = 1024;
 // column ownership: 0.53 s of a 5.4 s factor at m = 10000 on 2 threads; 0.36 s here.)
 template <class T>
 void swap_pivot(Matrix<T>& W, Index from, Index a, Index b, Index begin, Index end, const detail::Team& team) {
-    const Index above = a - from, middle = b - a - 1;
-    for (Index i = from + detail::range_begin(above, team.size, team.thread),
-               stop = from + detail::range_begin(above, team.size, team.thread + 1);
-         i < stop; ++i)
-        std::swap(W(i, a), W(i, b));
+    const auto [above_begin, above_end] = team.share(a - from);
+    for (Index i = from + above_begin; i < from + above_end; ++i) std::swap(W(i, a), W(i, b));
     if (team.thread == 0) std::swap(W(a, a), W(b, b));
-    for (Index i = a + 1 + detail::range_begin(middle, team.size, team.thread),
-               stop = a + 1 + detail::range_begin(middle, team.size, team.thread + 1);
-         i < stop; ++i)
-        std::swap(W(a, i), W(i, b));
+    const auto [middle_begin, middle_end] = team.share(b - a - 1);
+    for (Index i = a + 1 + middle_begin; i < a + 1 + middle_end; ++i) std::swap(W(a, i), W(i, b));
     const Index tail = std::max(begin, b + 1);
     if (tail < end) W.row(a).segment(tail, end - tail).swap(W.row(b).segment(tail, end - tail));
 }
@@ -103,7 +98,7 @@ void apply_later_swaps(Matrix<T>& W, const std::vector<PivotPanel>& panels) {
 template <class T>
 void finish_row(Matrix<T>& W, Vector<T>& d, Index j0, Index j, T pivot, Index begin, Index end) {
     const Index above = j - j0;
-    alignas(64) T x[kPanel];  // column j of the panel rows, read once rather than per chunk
+    alignas(64) T x[kPivotPanel];  // column j of the panel rows, read once rather than per chunk
     for (Index k = 0; k < above; ++k) x[k] = W(j0 + k, j);
     for (Index c0 = begin; c0 < end;) {
         const Index c1 = std::min(end, (c0 / kChunk + 1) * kChunk), width = c1 - c0;
@@ -145,9 +140,9 @@ Index factor_panel(Matrix<T>& W, Vector<T>& d, std::vector<Index>& order, std::v
     swaps.reserve(std::size_t(j1 - j0));  // no allocation, so nothing thrown, inside the team
     Index end = j1;
     detail::parallel_team(threads, [&](const detail::Team& team) {
-        const Index begin_chunk = first_chunk + detail::range_begin(chunks, team.size, team.thread);
-        const Index end_chunk = first_chunk + detail::range_begin(chunks, team.size, team.thread + 1);
-        const Index own_begin = std::max(j0, begin_chunk * kChunk), own_end = std::min(m, end_chunk * kChunk);
+        const auto [begin_chunk, end_chunk] = team.share(chunks);
+        const Index own_begin = std::max(j0, (first_chunk + begin_chunk) * kChunk);
+        const Index own_end = std::min(m, (first_chunk + end_chunk) * kChunk);
         for (Index j = j0; j < j1; ++j) {
             Candidate<T>* round = candidates.data() + (j % 2) * team.size;
             Candidate<T>& mine = round[team.thread];
@@ -207,12 +202,13 @@ NystromFactor<T> pivoted_factor(Matrix<T> W, double rank_tol, bool invert, int n
     std::vector<PivotPanel> panels;
     const T threshold = static_cast<T>(rank_tol) * d.maxCoeff();
     Index rank = 0;
-    for (Index j0 = 0; j0 < m; j0 += kPanel) {
+    for (Index j0 = 0; j0 < m; j0 += kPivotPanel) {
         std::vector<std::pair<Index, Index>> swaps;
-        const Index j1 = factor_panel(W, d, order, swaps, j0, std::min(j0 + kPanel, m), threshold, n_threads);
+        const Index panel_end = std::min(j0 + kPivotPanel, m);
+        const Index j1 = factor_panel(W, d, order, swaps, j0, panel_end, threshold, n_threads);
         rank = j1;
         panels.push_back({j0, j1, std::move(swaps)});
-        if (j1 < std::min(j0 + kPanel, m)) break;  // the rank is reached: the trailing part is not used
+        if (j1 < panel_end) break;  // the rank is reached: the trailing part is not used
         const Index rest = m - j1;
         if (rest > 0)
             detail::rank_update<T>(W.block(j0, j1, j1 - j0, rest), W.bottomRightCorner(rest, rest), T(-1), true,

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <exception>
 #include <mutex>
+#include <utility>
 
 namespace nytro::detail {
 
@@ -51,6 +52,9 @@ void parallel_for(Index n_tasks, int n_threads, Body&& body) {
     if (error) std::rethrow_exception(error);
 }
 
+// Split [0, n) into `parts` near-equal contiguous ranges; part p is [begin, end).
+inline Index range_begin(Index n, Index parts, Index p) { return n * p / parts; }
+
 // Waits for every thread of the innermost enclosing parallel region.
 void omp_barrier();
 
@@ -60,6 +64,10 @@ struct Team {
     int thread, size;
     void barrier() const {
         if (size > 1) omp_barrier();
+    }
+    // This thread's part [first, second) of [0, n) split into `size` near-equal parts.
+    std::pair<Index, Index> share(Index n) const {
+        return {range_begin(n, size, thread), range_begin(n, size, thread + 1)};
     }
 };
 
@@ -77,7 +85,5 @@ void parallel_team(int n_threads, Body&& body) {
     body(Team{omp_thread_index(), omp_team_size()});
 }
 
-// Split [0, n) into `parts` near-equal contiguous ranges; part p is [begin, end).
-inline Index range_begin(Index n, Index parts, Index p) { return n * p / parts; }
 
 }  // namespace nytro::detail
