@@ -63,9 +63,10 @@ def machine_limits(threads: int, rows, centers, sigma: float, dtype, repeats: in
             "kernel_probe_rows": int(rows.shape[0]), "kernel_probe_s": kernel}
 
 
-def stages_of(events: list, total: float, n: int, limits: dict) -> dict:
+def stages_of(events: list, total: float, n: int, columns_share: float, limits: dict) -> dict:
     """Seconds per stage (STAGES) from the (seconds, stage) events of one fit of `n`
-    training rows that lasted `total`."""
+    training rows that lasted `total`; K_nm has `columns_share` of the centres' columns
+    (the factor's rank over m: below 1 where it drops centres)."""
     factor_end = next((t for t, stage in events if stage == "factor"), 0.0)
     products = [t for t, stage in events if stage in PRODUCT_EVENTS]
     if not products:  # no product reported (a tiny fit between two callbacks)
@@ -73,25 +74,27 @@ def stages_of(events: list, total: float, n: int, limits: dict) -> dict:
     gaps = [later - earlier for earlier, later in zip(products, products[1:])]
     one_product = min(statistics.median(gaps), products[0] - factor_end) if gaps else 0.0
     knm = products[0] - one_product - factor_end
-    kernel = min(knm, limits["kernel_probe_s"] * n / limits["kernel_probe_rows"])
+    kernel = min(knm, limits["kernel_probe_s"] * n / limits["kernel_probe_rows"] * columns_share)
     kty = min(one_product, knm - kernel)
     return {"factor": factor_end, "K_nm: kernel": kernel, "K_nm: K^T y": kty,
             "K_nm: first touch": knm - kernel - kty, "products": products[-1] - products[0] + one_product,
             "validation": total - products[-1]}
 
 
-def stage_bounds(limits: dict, n: int, n_val: int, m: int, d: int, products: int, dtype) -> dict:
-    """Seconds each stage's work takes at the measured limits (None: no limit of ours)."""
+def stage_bounds(limits: dict, n: int, n_val: int, m: int, k: int, d: int, products: int, dtype) -> dict:
+    """Seconds each stage's work takes at the measured limits (None: no limit of ours);
+    K_nm is n x k (k: the factor's rank) stored in `dtype`, computed in float32 unless
+    that is float64."""
     dgemm = limits["dgemm_gflops"] * 1e9
-    kernel_rate = (limits["sgemm_gflops"] if dtype == np.float32 else limits["dgemm_gflops"]) * 1e9
-    knm_bytes = float(n) * m * np.dtype(dtype).itemsize
-    return {"factor": (2.0 * m * m * d + m**3 / 3.0) / dgemm, "K_nm: kernel": 2.0 * n * m * d / kernel_rate,
+    kernel_rate = (limits["dgemm_gflops"] if dtype == np.float64 else limits["sgemm_gflops"]) * 1e9
+    knm_bytes = float(n) * k * np.dtype(dtype).itemsize
+    return {"factor": (2.0 * m * m * d + m**3 / 3.0) / dgemm, "K_nm: kernel": 2.0 * n * k * d / kernel_rate,
             "K_nm: K^T y": knm_bytes / (limits["read_GBps"] * 1e9), "K_nm: first touch": None,
             "products": products * knm_bytes / (limits["read_GBps"] * 1e9),
-            "validation": 2.0 * n_val * m * d / kernel_rate}
+            "validation": 2.0 * n_val * k * d / kernel_rate}
 
 
-def fit_once(config, parts, centers, test, threads: int) -> dict:
+def fit_once(config, parts, centers, test, threads: int, options: dict) -> dict:
     """One window-rule fit with its events cut into stages, and its test RMSE."""
     X, y, X_val, y_val = parts
     events = []
@@ -100,10 +103,10 @@ def fit_once(config, parts, centers, test, threads: int) -> dict:
                               step_size="auto", stopping="window", tol=config.window_tol, window=P.WINDOW,
                               n_threads=threads,
                               progress=lambda stage, done, total: events.append((time.perf_counter() - start, stage)),
-                              **config.nytro_options())
+                              **options)
     total = time.perf_counter() - start
     prediction = nytro.kernel_predict(test[0], centers, result.coef, config.sigma, n_threads=threads)
-    return {"seconds": total, "events": events, "products": result.products,
+    return {"seconds": total, "events": events, "products": result.products, "rank": result.rank,
             "t": result.n_iter, "test_rmse": P.rmse(prediction, test[1])}
 
 
@@ -111,7 +114,8 @@ def format_report(report: dict) -> str:
     fits = report["fits"]
     lines = [f"# Stages of NYTRO's window-rule fit: {report['dataset']} (m = {report['m']}, n = {report['n']}, "
              f"n_val = {report['n_val']}, d = {report['d']}, {report['threads']} threads, K_nm in "
-             f"{report['storage']}, {report['knm_GB']:.1f} GB)", "", report["machine"], ""]
+             f"{report['storage']}, {report['knm_GB']:.1f} GB: {report['rank']} columns, the factor's rank)", "",
+             report["machine"], ""]
     paper = report.get("paper_seconds")
     if paper:
         lines += [f"The paper's time: {paper} s (12 cores); 4x it: {paper / 4:.1f} s.", ""]
@@ -151,6 +155,8 @@ def main(argv=None) -> int:
                         help="training rows whose kernel times the kernel alone (default 50000)")
     parser.add_argument("--data", default=None, help="data folder (default: NYTRO_DATA)")
     parser.add_argument("--out", default="benchmarks/results/bench_stages")
+    parser.add_argument("--storage", choices=("float32", "float16"), default=None,
+                        help="K_nm's precision (default: Table 2's, float32 for the large datasets)")
     parser.add_argument("--quick", action="store_true",
                         help="the synthetic YearPrediction stand-in at 3000 rows, m = 300 (CI)")
     args = parser.parse_args(argv)
@@ -164,7 +170,11 @@ def main(argv=None) -> int:
         data = P.load(config, n_train=3000, n_test=500)
     else:
         data = P.load(config, args.data)
-    storage = np.float32 if config.nytro_options().get("storage") == "float32" else np.float64
+    options = config.nytro_options()
+    if args.storage:
+        options = {**options, "storage": args.storage, "solver": "direct"}
+    storage = np.dtype(options.get("storage", "float64")).type
+    kernel_dtype = np.float64 if storage == np.float64 else np.float32
     report = {"dataset": config.label, "m": config.m, "d": int(data.X_train.shape[1]), "threads": threads,
               "storage": np.dtype(storage).name, "machine": P.machine_line(P.machine_info(threads)),
               "command": "python benchmarks/bench_stages.py " + " ".join(argv or []),
@@ -174,17 +184,18 @@ def main(argv=None) -> int:
     parts = split.parts(data.X_train, data.y_train)
     centers = split.center_rows(data.X_train)
     report["n"], report["n_val"] = split.n_train, split.n_val
-    report["knm_GB"] = split.n_train * config.m * np.dtype(storage).itemsize / 1e9
     probe = parts[0][:min(args.probe_rows, split.n_train)]
     for rep in range(args.reps):
-        limits = machine_limits(threads, probe, centers, config.sigma, storage, args.repeats, args.quick)
-        fit = fit_once(config, parts, centers, (data.X_test, data.y_test), threads)
+        limits = machine_limits(threads, probe, centers, config.sigma, kernel_dtype, args.repeats, args.quick)
+        fit = fit_once(config, parts, centers, (data.X_test, data.y_test), threads, options)
         fit["limits"] = limits
-        fit["stages"] = stages_of(fit.pop("events"), fit["seconds"], split.n_train, limits)
+        report["rank"] = fit["rank"]
+        report["knm_GB"] = split.n_train * fit["rank"] * np.dtype(storage).itemsize / 1e9
+        fit["stages"] = stages_of(fit.pop("events"), fit["seconds"], split.n_train, fit["rank"] / config.m, limits)
         touch = fit["stages"]["K_nm: first touch"]
         fit["first_touch_GBps"] = report["knm_GB"] / touch if touch > 0 else float("inf")
-        fit["bounds"] = stage_bounds(limits, split.n_train, split.n_val, config.m, report["d"], fit["products"],
-                                     storage)
+        fit["bounds"] = stage_bounds(limits, split.n_train, split.n_val, config.m, fit["rank"], report["d"],
+                                     fit["products"], storage)
         report["fits"].append(fit)
         print(f"rep {rep + 1}: {fit['seconds']:.2f} s, "
               + ", ".join(f"{k} {v:.2f}" for k, v in fit["stages"].items()), flush=True)

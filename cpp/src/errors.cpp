@@ -1,5 +1,7 @@
 #include "nytro/errors.hpp"
 
+#include <Eigen/Core>  // Eigen::half, for shape_text
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -45,11 +47,12 @@ template <class T>
 std::string shape_text(double rows, double cols) {
     char text[96];
     std::snprintf(text, sizeof text, "%.0f x %.0f %s", rows, cols,
-                  sizeof(T) == 4 ? "float32" : "float64");
+                  sizeof(T) == 2 ? "float16" : sizeof(T) == 4 ? "float32" : "float64");
     return text;
 }
 
 template std::string shape_text<float>(double, double);
 template std::string shape_text<double>(double, double);
+template std::string shape_text<Eigen::half>(double, double);
 
 }  // namespace nytro

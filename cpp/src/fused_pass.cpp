@@ -159,5 +159,7 @@ const Matrix<T>& FusedPass<T, S>::normal(const MatrixCRef<T>& a) {
 template class FusedPass<float, float>;
 template class FusedPass<double, double>;
 template class FusedPass<double, float>;
+template class FusedPass<double, Eigen::half>;
+template class FusedPass<float, Eigen::half>;
 
 }  // namespace nytro::detail

@@ -103,13 +103,36 @@ EIGEN_STRONG_INLINE Packet exp_packet(const Packet& x) {
     else return Eigen::internal::pexp(x);  // float: a polynomial already
 }
 
+// One packet of entries stored at out: as they are, or rounded to half precision (to
+// nearest even, as Eigen::half(float) rounds one entry) for float16 storage.
+template <class T, class O, class Packet>
+EIGEN_STRONG_INLINE void store_entries(O* out, const Packet& e) {
+    namespace ei = Eigen::internal;
+    if constexpr (std::is_same_v<O, T>) {
+        ei::pstoreu(out, e);
+    } else {
+        static_assert(std::is_same_v<T, float> && std::is_same_v<O, Eigen::half>, "only float -> half rounding");
+#if defined(EIGEN_VECTORIZE_AVX512)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtps_ph(e, _MM_FROUND_TO_NEAREST_INT));
+#elif defined(EIGEN_VECTORIZE_AVX) && defined(__F16C__)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_cvtps_ph(e, _MM_FROUND_TO_NEAREST_INT));
+#else
+        constexpr Index width = ei::unpacket_traits<Packet>::size;
+        alignas(64) T values[width];
+        ei::pstoreu(values, e);
+        for (Index i = 0; i < width; ++i) out[i] = Eigen::half(values[i]);
+#endif
+    }
+}
+
 // out[j] = exp(min(2 dots[j] - z_norms[j] - x_norm, 0)) = exp(-||x' - z'_j||^2), clamped
-// at 0 against rounding. Every entry goes through the same vectorised exp, the last few
-// through a padded packet: Eigen's scalar exp differs from its vectorised one in the last
-// bit, and an array expression peels scalar iterations up to the destination's alignment,
-// which would make the bits depend on where the caller's output array starts.
-template <class T>
-void exp_of_negative_distances(const T* dots, const T* z_norms, T x_norm, T* out, Index count) {
+// at 0 against rounding, stored as O. Every entry goes through the same vectorised exp,
+// the last few through a padded packet: Eigen's scalar exp differs from its vectorised
+// one in the last bit, and an array expression peels scalar iterations up to the
+// destination's alignment, which would make the bits depend on where the caller's output
+// array starts.
+template <class T, class O>
+void exp_of_negative_distances(const T* dots, const T* z_norms, T x_norm, O* out, Index count) {
     using Packet = typename Eigen::internal::packet_traits<T>::type;
     constexpr Index width = Eigen::internal::packet_traits<T>::size;
     namespace ei = Eigen::internal;
@@ -127,17 +150,18 @@ void exp_of_negative_distances(const T* dots, const T* z_norms, T x_norm, T* out
         const Packet e0 = exp_of(dots + j, z_norms + j), e1 = exp_of(dots + j + width, z_norms + j + width);
         const Packet e2 = exp_of(dots + j + 2 * width, z_norms + j + 2 * width);
         const Packet e3 = exp_of(dots + j + 3 * width, z_norms + j + 3 * width);
-        ei::pstoreu(out + j, e0);
-        ei::pstoreu(out + j + width, e1);
-        ei::pstoreu(out + j + 2 * width, e2);
-        ei::pstoreu(out + j + 3 * width, e3);
+        store_entries<T>(out + j, e0);
+        store_entries<T>(out + j + width, e1);
+        store_entries<T>(out + j + 2 * width, e2);
+        store_entries<T>(out + j + 3 * width, e3);
     }
-    for (; j + width <= count; j += width) ei::pstoreu(out + j, exp_of(dots + j, z_norms + j));
+    for (; j + width <= count; j += width) store_entries<T>(out + j, exp_of(dots + j, z_norms + j));
     if (j == count) return;
-    alignas(64) T d[width] = {}, z[width] = {}, e[width];
+    alignas(64) T d[width] = {}, z[width] = {};
+    alignas(64) O e[width];
     std::copy(dots + j, dots + count, d);
     std::copy(z_norms + j, z_norms + count, z);
-    ei::pstoreu(e, exp_of(d, z));
+    store_entries<T>(e, exp_of(d, z));
     std::copy(e, e + (count - j), out + j);
 }
 
@@ -163,9 +187,9 @@ PackedCenters<T>::PackedCenters(const MatrixCRef<T>& Z, double sigma)
     Eigen::Map<Vector<T>>(norms_.data(), count_) = Zs.rowwise().squaredNorm();
 }
 
-template <class T>
-void gaussian_kernel_packed(const MatrixCRef<T>& X, const PackedCenters<T>& centers, MatrixRef<T> out,
-                            int n_threads) {
+template <class T, class O>
+void gaussian_kernel_packed(const MatrixCRef<T>& X, const PackedCenters<T>& centers,
+                            typename KernelOutput<O>::type out, int n_threads) {
     using Tile = MicroTile<T>;
     constexpr Index kRows = Tile::kRows, kCols = Tile::kCols;
     const Index n = X.rows(), m = centers.count(), d = centers.depth();
@@ -210,10 +234,12 @@ void gaussian_kernel_packed(const MatrixCRef<T>& X, const PackedCenters<T>& cent
 
 template class PackedCenters<float>;
 template class PackedCenters<double>;
-template void gaussian_kernel_packed<float>(const MatrixCRef<float>&, const PackedCenters<float>&,
-                                            MatrixRef<float>, int);
-template void gaussian_kernel_packed<double>(const MatrixCRef<double>&, const PackedCenters<double>&,
-                                             MatrixRef<double>, int);
+template void gaussian_kernel_packed<float, float>(const MatrixCRef<float>&, const PackedCenters<float>&,
+                                                   MatrixRef<float>, int);
+template void gaussian_kernel_packed<double, double>(const MatrixCRef<double>&, const PackedCenters<double>&,
+                                                     MatrixRef<double>, int);
+template void gaussian_kernel_packed<float, Eigen::half>(const MatrixCRef<float>&, const PackedCenters<float>&,
+                                                         MatrixRef<Eigen::half>, int);
 
 }  // namespace detail
 

@@ -6,7 +6,9 @@
 #include "gram.hpp"
 #include "input_checks.hpp"
 #include "machine_rates.hpp"
+#include "huge_pages.hpp"
 #include "nystrom_setup.hpp"
+#include "packed_centers.hpp"
 #include "nytro/eigen_solver.hpp"
 #include "nytro/errors.hpp"
 #include "nytro/kernel.hpp"
@@ -82,6 +84,27 @@ Solver choose_solver(Index n, Index n_val, Index k, Index max_iter, bool upper, 
     return direct_fits && direct <= gram ? Solver::direct : Solver::gram;
 }
 
+// K(X, centres) computed in float and stored in half precision (float16 storage), on
+// fresh pages mapped first as gaussian_kernel does.
+template <class T>
+Matrix<Eigen::half> half_kernel(const MatrixCRef<T>& X, const Matrix<T>& centers, double sigma, int threads) {
+    using Half = Eigen::half;
+    check_allocation(double(X.rows()) * double(centers.rows()) * sizeof(Half),
+                     "K_nm (" + shape_text<Half>(X.rows(), centers.rows()) + ")");
+    Matrix<Half> K(X.rows(), centers.rows());
+    const std::size_t bytes = std::size_t(K.size()) * sizeof(Half);
+    detail::advise_huge_pages(K.data(), bytes);
+    detail::populate_in_parallel(K.data(), bytes, threads);
+    if constexpr (std::is_same_v<T, float>) {
+        detail::gaussian_kernel_packed<float, Half>(X, detail::PackedCenters<float>(centers, sigma), K, threads);
+    } else {
+        const Matrix<float> X_float = X.template cast<float>();
+        detail::gaussian_kernel_packed<float, Half>(X_float, detail::PackedCenters<float>(centers.template cast<float>(), sigma),
+                                                    K, threads);
+    }
+    return K;
+}
+
 // Direct: K_nm stored (in precision S); H p = R^T K^T K R p with one fused pass over K.
 template <class T, class S>
 struct DirectSolver {
@@ -94,6 +117,8 @@ struct DirectSolver {
         const detail::FitFactor<T>& factor = setup.factor;
         if constexpr (std::is_same_v<S, T>) {
             K = gaussian_kernel<T>(X, setup.used, sigma, threads);
+        } else if constexpr (std::is_same_v<S, Eigen::half>) {
+            K = half_kernel(X, setup.used, sigma, threads);
         } else {
             check_allocation(double(X.rows()) * double(setup.used.rows()) * sizeof(S),
                              "K_nm (" + shape_text<S>(X.rows(), setup.used.rows()) + ")");
@@ -204,20 +229,29 @@ template <class T, class S>
 std::shared_ptr<void> build_solver(Solver solver, detail::LinearProblem<T>& problem, const MatrixCRef<T>& X,
                                    const MatrixCRef<T>& Y, const detail::NystromSetup<T>& setup, double sigma,
                                    int threads, const Callback& callback) {
-    problem.storage_epsilon = std::is_same_v<S, T> ? 0.0 : double(std::numeric_limits<S>::epsilon());
-    if (solver == Solver::direct) {
+    // Lanczos iterates to within 64 float32 epsilons of the stepwise ones in either low
+    // storage: float16's epsilon (2^-10) would let them drift by 6% of the iterate.
+    problem.storage_epsilon = std::is_same_v<S, T> ? 0.0 : double(std::numeric_limits<float>::epsilon());
+    if constexpr (std::is_same_v<S, Eigen::half>) {
+        // float16 storage: the direct solver only (nytro_path checks the option).
         auto direct = std::make_shared<DirectSolver<T, S>>();
         direct->build(problem, X, Y, setup, sigma, threads, callback);
         return direct;
+    } else {
+        if (solver == Solver::direct) {
+            auto direct = std::make_shared<DirectSolver<T, S>>();
+            direct->build(problem, X, Y, setup, sigma, threads, callback);
+            return direct;
+        }
+        if (solver == Solver::spectral) {
+            auto spectral = std::make_shared<SpectralSolver<T, S>>();
+            spectral->build(problem, X, Y, setup, sigma, threads, callback);
+            return spectral;
+        }
+        auto gram = std::make_shared<GramSolver<T, S>>();
+        gram->build(problem, X, Y, setup, sigma, threads, callback);
+        return gram;
     }
-    if (solver == Solver::spectral) {
-        auto spectral = std::make_shared<SpectralSolver<T, S>>();
-        spectral->build(problem, X, Y, setup, sigma, threads, callback);
-        return spectral;
-    }
-    auto gram = std::make_shared<GramSolver<T, S>>();
-    gram->build(problem, X, Y, setup, sigma, threads, callback);
-    return gram;
 }
 
 }  // namespace
@@ -230,13 +264,30 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
     detail::check_centers<T>(centers, X);
     detail::check_iterative_options(options);
     const int threads = detail::resolve_threads(options.n_threads);
-    const bool low = options.storage == Storage::float32 && !std::is_same_v<T, float>;
-    auto setup = detail::prepare_nystrom<T>(centers, sigma, options.factor, threads, options.callback);
-    const double stored = low ? 4.0 : double(sizeof(T));  // bytes per stored K_nm or H entry
+    const bool half = options.storage == Storage::float16;
+    const bool low = (options.storage == Storage::float32 || half) && !std::is_same_v<T, float>;
+    FactorOptions factor_options = options.factor;
+    if (half) {
+        // K_nm in half precision: its rounding, 2^-11 relative, reaches A = K_nm R through
+        // R, whose columns grow as 1 / sqrt(Schur residual) of their pivot. With the
+        // default cut (m eps, about 1e-12) that amplified it 1000-fold: on Ijcnn (m = 5000)
+        // the validation path moved by 0.4 and on Covertype (120000 rows, m = 6000) by
+        // 0.025. Cut at kFloat16RankTol, the same paths agree with float32 storage at the
+        // full rank to 4e-5 and 2e-5 (the factor keeps 2537 and 4706 centres), and that
+        // K_nm has as many columns fewer.
+        require(options.solver == Solver::automatic || options.solver == Solver::direct,
+                "storage='float16' stores K_nm (solver 'direct' or 'auto'), got solver='" +
+                    std::string(to_string(options.solver)) + "'");
+        require(options.factor.method != FactorMethod::cholesky,
+                "storage='float16' needs a rank-revealing factor ('pivoted' or 'qr'), got factor='cholesky'");
+        if (factor_options.rank_tol < 0) factor_options.rank_tol = kFloat16RankTol;
+    }
+    auto setup = detail::prepare_nystrom<T>(centers, sigma, factor_options, threads, options.callback);
+    const double stored = half ? 2.0 : low ? 4.0 : double(sizeof(T));  // bytes per stored K_nm or H entry
     PathResult<T> result;
     result.rank = setup.factor.rank();
-    result.solver = options.solver;
-    if (options.solver == Solver::automatic) {
+    result.solver = half ? Solver::direct : options.solver;
+    if (result.solver == Solver::automatic) {
         // The kernel-first route halves the normal equations' flops but needs a check of
         // cond(K_mm) (a Lanczos run on R^T R): made only when the choice hinges on it.
         auto choose = [&](bool kernel_first) {
@@ -266,10 +317,12 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
     detail::LinearProblem<T> problem;
     problem.q = Y.cols();
     problem.alpha_rows = setup.used.rows();
-    const auto solver = low ? build_solver<T, float>(result.solver, problem, X, Y, setup, sigma, threads,
-                                                     options.callback)
-                            : build_solver<T, T>(result.solver, problem, X, Y, setup, sigma, threads,
-                                                 options.callback);
+    const auto solver = half  ? build_solver<T, Eigen::half>(result.solver, problem, X, Y, setup, sigma, threads,
+                                                            options.callback)
+                        : low ? build_solver<T, float>(result.solver, problem, X, Y, setup, sigma, threads,
+                                                       options.callback)
+                              : build_solver<T, T>(result.solver, problem, X, Y, setup, sigma, threads,
+                                                   options.callback);
 
     IterativeOptions loop = options;
     loop.n_threads = threads;

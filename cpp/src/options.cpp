@@ -63,7 +63,8 @@ TikhonovSolver parse_tikhonov_solver(const std::string& value) {
 Storage parse_storage(const std::string& value) {
     if (value == "same") return Storage::same;
     if (value == "float32") return Storage::float32;
-    unknown("storage", value, "'same', 'float32'");
+    if (value == "float16") return Storage::float16;
+    unknown("storage", value, "'same', 'float32', 'float16'");
 }
 
 const char* to_string(Solver solver) {

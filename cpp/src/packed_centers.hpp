@@ -32,9 +32,15 @@ private:
     AlignedVector<T> panels_, norms_;
 };
 
-// K(X, centres) into out (n x count), as gaussian_kernel_into.
-template <class T>
-void gaussian_kernel_packed(const MatrixCRef<T>& X, const PackedCenters<T>& centers, MatrixRef<T> out,
-                            int n_threads);
+// K(X, centres) into out (n x count), as gaussian_kernel_into; computed in T and stored
+// as O (T, or Eigen::half for T = float: float16 storage).
+// (O is named, never deduced: callers pass Matrix<T> objects that convert to the Ref.)
+template <class O>
+struct KernelOutput {
+    using type = MatrixRef<O>;
+};
+template <class T, class O = T>
+void gaussian_kernel_packed(const MatrixCRef<T>& X, const PackedCenters<T>& centers,
+                            typename KernelOutput<O>::type out, int n_threads);
 
 }  // namespace nytro::detail

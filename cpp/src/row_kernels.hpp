@@ -27,13 +27,14 @@ template <class T>
 constexpr Index width = ei::packet_traits<T>::size;
 constexpr Index group = 8;
 
-// One packet of T from width<T> consecutive entries stored as S.
+// One packet of T from width<T> consecutive entries stored as S: float widened to double,
+// or half (float16 storage) widened to float, and on to double for T = double.
 template <class T, class S>
 EIGEN_STRONG_INLINE Packet<T> load(const S* p) {
     if constexpr (std::is_same_v<S, T>) {
         return ei::ploadu<Packet<T>>(p);
-    } else {
-        static_assert(std::is_same_v<T, double> && std::is_same_v<S, float>, "only float -> double widening");
+    } else if constexpr (std::is_same_v<S, float>) {
+        static_assert(std::is_same_v<T, double>, "only float -> double widening");
 #if defined(EIGEN_VECTORIZE_AVX512)
         return _mm512_cvtps_pd(_mm256_loadu_ps(p));
 #elif defined(EIGEN_VECTORIZE_AVX)
@@ -43,6 +44,24 @@ EIGEN_STRONG_INLINE Packet<T> load(const S* p) {
 #else
         T widened[width<T>];
         for (Index i = 0; i < width<T>; ++i) widened[i] = T(p[i]);
+        return ei::ploadu<Packet<T>>(widened);
+#endif
+    } else {
+        static_assert(std::is_same_v<S, Eigen::half>, "stored entries are T, float or half");
+#if defined(EIGEN_VECTORIZE_AVX512)
+        if constexpr (std::is_same_v<T, double>)
+            return _mm512_cvtps_pd(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+        else
+            return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+#elif defined(EIGEN_VECTORIZE_AVX) && defined(__F16C__)
+        if constexpr (std::is_same_v<T, double>)
+            return _mm256_cvtps_pd(_mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+        else
+            return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+#else
+        // Without F16C: Eigen's exact software conversion, one entry at a time.
+        alignas(64) T widened[width<T>];
+        for (Index i = 0; i < width<T>; ++i) widened[i] = T(float(p[i]));
         return ei::ploadu<Packet<T>>(widened);
 #endif
     }

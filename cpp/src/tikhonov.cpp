@@ -111,6 +111,8 @@ TikhonovResult<T> nkrls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, con
     detail::check_lambdas(lambdas, X_val.rows() > 0);
     const int threads = detail::resolve_threads(options.n_threads);
     const Index q = Y.cols();
+    require(options.storage != Storage::float16,
+            "storage='float16' is for NYTRO's stored K_nm; NKRLS takes None or 'float32'");
     const bool low = options.storage == Storage::float32;
     auto setup = detail::prepare_nystrom<T>(centers, sigma, options.factor, threads, options.callback);
     const double k = double(setup.factor.rank());

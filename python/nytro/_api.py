@@ -155,7 +155,9 @@ def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=
                dtype=None) -> PathResult:
     """NYTRO's path on A = K_nm R (gd: the paper's gradient descent; nu, cg: accelerated),
     with the validation RMSE at every iteration. storage="float32" keeps K_nm (direct) or
-    A^T A (gram) and K_val in float32 while computing in float64. iterates ("auto",
+    A^T A (gram) and K_val in float32 while computing in float64; storage="float16" keeps
+    K_nm (direct solver only) in half precision and K_val in float32, and its factor's
+    default rank_tol is 1e-4 (see NytroRegressor). iterates ("auto",
     "lanczos", "stepwise"): how gd's iterates are computed; "lanczos" takes them from a
     Lanczos basis of the Krylov space (A^T A, A^T y), each within 64 machine epsilons of
     the stepwise iterate by a computed bound (float32 epsilons with storage="float32"), in
@@ -175,7 +177,7 @@ def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=
         step_value, stopping, chk.tol_for_scaled_targets(tol, stopping, scale), chk.check_int("window", window, 2),
         chk.check_patience(n_iter_no_change), iterates, factor,
         chk.check_optional_positive("rank_tol", rank_tol, -1.0), chk.check_optional_positive("jitter", jitter, 1e-10),
-        solver, chk.check_storage(storage), chk.check_n_threads(n_threads), progress)
+        solver, chk.check_storage(storage, chk.NYTRO_STORAGES), chk.check_n_threads(n_threads), progress)
     return _path_result(raw, one_d, scale)
 
 

@@ -20,6 +20,7 @@ GD_ITERATES = ("auto", "lanczos", "stepwise")
 TIKHONOV_SOLVERS = ("eigh", "cholesky")
 DTYPES = (None, "float32", "float64")
 STORAGES = (None, "float32")
+NYTRO_STORAGES = (None, "float32", "float16")  # float16: NYTRO's stored K_nm only
 
 
 def paper_lambdas() -> np.ndarray:
@@ -132,9 +133,9 @@ def check_step_size(step_size):
     return "fixed", value
 
 
-def check_storage(storage) -> str:
+def check_storage(storage, choices=STORAGES) -> str:
     """The core's name for a storage precision: None -> "same"."""
-    storage = float_dtype_name("storage", storage, STORAGES)
+    storage = float_dtype_name("storage", storage, choices)
     return "same" if storage is None else storage
 
 

@@ -18,6 +18,8 @@ from . import _checks as chk
 from ._results import PathResult, TikhonovResult
 
 _MASK64 = (1 << 64) - 1
+# The Nystrom factor's default rank_tol with storage="float16" (options.hpp).
+FLOAT16_RANK_TOL = 1e-4
 
 
 # --------------------------------------------------------------------------- kernel
@@ -337,8 +339,14 @@ def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=
     """NYTRO (paper, eq. 13): beta_t = beta_{t-1} - step A^T (A beta_{t-1} - y) for method
     "gd"; "nu" and "cg" run the accelerated regularisers on the same A^T A beta = A^T y."""
     dt, X, Y, one_d, Xv, Yv, C = _prepare(X, y, X_val, y_val, dtype, centers)
+    K_nm = gaussian_kernel(X, C, sigma)
+    if chk.float_dtype_name("storage", storage, chk.NYTRO_STORAGES) == "float16":
+        # Not only how K_nm is kept: its rounding, and the rank cut that goes with it
+        # (nytro.hpp's kFloat16RankTol), change the model, so they are reproduced here.
+        K_nm = K_nm.astype(np.float16).astype(dt)
+        rank_tol = FLOAT16_RANK_TOL if rank_tol is None else rank_tol
     R = nystrom_factor(gaussian_kernel(C, C, sigma), method=factor, rank_tol=rank_tol, jitter=jitter)
-    A = gaussian_kernel(X, C, sigma) @ R
+    A = K_nm @ R
     step = 0.0 if method in ("cg", "hybrid") else _step(step_size, X.shape[0], A.T @ A)
     K_val = gaussian_kernel(Xv, C, sigma) if len(Xv) else None
     alpha, path, selected, run, lam = _iterative_path(

@@ -67,7 +67,16 @@ enum class Storage {
     same,     // the compute precision
     float32,  // float32 storage and float32 products accumulated in float64: half the
               // memory and bytes per iteration, for double compute (no effect in float32)
+    float16,  // NYTRO's direct solver only: K_nm in IEEE half precision (K_val in float32),
+              // sums in the compute precision: a quarter of float64's memory and bytes per
+              // iteration. Its rounding (2^-11 relative) would be amplified by R along
+              // centres that K_mm barely separates, so the factor's default rank_tol
+              // becomes kFloat16RankTol: the centres within that Schur residual of the
+              // others are dropped (see nytro.cpp)
 };
+
+// The factor's default relative rank cut with float16 storage (see Storage::float16).
+constexpr double kFloat16RankTol = 1e-4;
 
 // How the Tikhonov methods (KRLS, NKRLS) solve along the lambda grid.
 enum class TikhonovSolver {
