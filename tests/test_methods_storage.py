@@ -129,8 +129,8 @@ def test_float32_storage_nkrls_selects_alike():
 
 def test_storage_is_checked():
     p = make_problem()
-    with pytest.raises(ValueError, match="storage='float16' is not one of"):
-        nytro.nytro_path(p.X, p.y, p.centers, p.sigma, storage="float16")
+    with pytest.raises(ValueError, match="storage='float8' is not one of None, 'float32', 'float16'"):
+        nytro.nytro_path(p.X, p.y, p.centers, p.sigma, storage="float8")
     with pytest.raises(ValueError, match="method='sgd' is not one of"):
         nytro.nytro_path(p.X, p.y, p.centers, p.sigma, method="sgd")
     with pytest.raises(ValueError, match="nu must be a finite number > 0"):

@@ -139,6 +139,44 @@ NYTRO_TEST(nytro_direct_and_gram_agree) {
     CHECK(chosen.solver == Solver::direct || chosen.solver == Solver::gram);
 }
 
+// float16 storage: the factor cut at kFloat16RankTol, K_nm in half precision. Against
+// float32 storage at the same cut (the same model, rounded 2^-11 instead of 2^-24): the
+// same rank and t, paths within that rounding; the same bits on 1 and 3 threads; only
+// the direct solver and rank-revealing factors.
+NYTRO_TEST(nytro_float16_storage) {
+    Problem p = make_problem(500, 2, 90, 120, 1);  // many centres in 2-d: K_mm near singular
+    nytro::NytroOptions o;
+    o.max_iter = 60;
+    o.n_threads = 1;
+    o.storage = nytro::Storage::float16;
+    const auto half = run_nytro<double>(p, o, true);
+    CHECK_EQ(half.solver, Solver::direct);
+    CHECK(half.rank < 90);
+    o.storage = nytro::Storage::float32;
+    o.factor.rank_tol = nytro::kFloat16RankTol;
+    const auto single = run_nytro<double>(p, o, true);
+    CHECK_EQ(half.rank, single.rank);
+    CHECK_EQ(half.n_iter, single.n_iter);
+    CHECK_CLOSE(path_of(half.validation_rmse), path_of(single.validation_rmse), 1e-3);
+    const MatrixD K_val = direct_kernel(p.X_val, p.centers, p.sigma);
+    CHECK_CLOSE((K_val * half.coef).eval(), (K_val * single.coef).eval(), 1e-2);
+
+    o.storage = nytro::Storage::float16;
+    o.factor.rank_tol = -1.0;
+    o.n_threads = 3;
+    const auto threaded = run_nytro<double>(p, o, true);
+    CHECK_BITWISE(threaded.coef, half.coef);
+    const auto half_f = run_nytro<float>(p, o, true);
+    CHECK_EQ(half_f.rank, half.rank);
+    CHECK_CLOSE(path_of(half_f.validation_rmse), path_of(half.validation_rmse), 1e-3);
+
+    o.solver = Solver::gram;
+    CHECK_THROWS_WITH(run_nytro<double>(p, o, true), std::invalid_argument, "storage='float16' stores K_nm");
+    o.solver = Solver::automatic;
+    o.factor.method = nytro::FactorMethod::cholesky;
+    CHECK_THROWS_WITH(run_nytro<double>(p, o, true), std::invalid_argument, "rank-revealing factor");
+}
+
 NYTRO_TEST(nytro_step_rules) {
     const Problem p = make_problem();
     const DenseNytro dense(p);
