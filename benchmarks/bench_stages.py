@@ -14,15 +14,19 @@ and "iterate" while it validates. The stages cut at those events:
                the others): the kernel of the training rows, the first touch of the fresh
                memory it is written to, and one pass over it for K^T y. Split here into
                  kernel        its time measured on the same rows into memory already
-                               written (--probe-rows of them, scaled), against 2 n m d
-                               flops at the GEMM rate of K_nm's precision
+                               written (--probe-rows of them and all m centres, in
+                               float32 unless K_nm is float64, scaled to n rows and the
+                               factor's k columns), against 2 n k d flops at the GEMM
+                               rate of that precision
                  K^T y         one product's time
                  first touch   the rest: the fresh pages, which this VM's host maps at a
                                rate of its own (reported as GB/s of K_nm)
   products     the passes over K_nm, one per product: its bytes at the read bandwidth
   validation   everything after the last product (the hold-out kernel, streamed in
-               blocks, its products with the basis, the selection): 2 n_val m d flops at
-               the GEMM rate of K_nm's precision
+               blocks, its products with the basis, the selection): 2 n_val k d flops at
+               the kernel's GEMM rate
+K_nm is n x k, k the factor's rank (m unless the factor drops centres, as float16
+storage's rank cut does).
 The core calls back at most every 20 ms, so on small data the stages merge; on
 Covertype each product takes most of a second.
 

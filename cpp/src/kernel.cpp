@@ -252,18 +252,32 @@ void gaussian_kernel_into(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double
     detail::gaussian_kernel_packed<T>(X, detail::PackedCenters<T>(Z, sigma), out, n_threads);
 }
 
+namespace detail {
+
+template <class T, class O>
+Matrix<O> gaussian_kernel_stored(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double sigma, int n_threads) {
+    check_kernel_arguments<T>(X, Z, sigma);
+    check_allocation(double(X.rows()) * double(Z.rows()) * sizeof(O),
+                     "the kernel matrix (" + shape_text<O>(X.rows(), Z.rows()) + ")");
+    Matrix<O> K(X.rows(), Z.rows());
+    // Before the first write: huge pages, mapped by all threads before the kernel runs.
+    advise_huge_pages(K.data(), std::size_t(K.size()) * sizeof(O));
+    populate_in_parallel(K.data(), std::size_t(K.size()) * sizeof(O), n_threads);
+    if (X.rows() > 0 && Z.rows() > 0) gaussian_kernel_packed<T, O>(X, PackedCenters<T>(Z, sigma), K, n_threads);
+    return K;
+}
+
+template Matrix<float> gaussian_kernel_stored<float, float>(const MatrixCRef<float>&, const MatrixCRef<float>&,
+                                                           double, int);
+template Matrix<Eigen::half> gaussian_kernel_stored<float, Eigen::half>(const MatrixCRef<float>&,
+                                                                       const MatrixCRef<float>&, double, int);
+
+}  // namespace detail
+
 template <class T>
 Matrix<T> gaussian_kernel(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double sigma,
                           int n_threads) {
-    check_kernel_arguments<T>(X, Z, sigma);
-    check_allocation(double(X.rows()) * double(Z.rows()) * sizeof(T),
-                     "the kernel matrix (" + shape_text<T>(X.rows(), Z.rows()) + ")");
-    Matrix<T> K(X.rows(), Z.rows());
-    // Before the first write: huge pages, mapped by all threads before the kernel runs.
-    detail::advise_huge_pages(K.data(), std::size_t(K.size()) * sizeof(T));
-    detail::populate_in_parallel(K.data(), std::size_t(K.size()) * sizeof(T), n_threads);
-    gaussian_kernel_into<T>(X, Z, sigma, K, n_threads);
-    return K;
+    return detail::gaussian_kernel_stored<T, T>(X, Z, sigma, n_threads);
 }
 
 template <class T>

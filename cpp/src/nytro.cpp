@@ -6,7 +6,6 @@
 #include "gram.hpp"
 #include "input_checks.hpp"
 #include "machine_rates.hpp"
-#include "huge_pages.hpp"
 #include "nystrom_setup.hpp"
 #include "packed_centers.hpp"
 #include "nytro/eigen_solver.hpp"
@@ -84,27 +83,6 @@ Solver choose_solver(Index n, Index n_val, Index k, Index max_iter, bool upper, 
     return direct_fits && direct <= gram ? Solver::direct : Solver::gram;
 }
 
-// K(X, centres) computed in float and stored in half precision (float16 storage), on
-// fresh pages mapped first as gaussian_kernel does.
-template <class T>
-Matrix<Eigen::half> half_kernel(const MatrixCRef<T>& X, const Matrix<T>& centers, double sigma, int threads) {
-    using Half = Eigen::half;
-    check_allocation(double(X.rows()) * double(centers.rows()) * sizeof(Half),
-                     "K_nm (" + shape_text<Half>(X.rows(), centers.rows()) + ")");
-    Matrix<Half> K(X.rows(), centers.rows());
-    const std::size_t bytes = std::size_t(K.size()) * sizeof(Half);
-    detail::advise_huge_pages(K.data(), bytes);
-    detail::populate_in_parallel(K.data(), bytes, threads);
-    if constexpr (std::is_same_v<T, float>) {
-        detail::gaussian_kernel_packed<float, Half>(X, detail::PackedCenters<float>(centers, sigma), K, threads);
-    } else {
-        const Matrix<float> X_float = X.template cast<float>();
-        detail::gaussian_kernel_packed<float, Half>(X_float, detail::PackedCenters<float>(centers.template cast<float>(), sigma),
-                                                    K, threads);
-    }
-    return K;
-}
-
 // Direct: K_nm stored (in precision S); H p = R^T K^T K R p with one fused pass over K.
 template <class T, class S>
 struct DirectSolver {
@@ -117,12 +95,12 @@ struct DirectSolver {
         const detail::FitFactor<T>& factor = setup.factor;
         if constexpr (std::is_same_v<S, T>) {
             K = gaussian_kernel<T>(X, setup.used, sigma, threads);
-        } else if constexpr (std::is_same_v<S, Eigen::half>) {
-            K = half_kernel(X, setup.used, sigma, threads);
         } else {
+            // Computed in float, stored as S (float or half); checked before X's float copy.
             check_allocation(double(X.rows()) * double(setup.used.rows()) * sizeof(S),
                              "K_nm (" + shape_text<S>(X.rows(), setup.used.rows()) + ")");
-            K = gaussian_kernel<S>(X.template cast<S>(), setup.used.template cast<S>(), sigma, threads);
+            K = detail::gaussian_kernel_stored<float, S>(X.template cast<float>(), setup.used.template cast<float>(),
+                                                         sigma, threads);
         }
         pass = std::make_unique<detail::FusedPass<T, S>>(K, threads);
         problem.dim = setup.factor.rank();
@@ -232,25 +210,16 @@ std::shared_ptr<void> build_solver(Solver solver, detail::LinearProblem<T>& prob
     // Lanczos iterates to within 64 float32 epsilons of the stepwise ones in either low
     // storage: float16's epsilon (2^-10) would let them drift by 6% of the iterate.
     problem.storage_epsilon = std::is_same_v<S, T> ? 0.0 : double(std::numeric_limits<float>::epsilon());
+    auto built = [&](auto solver_object) -> std::shared_ptr<void> {
+        solver_object->build(problem, X, Y, setup, sigma, threads, callback);
+        return solver_object;
+    };
     if constexpr (std::is_same_v<S, Eigen::half>) {
-        // float16 storage: the direct solver only (nytro_path checks the option).
-        auto direct = std::make_shared<DirectSolver<T, S>>();
-        direct->build(problem, X, Y, setup, sigma, threads, callback);
-        return direct;
+        return built(std::make_shared<DirectSolver<T, S>>());  // float16: direct only (nytro_path checks)
     } else {
-        if (solver == Solver::direct) {
-            auto direct = std::make_shared<DirectSolver<T, S>>();
-            direct->build(problem, X, Y, setup, sigma, threads, callback);
-            return direct;
-        }
-        if (solver == Solver::spectral) {
-            auto spectral = std::make_shared<SpectralSolver<T, S>>();
-            spectral->build(problem, X, Y, setup, sigma, threads, callback);
-            return spectral;
-        }
-        auto gram = std::make_shared<GramSolver<T, S>>();
-        gram->build(problem, X, Y, setup, sigma, threads, callback);
-        return gram;
+        if (solver == Solver::direct) return built(std::make_shared<DirectSolver<T, S>>());
+        if (solver == Solver::spectral) return built(std::make_shared<SpectralSolver<T, S>>());
+        return built(std::make_shared<GramSolver<T, S>>());
     }
 }
 

@@ -43,4 +43,9 @@ template <class T, class O = T>
 void gaussian_kernel_packed(const MatrixCRef<T>& X, const PackedCenters<T>& centers,
                             typename KernelOutput<O>::type out, int n_threads);
 
+// gaussian_kernel computed in T and stored as O (T, or Eigen::half for T = float), in a
+// fresh matrix whose pages are mapped before the kernel writes them.
+template <class T, class O>
+Matrix<O> gaussian_kernel_stored(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double sigma, int n_threads);
+
 }  // namespace nytro::detail

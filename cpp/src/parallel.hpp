@@ -85,5 +85,4 @@ void parallel_team(int n_threads, Body&& body) {
     body(Team{omp_thread_index(), omp_team_size()});
 }
 
-
 }  // namespace nytro::detail

@@ -342,7 +342,7 @@ def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=
     K_nm = gaussian_kernel(X, C, sigma)
     if chk.float_dtype_name("storage", storage, chk.NYTRO_STORAGES) == "float16":
         # Not only how K_nm is kept: its rounding, and the rank cut that goes with it
-        # (nytro.hpp's kFloat16RankTol), change the model, so they are reproduced here.
+        # (options.hpp's kFloat16RankTol), change the model, so they are reproduced here.
         K_nm = K_nm.astype(np.float16).astype(dt)
         rank_tol = FLOAT16_RANK_TOL if rank_tol is None else rank_tol
     R = nystrom_factor(gaussian_kernel(C, C, sigma), method=factor, rank_tol=rank_tol, jitter=jitter)
