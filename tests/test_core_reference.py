@@ -58,6 +58,25 @@ def test_gaussian_kernel_into_out_equals_the_fresh_result(dtype):
     assert_close(out, ref.gaussian_kernel(X, Z, 1.1), dtype)
 
 
+def test_gaussian_kernel_streamed_result_equals_its_row_blocks(dtype):
+    # Results of 64 MiB and more are written with non-temporal stores (each row's entries
+    # before a packet boundary plainly); blocks of 1000 rows are below that size. m odd
+    # puts the rows' starts at every offset from a packet, and out= sees a base one entry
+    # off as well.
+    m = 2049
+    n = (64 << 20) // (np.dtype(dtype).itemsize * m) + 3
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((n, 4)).astype(dtype)
+    Z = rng.standard_normal((m, 4)).astype(dtype)
+    K = nytro.gaussian_kernel(X, Z, 1.3)
+    blocks = np.vstack([nytro.gaussian_kernel(X[r:r + 1000], Z, 1.3) for r in range(0, n, 1000)])
+    np.testing.assert_array_equal(K, blocks)
+    shifted = np.full(n * m + 1, np.nan, dtype=dtype)[1:].reshape(n, m)
+    np.testing.assert_array_equal(nytro.gaussian_kernel(X, Z, 1.3, out=shifted), blocks)
+    rows = rng.choice(n, 300, replace=False)
+    assert_close(K[rows], ref.gaussian_kernel(X[rows], Z, 1.3), dtype)
+
+
 def test_gaussian_kernel_of_a_set_with_itself_has_unit_diagonal(dtype):
     X = np.random.default_rng(1).standard_normal((30, 4)).astype(dtype)
     K = nytro.gaussian_kernel(X, X, 0.7)

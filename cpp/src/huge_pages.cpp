@@ -70,7 +70,7 @@ void populate_in_parallel(void* data, std::size_t bytes, int n_threads) {
 
 void populate_pages(void* data, std::size_t bytes) {
 #if defined(__linux__)
-    if (data == nullptr || bytes < kPopulateBytes || bytes >= kHugePageAdviceBytes) return;
+    if (data == nullptr || bytes < kPopulateBytes || bytes >= kPopulateOnceLimitBytes) return;
     advise_aligned_interior(data, bytes, small_page(), kPopulateWrite);
 #else
     (void)data;

@@ -1,23 +1,28 @@
-// Memory advice for fresh buffers: transparent huge pages for the few buffers of a
-// gigabyte and more (the stored K_nm of the direct solver: 16.7 GB on Covertype), and
-// population in one call for mid-sized ones (populate_pages). On the Linux VMs measured
-// here the first write to a fresh page costs 1.6 us per 4 KiB at 4 GiB and more per page
-// as the buffer grows: writing a fresh 16.7 GB K_nm took 35 s against 5.6 s for the same
-// kernel into memory already touched, and a 16 GiB first touch took 36.5 s with 4 KiB
-// pages against 13.0 s with huge pages. Huge pages are not requested below a gigabyte:
-// with the kernel's "madvise" defragmentation mode a huge-page fault may compact memory
-// first, which stalled single calls by 0.3-0.4 s in a trial with a 320 MB kernel.
+// Memory advice for fresh buffers: transparent huge pages for kernel matrices (the
+// stored K_nm of the direct solver: 16.7 GB on Covertype; K_mm; gaussian_kernel's
+// results), and population in one call for other mid-sized ones (populate_pages). On the
+// Linux VMs measured here the first write to a fresh page costs 1.6 us per 4 KiB at 4 GiB
+// and more per page as the buffer grows: writing a fresh 16.7 GB K_nm took 35 s against
+// 5.6 s for the same kernel into memory already touched, and a 16 GiB first touch took
+// 36.5 s with 4 KiB pages against 13.0 s with huge pages.
 #pragma once
 
 #include <cstddef>
 
 namespace nytro::detail {
 
-// Buffers from this size on are advised.
-constexpr std::size_t kHugePageAdviceBytes = std::size_t(1) << 30;
+// Kernel matrices from this size on are advised, as NumPy advises its own arrays. Until
+// 2026-11-27 only from 1 GiB: a trial with a 320 MB kernel had seen single calls stall
+// 0.3-0.4 s while the "madvise" defragmentation mode compacted memory for a huge-page
+// fault. Measured since (2 threads, d = 90, m = 2000, 12 interleaved rounds), a fresh
+// 320 MB kernel: 195 -> 140 ms median (133 ms into memory already touched), with 2 of 12
+// calls at 244-252 ms; NumPy's own X @ Z.T into its advised result stalled as often. 144
+// MB: 84 -> 68 ms; 64 MB: 48 -> 41 ms; float32 320 MB: 104 -> 79 ms.
+constexpr std::size_t kHugePageAdviceBytes = std::size_t(4) << 20;
 
-// Buffers from this size up to kHugePageAdviceBytes are populated in one call.
+// Buffers from this size up to kPopulateOnceLimitBytes are populated in one call.
 constexpr std::size_t kPopulateBytes = std::size_t(4) << 20;
+constexpr std::size_t kPopulateOnceLimitBytes = std::size_t(1) << 30;
 
 // Maps the pages of a fresh buffer [data, data + bytes) in one madvise call
 // (MADV_POPULATE_WRITE, Linux 5.14 and later) before its first write, where a fault per
@@ -26,8 +31,8 @@ constexpr std::size_t kPopulateBytes = std::size_t(4) << 20;
 // zero fill, a cast, the triangular inverse): Insurance's float64 fit, 0.72 -> 0.70 s.
 // Where parallel code writes it first, populating on one thread measured no faster (the
 // kernel matrices, the Gram stream's blocks): see populate_in_parallel. Only for sizes in
-// [kPopulateBytes, kHugePageAdviceBytes): the larger ones get huge pages instead. Advice
-// only: a no-op elsewhere or where the kernel refuses it.
+// [kPopulateBytes, kPopulateOnceLimitBytes). Advice only: a no-op elsewhere or where the
+// kernel refuses it.
 void populate_pages(void* data, std::size_t bytes);
 
 // Maps the pages of a fresh buffer of kPopulateBytes or more before parallel code writes

@@ -33,7 +33,9 @@ private:
 };
 
 // K(X, centres) into out (n x count), as gaussian_kernel_into; computed in T and stored
-// as O (T, or Eigen::half for T = float: float16 storage).
+// as O (T, or Eigen::half for T = float: float16 storage). `streamed`: write out with
+// non-temporal stores, for results far larger than the caches that nothing reads right
+// away (see streams_output); blocks a caller reuses at once stay in cache without it.
 // (O is named, never deduced: callers pass Matrix<T> objects that convert to the Ref.)
 template <class O>
 struct KernelOutput {
@@ -41,7 +43,7 @@ struct KernelOutput {
 };
 template <class T, class O = T>
 void gaussian_kernel_packed(const MatrixCRef<T>& X, const PackedCenters<T>& centers,
-                            typename KernelOutput<O>::type out, int n_threads);
+                            typename KernelOutput<O>::type out, int n_threads, bool streamed = false);
 
 // gaussian_kernel computed in T and stored as O (T, or Eigen::half for T = float), in a
 // fresh matrix whose pages are mapped before the kernel writes them.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <string>
 
 using namespace support;
 
@@ -60,7 +61,32 @@ void predict_matches_kernel_times_coef(double rtol) {
     }
 }
 
+// Results of 64 MiB and more are written with non-temporal stores, each row's first
+// entries up to a packet boundary plainly: the same bits as row blocks small enough to
+// be stored plainly. m odd puts the rows' starts at every offset from the packets.
+template <class T>
+void streamed_kernel_matches_plain_blocks() {
+    const Index m = 2049, n = Index((std::size_t(64) << 20) / (sizeof(T) * std::size_t(m))) + 3;
+    const Matrix<T> X = normal(n, 4, 41).cast<T>(), Z = normal(m, 4, 42).cast<T>();
+    const double sigma = 1.3;
+    const Matrix<T> K = nytro::gaussian_kernel<T>(X, Z, sigma, 2);
+    Matrix<T> into(n, m);
+    nytro::gaussian_kernel_into<T>(X, Z, sigma, into, 2);
+    Matrix<T> block(1000, m);
+    bool same = true;
+    for (Index r0 = 0; r0 < n; r0 += block.rows()) {
+        const Index rows = std::min(block.rows(), n - r0);
+        auto part = block.topRows(rows);
+        nytro::gaussian_kernel_into<T>(X.middleRows(r0, rows), Z, sigma, part, 1);
+        same = same && part == K.middleRows(r0, rows) && part == into.middleRows(r0, rows);
+    }
+    CHECK_MSG(same, std::string("the streamed kernel differs from its row blocks"));
+}
+
 }  // namespace
+
+NYTRO_TEST(kernel_streamed_double_matches_blocks) { streamed_kernel_matches_plain_blocks<double>(); }
+NYTRO_TEST(kernel_streamed_float_matches_blocks) { streamed_kernel_matches_plain_blocks<float>(); }
 
 NYTRO_TEST(kernel_double_matches_definition) { kernel_matches_definition<double>(1e-12); }
 NYTRO_TEST(kernel_float_matches_definition) { kernel_matches_definition<float>(4e-6); }
