@@ -48,17 +48,17 @@ def median_seconds(fn, repeats):
 
 
 def interleaved_times(fns: dict, repeats: int) -> dict:
-    """Seconds of each call of each function, running them in turn `repeats` times, the
-    order rotated by one each round (A B C, B C A, C A B...): on this VM a fresh result's
-    pages cost less when the call before has just freed memory (the host reclaims freed
-    pages about 2 s later), so a fixed order favoured whoever followed the big allocators."""
+    """Seconds of each call of each function, running them in turn `repeats` times, in a
+    new (seeded) random order each round. On this VM a fresh result's pages cost less
+    when the call just before has freed memory (the host takes freed pages back about 2 s
+    later), so a fixed or rotated order, which keeps the same neighbours, favoured whoever
+    followed the big allocators (X @ Z.T came after rbf_kernel's temporaries)."""
     times = {name: [] for name in fns}
     for fn in fns.values():
         fn()  # warm-up
-    names = list(fns)
-    for r in range(repeats):
-        shift = r % len(names)
-        for name in names[shift:] + names[:shift]:
+    order = np.random.default_rng(0)
+    for _ in range(repeats):
+        for name in order.permutation(list(fns)):
             start = time.perf_counter()
             fns[name]()
             times[name].append(time.perf_counter() - start)
