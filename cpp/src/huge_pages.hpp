@@ -1,6 +1,6 @@
-// Memory advice for fresh buffers: transparent huge pages for kernel matrices (the
-// stored K_nm of the direct solver: 16.7 GB on Covertype; K_mm; gaussian_kernel's
-// results), and population in one call for other mid-sized ones (populate_pages). On the
+// Memory advice for fresh buffers: transparent huge pages for the largest kernel
+// matrices (the stored K_nm of the direct solver: 16.7 GB on Covertype), and population
+// in one call for mid-sized ones (populate_pages). On the
 // Linux VMs measured here the first write to a fresh page costs 1.6 us per 4 KiB at 4 GiB
 // and more per page as the buffer grows: writing a fresh 16.7 GB K_nm took 35 s against
 // 5.6 s for the same kernel into memory already touched, and a 16 GiB first touch took
@@ -11,14 +11,19 @@
 
 namespace nytro::detail {
 
-// Kernel matrices from this size on are advised, as NumPy advises its own arrays. Until
-// 2026-11-27 only from 1 GiB: a trial with a 320 MB kernel had seen single calls stall
-// 0.3-0.4 s while the "madvise" defragmentation mode compacted memory for a huge-page
-// fault. Measured since (2 threads, d = 90, m = 2000, 12 interleaved rounds), a fresh
-// 320 MB kernel: 195 -> 140 ms median (133 ms into memory already touched), with 2 of 12
-// calls at 244-252 ms; NumPy's own X @ Z.T into its advised result stalled as often. 144
-// MB: 84 -> 68 ms; 64 MB: 48 -> 41 ms; float32 320 MB: 104 -> 79 ms.
-constexpr std::size_t kHugePageAdviceBytes = std::size_t(4) << 20;
+// Kernel matrices from this size on are advised. What a fresh buffer's first touch costs
+// depends on where its pages come from. This VM hands free 2 MiB blocks back to its host
+// (free page reporting, order 9) about 2 s after they are freed: a huge page is such a
+// block and is then backed by the host anew, while 4 KiB pages come first from smaller
+// free fragments the host still backs. Measured on 2026-11-27 (2 threads, kernel into a
+// fresh array, each call after 3 s idle, 4 KiB / huge pages): 320 MB 104-179 / 260-312
+// ms, 1.6 GB 440 / 985 ms, 4 GB 1192 / 2977 ms, 8 GB 2734 / 4221 ms; Ijcnn's float64 fit
+// in a fresh process, its 1.6 GB K_nm stage 0.67-0.73 / 1.48-1.50 s. Covertype's 16.7 GB
+// K_nm measured the other way at 535c317 (36.6 s with 4 KiB pages, 27.9 s with huge
+// pages); the crossover between 8 and 16.7 GB is not measured. With memory freed moments
+// before (repeated calls in one process) huge pages win instead (320 MB: 195 -> 140 ms),
+// and single calls can stall in the "madvise" defragmentation mode's compaction.
+constexpr std::size_t kHugePageAdviceBytes = std::size_t(12) << 30;
 
 // Buffers from this size up to kPopulateOnceLimitBytes are populated in one call.
 constexpr std::size_t kPopulateBytes = std::size_t(4) << 20;
