@@ -91,8 +91,8 @@ def gaussian_kernel(X, Z, sigma, *, n_threads=None, dtype=None, out=None):
     out: an existing C-contiguous, writable array of shape (len(X), len(Z)) and of the
     computation's dtype to write K into (it is returned). Reusing one saves the first
     touch of a fresh result's pages: on the benchmark VM, 20000 x 2000 float64 at
-    d = 90 took 110 ms fresh against 83 ms into an existing array, and 267 ms fresh when
-    the VM's host had to back the pages anew.
+    d = 90 took 175 ms fresh on a first call (the VM's host backing the pages anew)
+    against 136 ms into an existing array in the same run.
     """
     dt = chk.compute_dtype(dtype, X, Z)
     X = chk.as_matrix(X, "X", dt)
