@@ -18,7 +18,8 @@ namespace nytro::detail {
 // free fragments the host still backs. Measured on 2026-11-27 (2 threads, kernel into a
 // fresh array, each call after 3 s idle, 4 KiB / huge pages): 320 MB 104-179 / 260-312
 // ms, 1.6 GB 440 / 985 ms, 4 GB 1192 / 2977 ms, 8 GB 2734 / 4221 ms; Ijcnn's float64 fit
-// in a fresh process, its 1.6 GB K_nm stage 0.67-0.73 / 1.48-1.50 s. Covertype's 16.7 GB
+// in a fresh process, its 1.6 GB K_nm stage 0.67-0.73 / 1.48-1.50 s (Covertype's float16
+// 5.6 GB: 5.3-5.6 / 6.2-6.9 s, its passes about 1 s slower on 4 KiB pages). Covertype's 16.7 GB
 // K_nm measured the other way at 535c317 (36.6 s with 4 KiB pages, 27.9 s with huge
 // pages); the crossover between 8 and 16.7 GB is not measured. With memory freed moments
 // before (repeated calls in one process) huge pages win instead (320 MB: 195 -> 140 ms),
