@@ -47,18 +47,20 @@ def median_seconds(fn, repeats):
     return statistics.median(times)
 
 
-def interleaved_times(fns: dict, repeats: int) -> dict:
+def interleaved_times(fns: dict, repeats: int, idle: float = 0.0) -> dict:
     """Seconds of each call of each function, running them in turn `repeats` times, in a
-    new (seeded) random order each round. On this VM a fresh result's pages cost less
-    when the call just before has freed memory (the host takes freed pages back about 2 s
-    later), so a fixed or rotated order, which keeps the same neighbours, favoured whoever
-    followed the big allocators (X @ Z.T came after rbf_kernel's temporaries)."""
+    new (seeded) random order each round, each call after `idle` seconds of sleep. On
+    this VM a fresh result's pages cost less when the call just before has freed memory
+    (the host takes freed pages back about 2 s later), so a fixed or rotated order, which
+    keeps the same neighbours, favoured whoever followed the big allocators (X @ Z.T came
+    after rbf_kernel's temporaries)."""
     times = {name: [] for name in fns}
     for fn in fns.values():
         fn()  # warm-up
     order = np.random.default_rng(0)
     for _ in range(repeats):
         for name in order.permutation(list(fns)):
+            time.sleep(idle)
             start = time.perf_counter()
             fns[name]()
             times[name].append(time.perf_counter() - start)
@@ -155,7 +157,7 @@ def kernel_rows(threads: int, repeats: int, n: int, m: int, square: int) -> list
 
 def cold_fresh_row(threads: int, rounds: int, n: int, m: int, d: int, idle: float) -> dict:
     """The fresh-array kernel after the VM has taken freed memory back: each call (nytro,
-    the bare GEMM X @ Z.T, rbf_kernel; float64; order rotated) follows `idle` seconds of
+    the bare GEMM X @ Z.T, rbf_kernel; float64) follows `idle` seconds of
     sleep, past the guest's free-page reporting delay (2 s), so its result's pages are
     backed by the host anew, as for a first call in a process. The GEMM writes the same
     n x m result with none of the kernel's work, so sklearn / GEMM bounds what any kernel
@@ -167,17 +169,8 @@ def cold_fresh_row(threads: int, rounds: int, n: int, m: int, d: int, idle: floa
     fns = {"nytro": lambda: nytro.gaussian_kernel(X, Z, sigma, n_threads=threads),
            "gemm": lambda: X @ Z.T,
            "sklearn": lambda: rbf_kernel(X, Z, gamma=1 / (2 * sigma**2))}
-    names, times = list(fns), {name: [] for name in fns}
     with threadpool_limits(threads, user_api="blas"):
-        for fn in fns.values():
-            fn()  # warm-up
-        for r in range(rounds):
-            for name in names[r % 3:] + names[:r % 3]:
-                time.sleep(idle)
-                start = time.perf_counter()
-                fns[name]()
-                times[name].append(time.perf_counter() - start)
-    t = {name: statistics.median(v) for name, v in times.items()}
+        t = {name: statistics.median(v) for name, v in interleaved_times(fns, rounds, idle).items()}
     return {"threads": threads, "n": n, "m": m, "d": d, "idle_s": idle, "rounds": rounds,
             "nytro_s": t["nytro"], "gemm_s": t["gemm"], "sklearn_s": t["sklearn"],
             "speedup_vs_sklearn": t["sklearn"] / t["nytro"], "gemm_speedup_vs_sklearn": t["sklearn"] / t["gemm"]}

@@ -1,10 +1,10 @@
 // Memory advice for fresh buffers: transparent huge pages for the largest kernel
 // matrices (the stored K_nm of the direct solver: 16.7 GB on Covertype), and population
-// in one call for mid-sized ones (populate_pages). On the
-// Linux VMs measured here the first write to a fresh page costs 1.6 us per 4 KiB at 4 GiB
-// and more per page as the buffer grows: writing a fresh 16.7 GB K_nm took 35 s against
-// 5.6 s for the same kernel into memory already touched, and a 16 GiB first touch took
-// 36.5 s with 4 KiB pages against 13.0 s with huge pages.
+// in one call for mid-sized ones (populate_pages). On the Linux VMs measured here the
+// first write to a fresh page costs 1.6 us per 4 KiB at 4 GiB and more per page as the
+// buffer grows: writing a fresh 16.7 GB K_nm took 35 s against 5.6 s for the same kernel
+// into memory already touched, and a 16 GiB first touch took 36.5 s with 4 KiB pages
+// against 13.0 s with huge pages.
 #pragma once
 
 #include <cstddef>
@@ -18,9 +18,9 @@ namespace nytro::detail {
 // free fragments the host still backs. Measured on 2026-11-27 (2 threads, kernel into a
 // fresh array, each call after 3 s idle, 4 KiB / huge pages): 320 MB 104-179 / 260-312
 // ms, 1.6 GB 440 / 985 ms, 4 GB 1192 / 2977 ms, 8 GB 2734 / 4221 ms; Ijcnn's float64 fit
-// in a fresh process, its 1.6 GB K_nm stage 0.67-0.73 / 1.48-1.50 s (Covertype's float16
-// 5.6 GB: 5.3-5.6 / 6.2-6.9 s, its passes about 1 s slower on 4 KiB pages). Covertype's 16.7 GB
-// K_nm measured the other way at 535c317 (36.6 s with 4 KiB pages, 27.9 s with huge
+// in a fresh process, its 1.6 GB K_nm stage 0.67-0.73 / 1.48-1.50 s (Covertype's
+// float16 5.6 GB: 5.3-5.6 / 6.2-6.9 s, its passes about 1 s slower on 4 KiB pages).
+// Covertype's 16.7 GB K_nm measured the other way at 535c317 (36.6 s with 4 KiB pages, 27.9 s with huge
 // pages); the crossover between 8 and 16.7 GB is not measured. With memory freed moments
 // before (repeated calls in one process) huge pages win instead (320 MB: 195 -> 140 ms),
 // and single calls can stall in the "madvise" defragmentation mode's compaction.

@@ -7,8 +7,8 @@
 #include "parallel.hpp"
 
 #include <algorithm>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -27,12 +27,13 @@ constexpr Index kColBlock = 512;
 // its bytes. Measured on the 2-core benchmark machine, d = 90, m = 2000, 2 threads,
 // interleaved runs: into an existing 200000-row (3.2 GB) float64 array 2-28% faster
 // (median pair ratios of four runs, this VM being noisy), into a fresh one 3-9%; at 20000
-// rows (320 MB, about the VM's L3) 1-5%. Half-precision results are stored plainly:
-// streamed 32 bytes at a time they measured no faster.
+// rows (320 MB, about the VM's L3) 1-5%. Half-precision results (O != T) are stored
+// plainly: streamed 32 bytes at a time they measured no faster.
 constexpr double kStreamBytes = double(64 << 20);
 
-bool streams_output(Index rows, Index cols, std::size_t entry_bytes) {
-    return double(rows) * double(cols) * double(entry_bytes) >= kStreamBytes;
+template <class T, class O>
+bool streams_output(Index rows, Index cols) {
+    return std::is_same_v<O, T> && double(rows) * double(cols) * double(sizeof(O)) >= kStreamBytes;
 }
 
 void check_sigma(double sigma) {
@@ -183,12 +184,10 @@ void exp_of_negative_distances(const T* dots, const T* z_norms, T x_norm, O* out
     };
     Index j = 0;
     // Streamed stores need out + j aligned to a packet: the entries before go padded.
-    const auto address = reinterpret_cast<std::uintptr_t>(out);
-    stream = stream && address % sizeof(O) == 0;
     if (stream) {
-        const Index head = Index((width - (address / sizeof(O)) % width) % width);
-        if (head > 0) exp_padded(0, std::min(head, count));
-        j = std::min(head, count);
+        const auto entry = reinterpret_cast<std::uintptr_t>(out) / sizeof(O);
+        j = std::min(Index((width - entry % width) % width), count);
+        if (j > 0) exp_padded(0, j);
     }
     // Four packets at a time: one exp is a chain of about 20 dependent operations, so with
     // one packet per iteration the out-of-order window, not the arithmetic, set the pace.
@@ -250,7 +249,6 @@ void gaussian_kernel_packed(const MatrixCRef<T>& X, const PackedCenters<T>& cent
     const Index row_blocks = (n + kRowBlock - 1) / kRowBlock;
     const Index col_blocks = (m + block_cols - 1) / block_cols;
     const int threads = threads_for(2.0 * n * m * (d + 10), resolve_threads(n_threads));
-
     // Per thread: the block's rows in broadcast panels, and one strip of kRows x
     // block_cols dots, exponentiated row by row once its tiles are done.
     struct Scratch {
@@ -300,7 +298,7 @@ void gaussian_kernel_into(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double
     require(out.rows() == X.rows() && out.cols() == Z.rows(), "kernel output has the wrong shape");
     if (X.rows() == 0 || Z.rows() == 0) return;
     detail::gaussian_kernel_packed<T>(X, detail::PackedCenters<T>(Z, sigma), out, n_threads,
-                                      streams_output(out.rows(), out.cols(), sizeof(T)));
+                                      streams_output<T, T>(out.rows(), out.cols()));
 }
 
 namespace detail {
@@ -311,12 +309,12 @@ Matrix<O> gaussian_kernel_stored(const MatrixCRef<T>& X, const MatrixCRef<T>& Z,
     check_allocation(double(X.rows()) * double(Z.rows()) * sizeof(O),
                      "the kernel matrix (" + shape_text<O>(X.rows(), Z.rows()) + ")");
     Matrix<O> K(X.rows(), Z.rows());
-    // Before the first write: huge pages, mapped by all threads before the kernel runs.
+    // Before the first write: huge pages where advised, mapped by all threads.
     advise_huge_pages(K.data(), std::size_t(K.size()) * sizeof(O));
     populate_in_parallel(K.data(), std::size_t(K.size()) * sizeof(O), n_threads);
     if (X.rows() > 0 && Z.rows() > 0)
         gaussian_kernel_packed<T, O>(X, PackedCenters<T>(Z, sigma), K, n_threads,
-                                     std::is_same_v<O, T> && streams_output(K.rows(), K.cols(), sizeof(O)));
+                                     streams_output<T, O>(K.rows(), K.cols()));
     return K;
 }
 
