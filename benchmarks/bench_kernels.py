@@ -58,8 +58,9 @@ def interleaved_times(fns: dict, repeats: int, idle: float = 0.0) -> dict:
     for fn in fns.values():
         fn()  # warm-up
     order = np.random.default_rng(0)
+    names = list(fns)  # any hashable keys (tuples too)
     for _ in range(repeats):
-        for name in order.permutation(list(fns)):
+        for name in (names[i] for i in order.permutation(len(names))):
             time.sleep(idle)
             start = time.perf_counter()
             fns[name]()
@@ -176,6 +177,37 @@ def cold_fresh_row(threads: int, rounds: int, n: int, m: int, d: int, idle: floa
             "speedup_vs_sklearn": t["sklearn"] / t["nytro"], "gemm_speedup_vs_sklearn": t["sklearn"] / t["gemm"]}
 
 
+def thread_scaling_rows(thread_counts: list, repeats: int, n: int, m: int, square: int) -> list:
+    """The kernel (out=, d = 90 and 123) and the square GEMM of its dtype at every thread
+    count, all in the same random-order rounds: the speedup over the first count is the
+    median of the per-round ratios. Timed in separate phases, as the rows above are, the
+    1- and 2-thread figures can sit minutes apart on a VM whose speed drifts (1.60x at
+    d = 90 in the run at 0257734). The GEMM's own speedup is what the cores give."""
+    rng = np.random.default_rng(5)
+    rows = []
+    for dt in (np.float64, np.float32):
+        S = rng.standard_normal((square, square)).astype(dt)
+
+        def gemm(t):
+            with threadpool_limits(t, user_api="blas"):
+                S @ S
+
+        fns = {("gemm_square", None, t): (lambda t=t: gemm(t)) for t in thread_counts}
+        for d in (90, 123):
+            X = rng.uniform(-1, 1, (n, d)).astype(dt)
+            Z = rng.uniform(-1, 1, (m, d)).astype(dt)
+            K_out = np.ones((n, m), dtype=dt)
+            for t in thread_counts:
+                fns[("kernel_out", d, t)] = (lambda X=X, Z=Z, K_out=K_out, t=t, d=d:
+                                            nytro.gaussian_kernel(X, Z, np.sqrt(d) / 2, n_threads=t, out=K_out))
+        times = interleaved_times(fns, repeats)
+        for (case, d, t), seconds in times.items():
+            base = times[(case, d, thread_counts[0])]
+            rows.append({"dtype": np.dtype(dt).name, "case": case, "d": d, "threads": t,
+                         "seconds": statistics.median(seconds), "speedup": median_ratio(base, seconds)})
+    return rows
+
+
 def pass_rows(threads: int, repeats: int, n: int, k: int, probe: tuple) -> list:
     """The fused pass for one right-hand column (CG, nu, stepwise GD) and two (the
     Lanczos path's block products, basis vector and step-size estimate together). Each of
@@ -249,7 +281,8 @@ def main(argv=None) -> int:
     n, m = (int(v) for v in args.kernel_shape.split(","))
     pn, pk = (int(v) for v in args.pass_shape.split(","))
     report = {"machine": machine(), "command": "python benchmarks/bench_kernels.py " + " ".join(argv or []),
-              "limits": {}, "kernel": [], "cold_fresh": [], "fused_pass": [], "gram_pass": []}
+              "limits": {}, "kernel": [], "cold_fresh": [], "thread_scaling": [], "fused_pass": [],
+              "gram_pass": []}
     square = 4096 if not args.quick else 256
     probe_length = 100_000_000 if not args.quick else 1_000_000  # 800 MB, as limits.py
     probe = (np.ones(probe_length), np.ones(probe_length))
@@ -261,6 +294,8 @@ def main(argv=None) -> int:
         report["fused_pass"] += pass_rows(t, args.repeats, pn, pk, probe)
         for k in (int(v) for v in args.gram_k.split(",")):
             report["gram_pass"] += gram_rows(t, args.repeats, k)
+    if len(threads) > 1:
+        report["thread_scaling"] = thread_scaling_rows(threads, args.repeats, n, m, square)
     write_report(args.out, "bench_kernels", report, format_report(report))
     return 0
 
@@ -273,6 +308,12 @@ def write_report(out_dir: str, stem: str, report: dict, text: str) -> None:
     with open(os.path.join(out_dir, f"{stem}.md"), "w") as f:
         f.write(text)
     print(text)
+
+
+def square_of(report: dict) -> str:
+    """The square GEMM's size in the kernel rows, as text."""
+    sizes = {r["square"] for r in report["kernel"] if "square" in r}
+    return f"{sizes.pop()}^2" if len(sizes) == 1 else ""
 
 
 def format_report(report: dict) -> str:
@@ -307,6 +348,16 @@ def format_report(report: dict) -> str:
             lines.append(f"| {r['threads']} | {r['n']} x {r['m']} | {r['d']} | {r['idle_s']:.0f} | "
                          f"{r['nytro_s'] * 1e3:.0f} | {r['gemm_s'] * 1e3:.0f} | {r['sklearn_s'] * 1e3:.0f} | "
                          f"{r['speedup_vs_sklearn']:.2f}x | {r['gemm_speedup_vs_sklearn']:.2f}x |")
+    if report.get("thread_scaling"):
+        counts = sorted({r["threads"] for r in report["thread_scaling"]})
+        lines += ["", f"Thread scaling: every thread count in the same random-order rounds; speedup over "
+                  f"{counts[0]} thread(s) as the median of per-round ratios. The square GEMM's speedup is "
+                  "what the cores give.", "", "| dtype | case | d | threads | ms | speedup |",
+                  "|---|---|---|---|---|---|"]
+        for r in report["thread_scaling"]:
+            case = "kernel out=" if r["case"] == "kernel_out" else f"square GEMM {square_of(report)}"
+            lines.append(f"| {r['dtype']} | {case} | {r['d'] if r['d'] else '-'} | {r['threads']} | "
+                         f"{r['seconds'] * 1e3:.1f} | {r['speedup']:.2f}x |")
     lines += ["", "Fused pass: each round times 3 passes, then the read bandwidth; 'same rounds' is the "
               "median of the per-round ratios.", "",
               "| fused pass K^T(K a - y) | threads | n x k | columns of a | ms | GB/s of K | "
