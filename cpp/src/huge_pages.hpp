@@ -20,9 +20,12 @@ namespace nytro::detail {
 // ms, 1.6 GB 440 / 985 ms, 4 GB 1192 / 2977 ms, 8 GB 2734 / 4221 ms; Ijcnn's float64 fit
 // in a fresh process, its 1.6 GB K_nm stage 0.67-0.73 / 1.48-1.50 s (Covertype's
 // float16 5.6 GB: 5.3-5.6 / 6.2-6.9 s, its passes about 1 s slower on 4 KiB pages).
-// Covertype's 16.7 GB K_nm measured the other way at 535c317 (36.6 s with 4 KiB pages, 27.9 s with huge
-// pages); the crossover between 8 and 16.7 GB is not measured. With memory freed moments
-// before (repeated calls in one process) huge pages win instead (320 MB: 195 -> 140 ms),
+// Covertype's 16.7 GB K_nm measured the other way at 535c317 (36.6 s with 4 KiB pages,
+// 27.9 s with huge pages). Between them, cold, medians of 4 (4 KiB / huge): 10 GB 3.15 /
+// 4.00 s, 14 GB 5.07 / 5.31 s (a tie within the spread), while passes over a matrix this
+// large run faster on huge pages (Covertype float32: 12.6 and 10.9 s against 14.1 and
+// 17.3 s with 4 KiB pages forced). With memory freed moments before (repeated calls in
+// one process) huge pages win instead (320 MB: 195 -> 140 ms),
 // and single calls can stall in the "madvise" defragmentation mode's compaction.
 constexpr std::size_t kHugePageAdviceBytes = std::size_t(12) << 30;
 
