@@ -203,7 +203,7 @@ def thread_scaling_rows(thread_counts: list, repeats: int, n: int, m: int, squar
         times = interleaved_times(fns, repeats)
         for (case, d, t), seconds in times.items():
             base = times[(case, d, thread_counts[0])]
-            rows.append({"dtype": np.dtype(dt).name, "case": case, "d": d, "threads": t,
+            rows.append({"dtype": np.dtype(dt).name, "case": case, "d": d, "threads": t, "square": square,
                          "seconds": statistics.median(seconds), "speedup": median_ratio(base, seconds)})
     return rows
 
@@ -310,12 +310,6 @@ def write_report(out_dir: str, stem: str, report: dict, text: str) -> None:
     print(text)
 
 
-def square_of(report: dict) -> str:
-    """The square GEMM's size in the kernel rows, as text."""
-    sizes = {r["square"] for r in report["kernel"] if "square" in r}
-    return f"{sizes.pop()}^2" if len(sizes) == 1 else ""
-
-
 def format_report(report: dict) -> str:
     mach = report["machine"]
     lines = [f"Machine: {mach['cpu']}, {mach['cores']} cores; BLAS {mach['blas']}", ""]
@@ -355,7 +349,7 @@ def format_report(report: dict) -> str:
                   "what the cores give.", "", "| dtype | case | d | threads | ms | speedup |",
                   "|---|---|---|---|---|---|"]
         for r in report["thread_scaling"]:
-            case = "kernel out=" if r["case"] == "kernel_out" else f"square GEMM {square_of(report)}"
+            case = "kernel out=" if r["case"] == "kernel_out" else f"square GEMM {r['square']}^2"
             lines.append(f"| {r['dtype']} | {case} | {r['d'] if r['d'] else '-'} | {r['threads']} | "
                          f"{r['seconds'] * 1e3:.1f} | {r['speedup']:.2f}x |")
     lines += ["", "Fused pass: each round times 3 passes, then the read bandwidth; 'same rounds' is the "

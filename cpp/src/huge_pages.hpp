@@ -25,8 +25,8 @@ namespace nytro::detail {
 // 4.00 s, 14 GB 5.07 / 5.31 s (a tie within the spread), while passes over a matrix this
 // large run faster on huge pages (Covertype float32: 12.6 and 10.9 s against 14.1 and
 // 17.3 s with 4 KiB pages forced). With memory freed moments before (repeated calls in
-// one process) huge pages win instead (320 MB: 195 -> 140 ms),
-// and single calls can stall in the "madvise" defragmentation mode's compaction.
+// one process) huge pages win instead (320 MB: 195 -> 140 ms), and single calls can stall
+// in the "madvise" defragmentation mode's compaction.
 constexpr std::size_t kHugePageAdviceBytes = std::size_t(12) << 30;
 
 // Buffers from this size up to kPopulateOnceLimitBytes are populated in one call.

@@ -31,9 +31,13 @@ constexpr Index kColBlock = 512;
 // plainly: streamed 32 bytes at a time they measured no faster.
 constexpr double kStreamBytes = double(64 << 20);
 
+// The peel before the streamed packets (exp_of_negative_distances) reaches a packet
+// boundary only from an address that is a whole number of entries: a caller's array that
+// is not (a NumPy view at a byte offset) is stored plainly, as unaligned stores allow.
 template <class T, class O>
-bool streams_output(Index rows, Index cols) {
-    return std::is_same_v<O, T> && double(rows) * double(cols) * double(sizeof(O)) >= kStreamBytes;
+bool streams_output(const O* data, Index rows, Index cols) {
+    return std::is_same_v<O, T> && reinterpret_cast<std::uintptr_t>(data) % alignof(O) == 0 &&
+           double(rows) * double(cols) * double(sizeof(O)) >= kStreamBytes;
 }
 
 void check_sigma(double sigma) {
@@ -298,7 +302,7 @@ void gaussian_kernel_into(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double
     require(out.rows() == X.rows() && out.cols() == Z.rows(), "kernel output has the wrong shape");
     if (X.rows() == 0 || Z.rows() == 0) return;
     detail::gaussian_kernel_packed<T>(X, detail::PackedCenters<T>(Z, sigma), out, n_threads,
-                                      streams_output<T, T>(out.rows(), out.cols()));
+                                      streams_output<T, T>(out.data(), out.rows(), out.cols()));
 }
 
 namespace detail {
@@ -314,7 +318,7 @@ Matrix<O> gaussian_kernel_stored(const MatrixCRef<T>& X, const MatrixCRef<T>& Z,
     populate_in_parallel(K.data(), std::size_t(K.size()) * sizeof(O), n_threads);
     if (X.rows() > 0 && Z.rows() > 0)
         gaussian_kernel_packed<T, O>(X, PackedCenters<T>(Z, sigma), K, n_threads,
-                                     streams_output<T, O>(K.rows(), K.cols()));
+                                     streams_output<T, O>(K.data(), K.rows(), K.cols()));
     return K;
 }
 
