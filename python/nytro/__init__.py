@@ -6,6 +6,8 @@ kernel: memory O(n m), and one run gives the whole regularisation path. This pac
 has NYTRO and the paper's baselines as scikit-learn estimators backed by a C++ core,
 and ``nytro.reference``, the same routines in plain NumPy.
 """
+from importlib.metadata import PackageNotFoundError, version as _version
+
 from ._api import (gaussian_kernel, kernel_predict, kols, krls_path, landweber_path, nkrls_path,
                    nystrom_factor, nytro_path, sample_centers)
 from ._checks import paper_lambdas
@@ -14,7 +16,10 @@ from . import datasets
 from .estimators import (KOLSRegressor, KRLSRegressor, LandweberRegressor, NystromKRLSRegressor,
                          NytroRegressor)
 
-__version__ = "0.1.0"
+try:  # one version source: CMakeLists.txt's project(), via the installed metadata
+    __version__ = _version("nytro")
+except PackageNotFoundError:  # a dev build on PYTHONPATH, never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "NytroRegressor", "NystromKRLSRegressor", "KRLSRegressor", "LandweberRegressor", "KOLSRegressor",

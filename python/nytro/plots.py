@@ -1,17 +1,28 @@
-"""Plots of validation paths (matplotlib, written to files; no screen needed)."""
+"""Plots of validation paths (matplotlib, written to files; no screen needed).
+
+The figures are built on ``matplotlib.figure.Figure`` directly, not through pyplot, so
+drawing one neither selects a backend nor touches the caller's pyplot state.
+"""
 from __future__ import annotations
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (backend chosen first)
-import numpy as np  # noqa: E402
+
+def new_figure(**kwargs):
+    """A pyplot-free matplotlib Figure (``savefig`` renders it with Agg), imported lazily
+    so that ``import nytro`` and its submodules never load matplotlib."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as error:  # pragma: no cover - matplotlib is a base dependency
+        raise ImportError("nytro's plots need matplotlib: pip install matplotlib") from error
+    return Figure(**kwargs)
 
 
 def plot_validation_paths(nytro_estimator, nkrls_estimator, path, title=""):
     """Two panels: NYTRO's hold-out RMSE against the iteration t, and NKRLS's against
     lambda, each with the selected value marked. Writes a PNG to `path`."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
+    fig = new_figure(figsize=(10, 4), layout="constrained")
+    left, right = fig.subplots(1, 2)
     rmse = nytro_estimator.validation_rmse_
     t = np.arange(1, len(rmse) + 1)
     left.plot(t, rmse, color="tab:purple", label="NYTRO")
@@ -26,5 +37,4 @@ def plot_validation_paths(nytro_estimator, nkrls_estimator, path, title=""):
     if title:
         fig.suptitle(title)
     fig.savefig(path, dpi=120)
-    plt.close(fig)
     return path

@@ -58,15 +58,14 @@ def regime_panel(n, snr_min, snr_max, d_min, points):
 
 
 def _plot(panels, path):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
 
     cmap = ListedColormap([theory.METHOD_COLORS[name] for name in theory.METHODS])
-    fig, axes = plt.subplots(1, len(panels), figsize=(6.4 * len(panels), 5.2), squeeze=False,
-                             constrained_layout=True)
+    from ..plots import new_figure
+
+    fig = new_figure(figsize=(6.4 * len(panels), 5.2), layout="constrained")
+    axes = fig.subplots(1, len(panels), squeeze=False)
     for ax, panel in zip(axes[0], panels):
         n, snr, d = panel["n"], panel["snr"], panel["d_tilde"]
         ax.set_facecolor("#eeeeee")
@@ -91,7 +90,6 @@ def _plot(panels, path):
     fig.suptitle("Figure 1: the fastest method reaching KRLS's accuracy at lambda* = 1/(n SNR)\n"
                  "(the Discussion's times, constants 1)", fontsize=10)
     fig.savefig(path, dpi=130)
-    plt.close(fig)
     return path
 
 

@@ -99,12 +99,11 @@ def full_range_exponent(ms, times):
 
 
 def plot(result: dict, path: str) -> str:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from ..plots import new_figure
 
     ms = np.asarray(result["m"], dtype=float)
-    fig, (lin, log) = plt.subplots(1, 2, figsize=(12, 4.6), constrained_layout=True)
+    fig = new_figure(figsize=(12, 4.6), layout="constrained")
+    lin, log = fig.subplots(1, 2)
     for curve, data in result["curves"].items():
         label, color = CURVES[curve]
         mean, std = np.asarray(data["time_mean"], float), np.asarray(data["time_std"], float)
@@ -129,7 +128,6 @@ def plot(result: dict, path: str) -> str:
     fig.suptitle(f"σ = {result['sigma']:g}, n = {result['n_fit']} (+{result['n_val']} hold-out), "
                  f"{result['reps']} rep(s); {info['cpu_model']}, {info['threads_used']} threads", fontsize=9)
     fig.savefig(path, dpi=130)
-    plt.close(fig)
     return path
 
 

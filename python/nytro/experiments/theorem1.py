@@ -119,13 +119,12 @@ def summarize(result):
 
 
 def _plot(results, path, title):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from ..plots import new_figure
 
     styles = {"nystrom": ("NYTRO_t", "NKRLS_1/(gamma t)", "tab:purple", "#c9a400", "Theorem 4: NYTRO vs NKRLS"),
               "full": ("ES_t", "KRLS_1/(gamma t)", "tab:blue", "tab:orange", "Theorem 3 (m = n): ES vs KRLS")}
-    fig, axes = plt.subplots(1, len(results) + 1, figsize=(5.2 * (len(results) + 1), 4.6), constrained_layout=True)
+    fig = new_figure(figsize=(5.2 * (len(results) + 1), 4.6), layout="constrained")
+    axes = fig.subplots(1, len(results) + 1)
     ratio_ax = axes[-1]
     for ax, (key, result) in zip(axes, results.items()):
         it_name, tk_name, it_color, tk_color, panel_title = styles[key]
@@ -147,7 +146,6 @@ def _plot(results, path, title):
     ratio_ax.legend(fontsize=8)
     fig.suptitle(title, fontsize=10)
     fig.savefig(path, dpi=120)
-    plt.close(fig)
     return path
 
 
