@@ -35,7 +35,7 @@ sgemm (4096^2, numpy) and the read bandwidth (the dot product of two 800 MB vect
 ../shared/tools/limits.py). Run it alone on a quiet machine.
 
     NYTRO_DATA=/path/to/data python benchmarks/bench_stages.py --dataset covtype --reps 3 \
-        --out benchmarks/results/bench_stages_covtype
+        --out benchmarks/results/bench_stages
 """
 from __future__ import annotations
 
