@@ -10,20 +10,29 @@ import numpy as np
 class PathResult:
     """A gradient path (NYTRO, Landweber) and the iteration selected on it.
 
-    coef            : (m,) or (m, q) coefficients alpha at the selected t, over the
-                      centres given (the training rows for Landweber); prediction is
-                      ``gaussian_kernel(X, centers, sigma) @ coef``.
-    validation_rmse : RMSE on the hold-out set after iterations 1, 2, ... (empty
-                      without a hold-out set).
-    n_iter          : the selected t (max_iter without a hold-out set).
-    iterations_run  : iterations computed (fewer than max_iter after an early stop).
-    step_size       : the step actually used.
-    rank            : columns of the Nystrom factor R (n for Landweber).
-    solver          : "direct", "gram" or "spectral" ("reference" for nytro.reference).
-    products        : products with A^T A (K for Landweber) taken: iterations_run when
-                      stepping, far fewer when gd's iterates come from a Lanczos basis.
-    lambda_         : method "hybrid": the lambda selected with t (before multiplication
-                      by n); 0.0 for the other methods.
+    Attributes
+    ----------
+    coef : ndarray of shape (m,) or (m, q)
+        Coefficients alpha at the selected t, over the centres given (the training rows
+        for Landweber); prediction is ``gaussian_kernel(X, centers, sigma) @ coef``.
+    validation_rmse : ndarray
+        RMSE on the hold-out set after iterations 1, 2, ... (empty without a hold-out set).
+    n_iter : int
+        The selected t (max_iter without a hold-out set).
+    iterations_run : int
+        Iterations computed (fewer than max_iter after an early stop).
+    step_size : float
+        The step actually used.
+    rank : int
+        Columns of the Nystrom factor R (n for Landweber).
+    solver : str
+        "direct", "gram" or "spectral" ("reference" for nytro.reference).
+    products : int
+        Products with A^T A (K for Landweber) taken: iterations_run when stepping, far
+        fewer when gd's iterates come from a Lanczos basis.
+    lambda_ : float
+        Method "hybrid": the lambda selected with t (before multiplication by n); 0.0
+        for the other methods.
     """
 
     coef: np.ndarray
@@ -41,11 +50,18 @@ class PathResult:
 class TikhonovResult:
     """A Tikhonov path (KRLS, NKRLS) over a lambda grid and the lambda selected on it.
 
-    coef            : (m,) or (m, q) coefficients alpha at the selected lambda.
-    validation_rmse : one hold-out RMSE per lambda (empty without a hold-out set).
-    lambda_         : the selected lambda (before multiplication by n).
-    selected        : its index in the grid.
-    rank            : columns of R (NKRLS) or n (KRLS).
+    Attributes
+    ----------
+    coef : ndarray of shape (m,) or (m, q)
+        Coefficients alpha at the selected lambda.
+    validation_rmse : ndarray
+        One hold-out RMSE per lambda (empty without a hold-out set).
+    lambda_ : float
+        The selected lambda (before multiplication by n).
+    selected : int
+        Its index in the grid.
+    rank : int
+        Columns of R (NKRLS) or n (KRLS).
     """
 
     coef: np.ndarray
