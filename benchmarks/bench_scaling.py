@@ -1,8 +1,8 @@
 """OpenMP scaling of the core's stages, from one thread to all cores: each stage's speedup
 over one thread, and its rate against the machine's limit measured at the same thread count.
 
-The performance issue asks for 2 threads at >= 1.8x one thread on the kernel and the fused
-pass (bench_kernels.py measures that on this workplace's 2-core VM). This script follows
+The performance targets (docs/design.md, "Performance targets") ask for 2 threads at
+>= 1.8x one thread on the kernel and the fused pass (bench_kernels.py measures that). This script follows
 the same stages further, to as many cores as the machine has (the paper's own times are
 on 12 cores):
 
@@ -16,8 +16,8 @@ on 12 cores):
   update             one of the factor's updates of its trailing triangle, G -= B^T B with
                      B 128 x m_f (128 m_f^2 flops), against dgemm: what is left of the
                      factor beyond it is the panels' row-by-row work
-The limits (dgemm and sgemm 4096^2 through numpy's BLAS, the read bandwidth as
-../shared/tools/limits.py: the dot product of two 800 MB vectors) are measured at each
+The limits (dgemm and sgemm 4096^2 through numpy's BLAS, the read bandwidth as in
+docs/design.md, "The performance model": the dot product of two 800 MB vectors) are measured at each
 thread count in the same rounds. Every round runs every thread count in turn, so drift
 over the run moves all of them alike; figures are medians over the rounds.
 

@@ -1,6 +1,6 @@
 """Where one large fit's time goes, stage by stage, beside the time each stage's work takes
-at a limit of this machine measured in the same process (the performance issue asks the
-note to name what bounds a target that is not met, with the measured figure).
+at a limit of this machine measured in the same process (the performance targets in
+docs/design.md ask to name what bounds a target that is not met, with the measured figure).
 
 The fit is Table 2's `nytro-window` row (GD with the authors' window rule and threshold,
 the split and centres of `--seed`, Table 2's storage and solver), run with a progress
@@ -31,8 +31,8 @@ The core calls back at most every 20 ms, so on small data the stages merge; on
 Covertype each product takes most of a second.
 
 The limits are measured right before each fit, with the fit's thread count: dgemm and
-sgemm (4096^2, numpy) and the read bandwidth (the dot product of two 800 MB vectors, as
-../shared/tools/limits.py). Run it alone on a quiet machine.
+sgemm (4096^2, numpy) and the read bandwidth (the dot product of two 800 MB vectors, as in
+docs/design.md, "The performance model"). Run it alone on a quiet machine.
 
     NYTRO_DATA=/path/to/data python benchmarks/bench_stages.py --dataset covtype --reps 3 \
         --out benchmarks/results/bench_stages

@@ -4,7 +4,7 @@ Reads the LIBSVM `cpusmall` file (or the data kit's cpusmall/cpusmall.xz) throug
 nytro.datasets.load_dataset, so the arrays are preprocessed exactly as the loader does
 (features per column to [0, 1], raw target, first 6554 rows train, last 1638 test).
 
-    python benchmarks/make_cpusmall_npz.py /work/shared/data
+    python benchmarks/make_cpusmall_npz.py /path/to/data
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """nytro.datasets: the paper's datasets, the shipped cpuSmall, downloads, the synthetic stand-in.
 
-Tests on the real data need the NYTRO data kit: set NYTRO_DATA to its folder (CI and the
-development machine use /work/shared/data). The download tests only talk to an HTTP server
+Tests on the real data need the NYTRO data kit: set NYTRO_DATA to its folder (see
+docs/user_guide/reproducing.md). The download tests only talk to an HTTP server
 on 127.0.0.1 that they start themselves; nothing here touches the real network.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ from nytro.datasets import _files, _loaders
 KIT = os.environ.get("NYTRO_DATA")
 needs_kit = pytest.mark.skipif(
     not KIT or not Path(KIT).is_dir(),
-    reason="NYTRO_DATA is not set to the NYTRO data kit folder (e.g. /work/shared/data)")
+    reason="NYTRO_DATA is not set to the NYTRO data kit folder (see docs/user_guide/reproducing.md)")
 
 _CACHE: dict = {}
 

@@ -1,5 +1,5 @@
 """Bad input gets a clear exception that names the argument: never a crash, a hang or a
-silent NaN. DESIGN.md section 4: bad input -> ValueError, numerical failure ->
+silent NaN. docs/design.md, "Contracts": bad input -> ValueError, numerical failure ->
 RuntimeError, a request larger than the machine's memory -> MemoryError, raised before
 allocating.
 

@@ -1,4 +1,4 @@
-"""The five estimators against the scikit-learn conventions and DESIGN.md section 3:
+"""The five estimators against the scikit-learn conventions and docs/design.md, "Contracts":
 sklearn's own estimator checks, pickling, multi-output, dtypes and memory layouts,
 the fitted attributes, hold-out-free fits, reproducibility and the stopping rules."""
 from __future__ import annotations
@@ -70,7 +70,7 @@ def test_sklearn_compatible(estimator, check):
 # ---------------------------------------------------------------- contract
 @pytest.mark.parametrize("cls", ALL)
 def test_fitted_attributes(cls):
-    """DESIGN.md section 3: attribute names, shapes and their mutual consistency."""
+    """docs/design.md, "Contracts": attribute names, shapes and their mutual consistency."""
     n, d, m, max_iter = 100, 3, 10, 50
     n_train = n - round(0.2 * n)
     X, y = smooth_data(n, d)

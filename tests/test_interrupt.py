@@ -1,4 +1,4 @@
-"""Ctrl-C stops a long fit promptly (DESIGN.md section 4: check for Ctrl-C between
+"""Ctrl-C stops a long fit promptly (docs/design.md, "Contracts": check for Ctrl-C between
 iterations), and verbose=1 reports progress on stderr.
 
 The interrupt tests run the fit in a child interpreter, so that a core that ignores the

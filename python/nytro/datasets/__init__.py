@@ -5,7 +5,7 @@
 layout) from ``data_dir``, else ``$NYTRO_DATA``, else ``~/nytro_data``. Missing files are
 downloaded from their public address and verified first (pinned sha256, or row and label
 counts where the original's checksum is unknown). Scaling uses min/max over train and test
-together, as the authors did (see REPRODUCTION.md, "Kernel and preprocessing"):
+together, as the authors did (see docs/protocol.md, "Kernel and preprocessing"):
 
 =================  ====================================  ===============  ==============
 name               features                              target           train / test

@@ -228,7 +228,7 @@ _LOADERS = {"insurance": _insurance, "adult": _adult, "ijcnn1": _ijcnn1, "covtyp
 
 
 def load_dataset(name: str, data_dir=None, *, download: bool = True) -> Dataset:
-    """Load one of the paper's datasets, preprocessed as in REPRODUCTION.md.
+    """Load one of the paper's datasets, preprocessed as in docs/protocol.md.
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
 """The paper's experimental protocol, shared by the Table 2 and Figure 2 experiments.
 
-Everything here comes from ``REPRODUCTION.md`` (the authors' public code read where the
+Everything here comes from ``docs/protocol.md`` (the authors' public code read where the
 text is silent) and from the paper's Table 1 and Table 2:
 
 * per dataset: the number of centres m, the kernel bandwidth sigma, and the threshold of
@@ -78,7 +78,7 @@ PAPER_TABLE2 = {
     "ijcnn1": {"kols": _c(271, None, 730.62, None), "krls": _c(825.01, 6.81, 0.615, 0.002, 1.07e-8, 1.47e-8),
                "landweber": _c(154.82, 1.24, 0.457, 0.001, 489, 7.2),
                "nkrls": _c(160.28, 1.54, 0.469, 0.003, 1.07e-7, 1.15e-7),
-               # The paper prints 0.457; the authors' code records 0.477 (REPRODUCTION.md).
+               # The paper prints 0.457; the authors' code records 0.477 (docs/protocol.md).
                "nytro": _c(80.9, 0.4, 0.457, 0.001, 328.7, 2.6)},
     "yearprediction": {"nkrls": _c(1188.47, 36.7, 0.1015, 0.0002, 3.05e-7, 1.05e-7),
                        "nytro": _c(887, 6, 0.1149, 0.0002, 481, 6.1)},

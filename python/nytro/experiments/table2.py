@@ -4,7 +4,7 @@ datasets, with peers run on the same split and the same centres.
 
     python -m nytro table2 --datasets insurance,adult --reps 5 --data-dir DIR --out DIR
 
-Protocol (REPRODUCTION.md): a fresh, seeded 20% hold-out of the training set and m fresh
+Protocol (docs/protocol.md): a fresh, seeded 20% hold-out of the training set and m fresh
 centres drawn from the other 80% at every repetition; lambda from the paper's 100 values
 in [1e-15, 1] (times n), t up to 500; time.perf_counter around the fit only (training
 and model selection, kernels included; never the test prediction). Rows:
@@ -60,7 +60,7 @@ DEFAULT_DATASETS = ("insurance", "adult", "ijcnn1", "covtype", "yearprediction-s
 DEFAULT_METHODS = ("kols", "krls", "landweber", "nkrls", "nytro", "nytro-window", "nytro-hybrid")
 QUICK = {"n_train": 2000, "n_test": 2000, "m": 200, "max_iter": 50, "reps": 1}
 
-# What the authors' code recorded with the window rule (REPRODUCTION.md): t*, val, test.
+# What the authors' code recorded with the window rule (docs/protocol.md): t*, val, test.
 AUTHORS_WINDOW = {"insurance": (493, 0.50322, 0.46528), "adult": (None, 0.68641, 0.68743),
                   "ijcnn1": (329, 0.46100, 0.47718), "yearprediction": (481, 0.11578, 0.11487),
                   "covtype": (39, 0.82932, 0.91769)}
