@@ -330,7 +330,8 @@ def format_report(report: dict) -> str:
         same_rounds = f"{r['out_vs_square_interleaved']:.0%}" if "out_vs_square_interleaved" in r else "-"
         lines.append(f"| {r['dtype']} | {r['threads']} | {r['d']} | {r['nytro_gflops']:.1f} | "
                      f"{r['nytro_out_gflops']:.1f} | {r['nytro_out_gflops'] / peak:.0%} / {same_rounds} | "
-                     f"{r['nytro_gflops'] / r['gemm_gflops']:.0%} / {r['nytro_out_gflops'] / r['gemm_out_gflops']:.0%} | "
+                     f"{r['nytro_gflops'] / r['gemm_gflops']:.0%} / "
+                     f"{r['nytro_out_gflops'] / r['gemm_out_gflops']:.0%} | "
                      f"{r['speedup_vs_sklearn']:.1f}x / {r['out_speedup_vs_sklearn']:.1f}x |")
     if report.get("cold_fresh"):
         lines += ["", "Cold fresh arrays (float64): each call follows a sleep past the VM's free-page reporting "

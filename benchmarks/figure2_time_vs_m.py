@@ -2,7 +2,8 @@
 number of centres m (100..4000) on cpuSmall, with fitted growth exponents. Same as
 `python -m nytro figure2`.
 
-    python benchmarks/figure2_time_vs_m.py --out benchmarks/results/figure2 [--quick] [--reps N] [--m-max M] [--threads N]
+    python benchmarks/figure2_time_vs_m.py --out benchmarks/results/figure2 [--quick] [--reps N] [--m-max M] \
+        [--threads N]
 """
 from nytro.experiments.figure2 import main
 

@@ -50,7 +50,8 @@ LONG_CALLS = {
     "nytro_path hold-out": ("nytro.nytro_path(X[:1500], y[:1500], X[:100], 1.0, X_val=X[1500:], y_val=y[1500:], "
                             "max_iter=10**7, progress=progress)"),
     "landweber_path": "nytro.landweber_path(X[:500], y[:500], 1.0, max_iter=10**7, progress=progress)",
-    "NytroRegressor.fit": ("print('started', flush=True); nytro.NytroRegressor(n_centers=100, method='cg', max_iter=10**7, "
+    "NytroRegressor.fit": ("print('started', flush=True); "
+                           "nytro.NytroRegressor(n_centers=100, method='cg', max_iter=10**7, "
                            "validation_fraction=None).fit(X, y)"),
 }
 

@@ -11,7 +11,6 @@ import time
 import warnings
 
 import matplotlib.pyplot as plt
-import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from nytro import NystromKRLSRegressor, NytroRegressor

@@ -51,7 +51,8 @@ class LandweberRegressor(KernelRegressorBase):
         held_out = X_val.shape[0] > 0
         result = landweber_path(
             X_train, Y_train, self.sigma, X_val=X_val if held_out else None, y_val=Y_val if held_out else None,
-            method=self.method, nu=self.nu, max_iter=self.max_iter, step_size=self.step_size, stopping=self.stopping, tol=self.tol,
+            method=self.method, nu=self.nu, max_iter=self.max_iter, step_size=self.step_size, stopping=self.stopping,
+            tol=self.tol,
             window=self.window, n_iter_no_change=self.n_iter_no_change, iterates=self.iterates,
             n_threads=self.n_threads, progress=self._progress())
         self.centers_ = X_train

@@ -260,7 +260,8 @@ def summary(result: dict) -> str:
     shown = sorted({0, len(ms) // 4, len(ms) // 2, 3 * len(ms) // 4, len(ms) - 1})
     lines = [f"Figure 2 (cpuSmall, σ = {result['sigma']:g}, {result['reps']} rep(s), "
              f"{result['machine']['threads_used']} threads, {result['machine']['cpu_model']})", "",
-             "| curve | " + " | ".join(f"m={ms[i]}" for i in shown) + " | exponent (upper half) | exponent (all m) | paper |",
+             "| curve | " + " | ".join(f"m={ms[i]}" for i in shown)
+             + " | exponent (upper half) | exponent (all m) | paper |",
              "|---|" + "---|" * len(shown) + "---|---|---|"]
     for curve, data in result["curves"].items():
         cells = [P.format_mean_std(data["time_mean"][i], data["time_std"][i], "time") for i in shown]

@@ -453,7 +453,8 @@ def _run_peer(peer, method, ctx, nytro_record, X_tr, y_tr, X_val, y_val, centers
     if nytro_record.status == "ok" and nytro_record.time_s:
         record.ratio_to_nytro = seconds / nytro_record.time_s
     if seconds > settings.peer_budget_s:
-        skip_peer[peer] = f"skipped (>budget: repetition {rep + 1} took {seconds:.0f} s > {settings.peer_budget_s:.0f} s)"
+        skip_peer[peer] = (f"skipped (>budget: repetition {rep + 1} took {seconds:.0f} s > "
+                           f"{settings.peer_budget_s:.0f} s)")
     return record
 
 
@@ -514,7 +515,8 @@ def _paper_cells(dataset: dict, key: str):
 
 def markdown(result: dict) -> str:
     info = result["machine"]
-    lines = [f"# Table 2: time and test RMSE ({'QUICK mode, subsampled: not the paper protocol' if result['quick'] else 'paper protocol'})",
+    mode = "QUICK mode, subsampled: not the paper protocol" if result["quick"] else "paper protocol"
+    lines = [f"# Table 2: time and test RMSE ({mode})",
              "",
              f"Machine: {P.machine_line(info)}. nytro {info['nytro']}, NumPy {info['numpy']}, "
              f"scikit-learn {info['scikit-learn']}.",
@@ -532,9 +534,11 @@ def markdown(result: dict) -> str:
         lines.append("")
         lines.append(f"n_train = {ds['n_train']} ({ds['n_fit']} fit + {ds['n_val']} hold-out), n_test = "
                      f"{ds['n_test']}, d = {ds['d']}, m = {ds['m']}, σ = {ds['sigma']}, t ≤ {ds['max_iter']}, "
-                     f"{ds['n_lambdas']} λ, {len(ds['seeds'])} repetition(s) (seeds {ds['seeds'][0]}..{ds['seeds'][-1]}).")
+                     f"{ds['n_lambdas']} λ, {len(ds['seeds'])} repetition(s) "
+                     f"(seeds {ds['seeds'][0]}..{ds['seeds'][-1]}).")
         lines.append("")
-        lines.append("| method | time (s) | test RMSE | val RMSE | selected | × nytro | paper time (s) | paper RMSE | paper selected |")
+        lines.append("| method | time (s) | test RMSE | val RMSE | selected | × nytro "
+                     "| paper time (s) | paper RMSE | paper selected |")
         lines.append("|---|---|---|---|---|---|---|---|---|")
         for row in ds["summary"]:
             paper = _paper_cells(ds, row["method"])
@@ -548,7 +552,8 @@ def markdown(result: dict) -> str:
                     time_text += f" ({row['reps_ok']}/{row['reps']} reps)"
                 cells = [time_text, P.format_mean_std(row["test_rmse"], row["test_rmse_std"], "rmse"),
                          P.format_mean_std(row["val_rmse"], row["val_rmse_std"], "rmse"), _param_text(row), ratio]
-            lines.append(f"| {_label(row['method'], ds['max_iter'])} | " + " | ".join(cells) + " | " + " | ".join(paper) + " |")
+            lines.append(f"| {_label(row['method'], ds['max_iter'])} | " + " | ".join(cells) + " | "
+                         + " | ".join(paper) + " |")
         authors = ds.get("authors_window") or {}
         if authors:
             t = authors.get("t")
