@@ -77,9 +77,9 @@ template <class T>
 void multiply_right(const MatrixCRef<T>& A, const MatrixCRef<T>& R, bool upper, MatrixRef<T> out,
                     int n_threads) {
     // Tiles of 512 x 512 outputs: each task packs a 512-column slice of R and a 512-row
-    // slice of A, where 128-row panels against the whole of R spent a third of the time
-    // packing R at k = 5000 (measured: 105 -> 148 GFLOP/s at 838 x 5000, 124 -> 142 at
-    // 2097 x 2000, 2 threads). The widest column tiles, the most work, go first.
+    // slice of A, where 128-row panels against the whole of R spent much of their time
+    // packing R (measured: docs/design.md, "Measurements behind the code"). The widest
+    // column tiles, the most work, go first.
     const Index k = R.cols(), row_tiles = tiles_of(A.rows()), col_tiles = tiles_of(k);
     const double flops = 2.0 * A.rows() * R.rows() * R.cols();
     parallel_for(row_tiles * col_tiles, threads_for(flops, n_threads), [&](Index task, int) {
@@ -102,9 +102,9 @@ namespace {
 
 // Output blocks for a product with B: panels of kPanel rows across all of B's columns
 // when B is narrow (the iterations' one or two columns), else tiles of kOutputTile x
-// kOutputTile, so that a task packs a slice of B instead of the whole of it: at
-// k = 10000, 128-row panels each packing a 5000 x 5000 B held the triangular inverse's
-// products to 56 GFLOP/s. body(r0, rows, c0, cols) for every block; last_rows_first
+// kOutputTile, so that a task packs a slice of B instead of the whole of it (panels each
+// packing the whole of a wide B held the triangular inverse's products far below the GEMM
+// rate). body(r0, rows, c0, cols) for every block; last_rows_first
 // hands out the last row blocks first, where those of a triangular factor are the
 // heaviest.
 template <class Body>
@@ -210,9 +210,9 @@ constexpr Index kInverseLeaf = 128;
 // U^-1 in U's own storage, by halves: with U = [U11 U12; 0 U22], R11 = U11^-1, R22 =
 // U22^-1 and R12 = -R11 U12 R22, where the two products hold three quarters of the
 // k^3 / 3 flops and run as parallel triangular GEMMs. The halves are independent: two
-// threads take one each, and recurse alone (at k = 1910: 34 ms, against 45 ms for
-// parallel identity panels, each a single-threaded Eigen triangular solve, and 45 ms for
-// halves taken in turn with both threads on every product); more threads recurse
+// threads take one each, and recurse alone (faster than parallel identity panels, each a
+// single-threaded Eigen triangular solve, and than halves taken in turn with both threads
+// on every product); more threads recurse
 // together. U12 is read (into U12 R22) before R12 overwrites it, and each leaf is copied
 // before it is solved in place. The split depends on k only, so the bits do not depend
 // on the thread count. The strict lower part comes out zero.

@@ -80,7 +80,7 @@ Matrix<T> upper_triangular_inverse(const MatrixCRef<T>& U, int n_threads);
 
 // The same in U's own storage (strict lower part of U ignored, and set to zero): the
 // same bits as upper_triangular_inverse, without a second k x k matrix (800 MB at
-// k = 10000, whose first touch cost 0.2-2 s on the VMs measured here).
+// k = 10000, and a fresh buffer's first touch is slow: see huge_pages.hpp).
 template <class T>
 void invert_upper_triangular_in_place(Matrix<T>& U, int n_threads);
 

@@ -38,8 +38,8 @@ void FusedPass<T, S>::run(const MatrixCRef<T>& a, const MatrixCRef<T>* Y) {
                                " rows");
     // Up to kRowColumns outputs go through the row kernels, one column after the other
     // while the block stays in cache: Eigen's GEMM on a 16-row block with a one- or
-    // two-column right side runs several times slower than matrix-vector products (two
-    // columns, Insurance's K_nm: 7 ms a pass against 2.2 ms for one). Their shares are
+    // two-column right side runs several times slower than matrix-vector products. Their
+    // shares are
     // kept transposed (q x k), so that each output's is contiguous.
     const bool by_rows = q <= kRowColumns;
     if (by_rows) a_rows_ = a.transpose();
@@ -82,10 +82,8 @@ void FusedPass<T, S>::run(const MatrixCRef<T>& a, const MatrixCRef<T>* Y) {
 // S != T), outputs in pairs, each entry read once per pair. Pipelined by one block: the
 // sweep that computes block b's residual (its entries coming from memory) also adds block
 // b-1's share of the gradient (its entries still in L2, read by the previous sweep). Done
-// one after the other, the second sweep left the memory bus idle: with 2 threads, 40000 x
-// 5000 in float32 storage took 40 -> 35 ms (one output) and 43 -> 34 ms (two); in float64
-// 61 -> 57 and 70 -> 64 ms. Each share receives the same additions in the same order
-// either way, so the bits do not change.
+// one after the other, the second sweep left the memory bus idle. Each share receives the
+// same additions in the same order either way, so the bits do not change.
 template <class T, class S>
 void FusedPass<T, S>::rows_of_slot(Index begin, Index end, const MatrixCRef<T>* Y, Matrix<T>& share, int thread) {
     const Index k = K_.cols(), q = a_rows_.rows();

@@ -24,11 +24,9 @@ constexpr Index kMinChunk = 8, kMaxChunk = 64;
 // T is not known before the stop, and the rules that stop early are what this is for:
 // with T = T_max / 8, c = sqrt(T_max V / (4 I)). That gives 64 for the Gram solver on
 // Adult (I = 3.9 MB, V = 51 MB) and 16 for the direct solver on Covertype (I = 17.5 GB,
-// V = 33 GB, recomputed): its window rule stops at t = 38, and chunks of 32 (the same
-// formula with T = T_max) ran 26 iterations past it, 23 s. A path that always runs to
+// V = 33 GB, recomputed), whose window rule stops at t = 38. A path that always runs to
 // T_max (stopping "best" without patience) computes nothing past a stop, so it takes the
-// largest chunk: the products of a chunk also run faster with more columns (the
-// validation of 500 iterates on Insurance, float32 storage: 0.09 s at c = 32).
+// largest chunk: the products of a chunk also run faster with more columns.
 Index chunk_size(Index T_max, double validation_bytes, double iteration_bytes, bool runs_to_end) {
     if (runs_to_end) return std::min(kMaxChunk, std::max<Index>(T_max, 1));
     Index c = kMinChunk;

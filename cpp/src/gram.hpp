@@ -5,7 +5,7 @@
 // once, which saves n k^2 flops but loses another factor sqrt(cond(K_mm)) of precision
 // (measured: float32 coefficients off by 2e-4 instead of 4e-6). The second is taken only
 // in float64, with n >= 4k and cond(K_mm) <= 1 / sqrt(k eps), where its error is within
-// the first route's worst case (on Adult, m = 1000: 0.54 -> 0.34 s).
+// the first route's worst case.
 #pragma once
 
 #include "nytro/nystrom.hpp"
@@ -42,8 +42,8 @@ NormalEquations<T> stream_normal_equations(const MatrixCRef<T>& X, const MatrixC
 // The Gram solver's float32 storage: kernel blocks, A = K R and H in float32 from the
 // start (lower triangle only), C in T. The float32 tile products were already summed in
 // float32 over each block of rows; summing the few blocks in float32 as well adds
-// rounding far below theirs, and saves H's float64 copy (29 MB at k = 1910, whose first
-// touch alone cost 13 ms on the VMs measured here) and the cast.
+// rounding far below theirs, and saves H's float64 copy (and its first touch) and the
+// cast.
 template <class T>
 NormalEquations<T, float> stream_float_normal_equations(const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
                                                         const MatrixCRef<T>& centers,

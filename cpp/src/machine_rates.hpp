@@ -8,8 +8,8 @@ namespace nytro::detail {
 constexpr double kFlopsPerSecond = 1e11;
 // A byte of a matrix streamed through a matrix-vector product.
 constexpr double kBytesPerSecond = 3e10;
-// A byte of freshly allocated memory at its first write (page faults): 0.4-0.5 ms per MB
-// on the VMs measured here for buffers of a few hundred MB, less on bare metal.
+// A byte of freshly allocated memory at its first write (page faults), for buffers of a
+// few hundred MB (measured: docs/design.md, "Measurements behind the code").
 constexpr double kFreshBytesPerSecond = 3e9;
 
 }  // namespace nytro::detail

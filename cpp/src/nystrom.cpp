@@ -41,7 +41,7 @@ constexpr Index kTeamColumns = 1024;
 // in equal parts (the panel rows' and those between a and b); each thread swaps the
 // tails of rows a and b in its own columns [begin, end). No two threads touch the same
 // entry. (Thread 0 alone taking the panel rows, and the rows between a and b split by
-// column ownership: 0.53 s of a 5.4 s factor at m = 10000 on 2 threads; 0.36 s here.)
+// column ownership, was slower.)
 template <class T>
 void swap_pivot(Matrix<T>& W, Index from, Index a, Index b, Index begin, Index end, const detail::Team& team) {
     const auto [above_begin, above_end] = team.share(a - from);
@@ -63,7 +63,7 @@ struct PivotPanel {
 // The rows of each panel, finished, still lack the column swaps of every later panel.
 // They get them here, one gather per row: row'[c] = row[source[c]], with `source` the
 // composition of the later swaps. (Replaying each panel's swaps on all earlier rows
-// touched two cache lines per row and swap: 12 ms of the factor's 135 at m = 2000.)
+// touched two cache lines per row and swap.)
 template <class T>
 void apply_later_swaps(Matrix<T>& W, const std::vector<PivotPanel>& panels) {
     const Index m = W.cols();
@@ -129,7 +129,7 @@ struct alignas(64) Candidate {
 // part for the whole panel, so that its slab of the panel's rows stays in its cache. A
 // pivot costs the team one barrier (to compare the threads' candidates), two when it
 // swaps; a fork and join per pivot, as before, cost more than the row itself past four
-// threads (m = 5000 on 16 cores: the factor at 3.2x one thread on 4 threads, 3.7x on 16).
+// threads.
 template <class T>
 Index factor_panel(Matrix<T>& W, Vector<T>& d, std::vector<Index>& order, std::vector<std::pair<Index, Index>>& swaps,
                    Index j0, Index j1, T threshold, int n_threads) {
@@ -188,11 +188,11 @@ Index factor_panel(Matrix<T>& W, Vector<T>& d, std::vector<Index>& order, std::v
 // a matrix-vector product (finish_row, by a team of threads: factor_panel); the trailing
 // triangle is updated once per panel by a parallel rank-128 update. Panels of 128 rather
 // than 64 double the matrix-vector work but run the update's GEMMs at a deeper inner
-// dimension: at m = 5000, 0.71 -> 0.60 s for the two together, and at m = 10000, 5.65 ->
-// 4.52 s (2 threads). Stops when the largest remaining Schur diagonal is <= rank_tol *
-// max(diag K): a duplicated centre is never picked, its remaining diagonal being zero.
-// W is K, overwritten by the factor (a fresh copy of a 32 MB K_mm costs 17 ms in page
-// faults on the VMs measured here: the fit's own kernel is handed over instead).
+// dimension, which wins overall. Stops when the largest remaining Schur diagonal is
+// <= rank_tol * max(diag K): a duplicated centre is never picked, its remaining diagonal
+// being zero.
+// W is K, overwritten by the factor (a fresh copy of K_mm would pay its page faults: the
+// fit's own kernel is handed over instead).
 template <class T>
 NystromFactor<T> pivoted_factor(Matrix<T> W, double rank_tol, bool invert, int n_threads) {
     const Index m = W.rows();
@@ -254,7 +254,7 @@ NystromFactor<T> jittered_cholesky_factor(Matrix<T> shifted, double jitter, bool
 // T^T T = S^T K_mm S and R = S T^-1. When rounding leaves S^T K_mm S not quite positive
 // definite, its eigendecomposition (positive part) replaces the Cholesky factor. The
 // products, the Cholesky factor and T's inverse run on the core's threads (Eigen's own
-// are single-threaded here): at m = 4000 they took 7-8 s of the factor's 18 s before.
+// are single-threaded here).
 template <class T>
 NystromFactor<T> qr_factor(const MatrixCRef<T>& K, double rank_tol, int n_threads) {
     const Index m = K.rows();

@@ -30,10 +30,10 @@ using detail::kFreshBytesPerSecond;
 
 // Products with H that gd's Lanczos basis takes for t_max iterates, at most k (a
 // complete basis); the stepwise path takes t_max. Since the basis grows only as far as
-// its bound needs (95b5ded) the counts grow about as t_max^(1/4) on kernel spectra:
-// 26-34 for 500 on Adult, Insurance and Ijcnn in float64 (16-22 with float32 storage),
-// 46 and 70 for 20000 and 100000 on a 4000 x 1000 problem. The former sqrt(t_max) model
-// (41 at 500) sent Adult to the gram solver: 0.71 s, against 0.48 s by direct.
+// its bound needs, the counts grow about as t_max^(1/4) on kernel spectra: 26-34 for 500
+// on Adult, Insurance and Ijcnn in float64 (16-22 with float32 storage), 46 and 70 for
+// 20000 and 100000 on a 4000 x 1000 problem. A sqrt(t_max) model (41 at 500) sent Adult
+// to the slower gram solver.
 double lanczos_products(Index max_iter, Index k) {
     const double t = double(max_iter);
     return std::min({t, 8.0 + 4.0 * std::sqrt(std::sqrt(t)), double(k)});
@@ -45,7 +45,7 @@ double lanczos_products(Index max_iter, Index k) {
 // iterates come from a Lanczos basis, so the path takes tens of products (above)
 // and validates the basis (k vectors) rather than every iterate. That makes the direct
 // solver's n k bytes per product cheaper than forming A^T A (2-3 n k^2 flops) wherever
-// K_nm fits in memory: Insurance float64 0.50 s by gram, 0.30 s by direct.
+// K_nm fits in memory.
 // inverse_pending: the factor is held as U (FitFactor), and the solvers that need R as a
 // matrix (gram, spectral) pay for its k^3 / 3-flop inverse, which direct never forms.
 Solver choose_solver(Index n, Index n_val, Index k, Index max_iter, bool upper, bool inverse_pending, double stored,
@@ -72,8 +72,7 @@ Solver choose_solver(Index n, Index n_val, Index k, Index max_iter, bool upper, 
     // widens each entry in registers, which costs it about 30% over a plain float32 pass
     // (bench_kernels, 40000 x 5000).
     const double pass_bytes = stored < computed ? 1.3 * stored : stored;
-    // The stored kernel is fresh memory, and its first touch costs: 0.4-0.5 ms per MB on
-    // the VMs measured here (0.1 s for Adult's 208 MB), less on bare metal.
+    // The stored kernel is fresh memory, and its first touch costs (kFreshBytesPerSecond).
     const double first_touch = double(n) * double(k) * stored / kFreshBytesPerSecond;
     const double direct =
         products * (double(n) * double(k) * pass_bytes + (upper ? 1.0 : 2.0) * kk * computed) / kBytesPerSecond +

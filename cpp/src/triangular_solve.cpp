@@ -16,9 +16,8 @@ constexpr Index kStep = 256;
 // Right-hand sides up to kNarrow columns go column by column through matrix-vector
 // kernels (Eigen's GEMM on one or two columns is several times slower); the update is
 // then split into tasks of kNarrowRows outputs. Wider ones go in tiles of kTileColumns
-// columns by kWideRows rows: a step has several tasks even for one tile (64 columns,
-// the validation's chunk of iterates, k = 10000, 2 threads: the two solves took 454 ms
-// with whole steps as tasks, 248 ms in these, against 193 ms for the products with R).
+// columns by kWideRows rows: a step has several tasks even for one tile (the
+// validation's chunk of iterates), which whole steps as tasks did not give.
 constexpr Index kNarrow = 4;
 constexpr Index kNarrowRows = 32;
 constexpr Index kWideRows = 64;

@@ -1,8 +1,8 @@
 // Solves with an upper triangular U (its strict lower part ignored) in place of products
 // with its inverse R = U^-1. The pivoted and jittered-Cholesky Nystrom factors are kept
 // as U (FitFactor), and a fit whose solver only lifts vectors (R p and R^T g: the direct
-// solver) never forms R, saving the inverse's k^3 / 3 flops: 4.4 s of the pivoted
-// factor's 12.5 s at k = 10000 (2 threads). A solve reads U's triangle once, as a
+// solver) never forms R, saving the inverse's k^3 / 3 flops, a third of the factor's
+// cost. A solve reads U's triangle once, as a
 // product with R does. The blocks and tasks are fixed by the shapes alone, so the bits
 // do not depend on the thread count.
 #pragma once

@@ -1,9 +1,8 @@
 // out = M B for M stored in float32 and B, out in float64, on register tiles
 // (micro_tile.hpp): the validation's products of the hold-out kernel with a few dozen
 // coefficient vectors. Eigen's GEMM on M widened into a double buffer spent more time
-// widening, packing and forking than multiplying: Covertype's streamed hold-out kernel
-// times 17 basis vectors (104582 x 10000) took 2.2-2.6 s, of which the float32 kernel
-// itself 0.8 s; 1.8-2.0 s here. Each group of kRows rows of M is widened as it is packed,
+// widening, packing and forking than multiplying. Each group of kRows rows of M is
+// widened as it is packed,
 // once, and B's panels are packed once for all the blocks (WidenedProduct).
 #include "dense.hpp"
 #include "micro_tile.hpp"

@@ -1,8 +1,7 @@
 // Dense Cholesky factorisation A = L L^T of a symmetric positive definite matrix, with an
-// optional LAPACK backend. Eigen's LLT runs its rank updates on one thread and reaches
-// about 26-30 GFLOP/s at k = 1900-3300 on the 2-core benchmark machine; OpenBLAS's ?potrf
-// reaches 73-93 there, so callers that have a LAPACK (the Python bindings take SciPy's)
-// register its ?potrf here. The paper's NKRLS factors one such matrix per lambda.
+// optional LAPACK backend. Eigen's LLT runs its rank updates on one thread, well below a
+// multithreaded LAPACK ?potrf, so callers that have a LAPACK (the Python bindings take
+// SciPy's) register its ?potrf here. The paper's NKRLS factors one such matrix per lambda.
 #pragma once
 
 #include "nytro/types.hpp"

@@ -1,6 +1,6 @@
 // Symmetric eigendecomposition, with an optional LAPACK backend. Eigen's own dense
-// solver is about 7x slower than LAPACK's divide and conquer at m = 2000, so callers
-// that have a LAPACK (the Python bindings take SciPy's) register its ?syevd here.
+// solver is several times slower than LAPACK's divide and conquer, so callers that have
+// a LAPACK (the Python bindings take SciPy's) register its ?syevd here.
 #pragma once
 
 #include "nytro/types.hpp"

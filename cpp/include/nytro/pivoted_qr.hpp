@@ -1,8 +1,7 @@
 // Column-pivoted QR of a symmetric matrix, with an optional LAPACK backend (?geqp3, then
-// ?orgqr for Q). Eigen's ColPivHouseholderQR is unblocked and runs on one thread: the
-// "qr" Nystrom factor of a 4000 x 4000 K_mm spent 24 s in it and 5 s forming Q on the
-// 2-core benchmark machine. Callers that have a LAPACK (the Python bindings take SciPy's,
-// as the reference's scipy.linalg.qr does) register it here.
+// ?orgqr for Q). Eigen's ColPivHouseholderQR is unblocked and runs on one thread, which
+// dominates the "qr" Nystrom factor. Callers that have a LAPACK (the Python bindings
+// take SciPy's, as the reference's scipy.linalg.qr does) register it here.
 #pragma once
 
 #include "nytro/types.hpp"

@@ -70,18 +70,17 @@ class NytroRegressor(KernelRegressorBase):
         them from a Lanczos basis of the Krylov space of (A^T A, A^T y), grown until a
         computed bound puts every iterate up to max_iter within 64 machine epsilons of the
         stepwise one (64 float32 epsilons with storage="float32", the rounding of the
-        stored operator): tens of products with A^T A instead of one per iteration (28
-        for 500 iterations on Insurance, m = 2000; 18 with storage="float32"). Where the
-        bound is not met within the basis' size limit, the path is stepped instead.
+        stored operator): tens of products with A^T A instead of one per iteration.
+        Where the bound is not met within the basis' size limit, the path is stepped
+        instead.
         "auto" uses it in float64 compute except with the "spectral" solver (whose
         iterations already cost O(m)); float32 compute steps, as the basis would amplify
         its rounding.
     factor : {"pivoted", "qr", "cholesky"}, default="pivoted"
         How R with R R^T = K_mm^+ is computed: rank-revealing pivoted Cholesky (fast),
         the paper's pivoted QR + Cholesky, or the authors' Cholesky of K_mm + 1e-10 I.
-        "qr" costs far more than the others: at m = 4000 on 2 cores about 13 s, against
-        1 s for "pivoted" (its column-pivoted QR, LAPACK's ?geqp3, is half matrix-vector
-        work).
+        "qr" costs far more than the others (its column-pivoted QR, LAPACK's ?geqp3, is
+        half matrix-vector work).
     solver : {"auto", "direct", "gram", "spectral"}, default="auto"
         "direct" stores K_nm and reads it once per product with A^T A; "gram" forms A^T A
         once from streamed blocks (K_nm never stored) and iterates in m dimensions;
@@ -98,10 +97,9 @@ class NytroRegressor(KernelRegressorBase):
         that K_mm barely separates, so the factor's rank_tol defaults to 1e-4 instead of
         m * machine epsilon and the centres within that Schur residual of the others are
         dropped (with factor "pivoted" or "qr"; "cholesky" is refused). K_nm then has
-        rank_ columns at 2 bytes each: on Covertype (m = 10000) 6635 of them, 5.6 GB
-        instead of 16.7 GB in float32, a window-rule fit in 16-18 s instead of 28 s on 2
-        cores at the same t* (38) and test RMSE 0.913269 against 0.913370. Check the
-        hold-out path against "float32" before relying on it for long paths.
+        rank_ columns at 2 bytes each (on Covertype, m = 10000, about two thirds of the
+        centres are kept). Check the hold-out path against "float32" before relying on it
+        for long paths.
         np.float32 / np.float16 and their dtypes mean the same.
     validation_fraction : float in (0, 1) or None, default=0.2
         Hold-out share used to select t; None runs exactly `max_iter` iterations on all rows.

@@ -249,8 +249,8 @@ class Timer:
 
     The clock starts after ``settle`` seconds of sleep: a BLAS pool that has just worked
     (the previous fit's, often a peer's OpenBLAS) keeps its threads spinning for a while,
-    and on 2 cores they take time from the next fit (measured: Insurance's float32 NYTRO
-    fit right after a numpy GEMM 0.52-0.54 s, after a 0.5 s pause 0.48-0.49 s). Every
+    and on 2 cores they take time from the next fit (measured: docs/design.md,
+    "Measurements behind the code"). Every
     method and peer gets the same pause."""
 
     SETTLE_S = 0.25
