@@ -13,9 +13,35 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 namespace nytro {
 namespace {
+
+// The eigendecomposition behind the eigh solves, always in float64. A float32 ?syevd is
+// only backward stable to a few float32 epsilons of ||H||, and (H + shift I)^-1 amplifies
+// that by up to cond(H + shift I): on a kernel with cond ~ 1e5 the coefficients then
+// drift 10-40x further from the float64 answer than the rounding of H itself implies
+// (and than NumPy's float32 eigh), by an amount that depends on the LAPACK's kernels and
+// so on the CPU. In float64 the only float32 errors left are those of H and of the result.
+struct Eigenbasis {
+    Eigen::VectorXd values;
+    Matrix<double> vectors;
+};
+
+template <class T>
+Eigenbasis eigenbasis(const Matrix<T>& H) {
+    Eigenbasis basis;
+    if constexpr (std::is_same_v<T, double>) {
+        symmetric_eigen<double>(H, basis.values, basis.vectors);
+    } else {
+        check_allocation(double(H.size()) * sizeof(double),
+                         "the float64 copy of " + shape_text<T>(H.rows(), H.cols()));
+        const Matrix<double> wide = H.template cast<double>();
+        symmetric_eigen<double>(wide, basis.values, basis.vectors);
+    }
+    return basis;
+}
 
 // Solutions (H + shift I)^-1 C for every shift = lambda n, side by side (k x q*L).
 // eigh: one eigendecomposition H = V diag(s) V^T serves every lambda exactly, with s
@@ -48,9 +74,9 @@ public:
                 }
             }
             decompose();
-            Matrix<T> scaled = projected_;
-            for (Index i = 0; i < k; ++i) scaled.row(i) /= static_cast<T>(values_[i] + shifts[l]);
-            block.noalias() = vectors_ * scaled;
+            Matrix<double> scaled = projected_;
+            for (Index i = 0; i < k; ++i) scaled.row(i) /= basis_.values[i] + shifts[l];
+            block = (basis_.vectors * scaled).template cast<T>();
             if (callback) callback({"lambda", l + 1, L});
         }
         return out;
@@ -59,10 +85,9 @@ public:
 private:
     void decompose() {
         if (decomposed_) return;
-        Vector<T> w;
-        symmetric_eigen<T>(H_, w, vectors_);
-        values_ = w.template cast<double>().cwiseMax(0.0);
-        projected_ = vectors_.transpose() * C_;
+        basis_ = eigenbasis<T>(H_);
+        basis_.values = basis_.values.cwiseMax(0.0);
+        projected_ = basis_.vectors.transpose() * C_.template cast<double>();
         decomposed_ = true;
     }
 
@@ -70,8 +95,8 @@ private:
     const Matrix<T>& C_;
     TikhonovSolver solver_;
     bool decomposed_ = false;
-    Eigen::VectorXd values_;
-    Matrix<T> vectors_, projected_;
+    Eigenbasis basis_;
+    Matrix<double> projected_;
 };
 
 std::vector<double> scaled(const std::vector<double>& lambdas, Index n) {
@@ -160,16 +185,14 @@ Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma, dou
     const double cut_ratio = rcond < 0 ? double(n) * std::numeric_limits<T>::epsilon() : rcond;
     require(cut_ratio < 1, "rcond must be < 1, got " + format_number(rcond));
     const Matrix<T> K = gaussian_kernel<T>(X, X, sigma, detail::resolve_threads(n_threads));
-    Vector<T> w;
-    Matrix<T> V;
-    symmetric_eigen<T>(K, w, V);
-    const double cut = cut_ratio * double(w.cwiseAbs().maxCoeff());
-    Matrix<T> projected = V.transpose() * Y;
+    const auto [w, V] = eigenbasis<T>(K);  // float64, as for the Tikhonov solves
+    const double cut = cut_ratio * w.cwiseAbs().maxCoeff();
+    Matrix<double> projected = V.transpose() * Y.template cast<double>();
     for (Index i = 0; i < n; ++i) {
-        if (double(w[i]) > cut) projected.row(i) /= w[i];
+        if (w[i] > cut) projected.row(i) /= w[i];
         else projected.row(i).setZero();
     }
-    Matrix<T> coef = V * projected;
+    Matrix<T> coef = (V * projected).template cast<T>();
     if (!coef.allFinite()) throw std::runtime_error("pinv(K) y is not finite (overflow)");
     return coef;
 }
