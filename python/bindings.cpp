@@ -347,5 +347,6 @@ PYBIND11_MODULE(_core, m) {
     m.def("has_lapack", &nytro::has_lapack_syevd);
     m.def("has_lapack_qr", &nytro::has_lapack_qr);
     m.def("physical_memory_bytes", &nytro::physical_memory_bytes);
+    m.def("default_threads", &nytro::default_threads);
     register_scipy_lapack();
 }

@@ -6,8 +6,8 @@ kernel: memory O(n m), and one run gives the whole regularisation path. This pac
 has NYTRO and the paper's baselines as scikit-learn estimators backed by a C++ core,
 and ``nytro.reference``, the same routines in plain NumPy.
 """
-from ._api import (gaussian_kernel, kernel_predict, kols, krls_path, landweber_path, nkrls_path,
-                   nystrom_factor, nytro_path, sample_centers)
+from ._api import (default_n_threads, gaussian_kernel, kernel_predict, kols, krls_path, landweber_path,
+                   nkrls_path, nystrom_factor, nytro_path, sample_centers)
 from ._checks import paper_lambdas
 from ._results import PathResult, TikhonovResult
 from . import datasets
@@ -20,5 +20,5 @@ __all__ = [
     "NytroRegressor", "NystromKRLSRegressor", "KRLSRegressor", "LandweberRegressor", "KOLSRegressor",
     "gaussian_kernel", "kernel_predict", "sample_centers", "nystrom_factor", "nytro_path",
     "landweber_path", "nkrls_path", "krls_path", "kols", "paper_lambdas", "PathResult",
-    "TikhonovResult", "__version__",
+    "TikhonovResult", "default_n_threads", "__version__",
 ]
