@@ -2,6 +2,7 @@
 // KOLS (eq. 3) as the pseudo-inverse limit.
 #include "dense.hpp"
 #include "input_checks.hpp"
+#include "memory_plan.hpp"
 #include "gram.hpp"
 #include "nystrom_setup.hpp"
 #include "nytro/cholesky.hpp"
@@ -139,23 +140,38 @@ TikhonovResult<T> nkrls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, con
     require(options.storage != Storage::float16,
             "storage='float16' is for NYTRO's stored K_nm; NKRLS takes None or 'float32'");
     const bool low = options.storage == Storage::float32;
-    auto setup = detail::prepare_nystrom<T>(centers, sigma, options.factor, threads, options.callback);
-    const double k = double(setup.factor.rank());
-    setup.validation = detail::make_validation<T>(X_val, Y_val, setup.used, sigma, threads, low,
-                                                  4.0 * k * k * sizeof(T));  // H, its eigenvectors, solves
-    const auto normal =
-        detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads), sigma, threads,
-                                           options.callback, low);
-    ShiftedSolves<T> solves(normal.H, normal.C, options.solver);
-    const Matrix<T> betas = solves.solve_all(scaled(lambdas, X.rows()), options.callback);
-    Matrix<T> alphas(setup.used.rows(), betas.cols());
-    setup.factor.lift(betas, alphas, threads);
+    const double m = double(centers.rows()), m2 = m * m, L = double(lambdas.size());
+    detail::MemoryPlan plan("Nystrom KRLS on m = " + std::to_string(centers.rows()) + " centres (n_centers)");
+    plan.add(detail::MemoryPlan::factor, "K_mm and its factor (2 x m x m)", 2.0 * m2 * sizeof(T));
+    plan.add(detail::MemoryPlan::solve, "the factor, R and A^T A (3 x m x m)", 3.0 * m2 * sizeof(T));
+    if (options.solver == TikhonovSolver::eigh)
+        plan.add(detail::MemoryPlan::solve, "the float64 eigendecomposition of A^T A (4 x m x m)", 4.0 * m2 * 8.0);
+    else
+        plan.add(detail::MemoryPlan::solve, "A^T A + lambda n I, factored (m x m)", m2 * sizeof(T));
+    plan.add(detail::MemoryPlan::solve, "the solutions for every lambda (2 x m x q L)",
+             2.0 * m * double(Y.cols()) * L * sizeof(T));
+    plan.advise("n_centers <= " + std::to_string(Index(std::sqrt(double(available_memory_bytes()) /
+                                                                  (3.0 * sizeof(T) + 32.0)))));
+    plan.check();
+    return plan.guard([&] {
+        auto setup = detail::prepare_nystrom<T>(centers, sigma, options.factor, threads, options.callback);
+        const double k = double(setup.factor.rank());
+        setup.validation = detail::make_validation<T>(X_val, Y_val, setup.used, sigma, threads, low,
+                                                      4.0 * k * k * sizeof(T));  // H, its eigenvectors, solves
+        const auto normal =
+            detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads), sigma, threads,
+                                               options.callback, low);
+        ShiftedSolves<T> solves(normal.H, normal.C, options.solver);
+        const Matrix<T> betas = solves.solve_all(scaled(lambdas, X.rows()), options.callback);
+        Matrix<T> alphas(setup.used.rows(), betas.cols());
+        setup.factor.lift(betas, alphas, threads);
 
-    TikhonovResult<T> result;
-    result.rank = setup.factor.rank();
-    select<T>(alphas, q, setup.validation.get(), threads, result);
-    result.coef = detail::scatter_rows<T>(result.coef, setup.factor.support(), centers.rows());
-    return result;
+        TikhonovResult<T> result;
+        result.rank = setup.factor.rank();
+        select<T>(alphas, q, setup.validation.get(), threads, result);
+        result.coef = detail::scatter_rows<T>(result.coef, setup.factor.support(), centers.rows());
+        return result;
+    });
 }
 
 template <class T>
@@ -165,16 +181,29 @@ TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, doub
     detail::check_training_data<T>(X, Y, X_val, Y_val);
     detail::check_lambdas(lambdas, X_val.rows() > 0);
     const int threads = detail::resolve_threads(options.n_threads);
-    const Matrix<T> K = gaussian_kernel<T>(X, X, sigma, threads);
-    const Matrix<T> Yc = Y;
-    ShiftedSolves<T> solves(K, Yc, options.solver);
-    const Matrix<T> alphas = solves.solve_all(scaled(lambdas, X.rows()), options.callback);
-    const Matrix<T> centers = X;
-    const auto validation = detail::make_validation<T>(X_val, Y_val, centers, sigma, threads, false, 0.0);
-    TikhonovResult<T> result;
-    result.rank = X.rows();
-    select<T>(alphas, Y.cols(), validation.get(), threads, result);
-    return result;
+    const double n = double(X.rows()), n2 = n * n;
+    detail::MemoryPlan plan("KRLS on n = " + std::to_string(X.rows()) + " rows (its kernel is n x n)");
+    plan.add(detail::MemoryPlan::whole, "K (n x n)", n2 * sizeof(T));
+    if (options.solver == TikhonovSolver::eigh)
+        plan.add(detail::MemoryPlan::solve, "its float64 eigendecomposition (4 x n x n)", 4.0 * n2 * 8.0);
+    else
+        plan.add(detail::MemoryPlan::solve, "K + lambda n I, factored (n x n)", n2 * sizeof(T));
+    plan.add(detail::MemoryPlan::solve, "the solutions for every lambda (2 x n x q L)",
+             2.0 * n * double(Y.cols()) * double(lambdas.size()) * sizeof(T));
+    plan.advise("NystromKRLSRegressor or NytroRegressor, whose memory is O(n m)");
+    plan.check();
+    return plan.guard([&] {
+        const Matrix<T> K = gaussian_kernel<T>(X, X, sigma, threads);
+        const Matrix<T> Yc = Y;
+        ShiftedSolves<T> solves(K, Yc, options.solver);
+        const Matrix<T> alphas = solves.solve_all(scaled(lambdas, X.rows()), options.callback);
+        const Matrix<T> centers = X;
+        const auto validation = detail::make_validation<T>(X_val, Y_val, centers, sigma, threads, false, 0.0);
+        TikhonovResult<T> result;
+        result.rank = X.rows();
+        select<T>(alphas, Y.cols(), validation.get(), threads, result);
+        return result;
+    });
 }
 
 template <class T>
