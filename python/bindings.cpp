@@ -338,6 +338,18 @@ void register_scipy_lapack() {
 PYBIND11_MODULE(_core, m) {
     m.doc() = "nytro C++ core (use the functions in nytro, which check their arguments)";
     py::register_exception<nytro::out_of_memory>(m, "OutOfMemory", PyExc_MemoryError);
+    // A std::bad_alloc that no memory plan caught (pybind11 would say only "std::bad_alloc"):
+    // MemoryError with the limit that binds and what takes less memory.
+    py::register_exception_translator([](std::exception_ptr error) {
+        try {
+            if (error) std::rethrow_exception(error);
+        } catch (const std::bad_alloc&) {
+            const std::string text = "nytro ran out of memory (std::bad_alloc), " + nytro::memory_limit_text() +
+                                     ". Fewer centres (n_centers), solver='gram' (K_nm never stored) or "
+                                     "storage='float32' take less.";
+            PyErr_SetString(PyExc_MemoryError, text.c_str());
+        }
+    });
     define<float>(m, "float32");
     define<double>(m, "float64");
     m.def("sample_centers", [](Index n, Index m_centers, std::uint64_t seed) {
@@ -347,5 +359,6 @@ PYBIND11_MODULE(_core, m) {
     m.def("has_lapack", &nytro::has_lapack_syevd);
     m.def("has_lapack_qr", &nytro::has_lapack_qr);
     m.def("physical_memory_bytes", &nytro::physical_memory_bytes);
+    m.def("default_threads", &nytro::default_threads);
     register_scipy_lapack();
 }

@@ -89,6 +89,32 @@ def make_noisy_problem(dtype=np.float64, **kwargs) -> Problem:
     return make_problem(**{"n": 150, "m": 60, "sigma": 1.0, "noise": 0.5, "dtype": dtype, **kwargs})
 
 
+def widened(problem: Problem) -> Problem:
+    """The same problem (its dtype's values exactly) in float64: its float64 answer is the
+    one a float32 computation is measured against."""
+    return Problem(*(a.astype(np.float64) for a in (problem.X, problem.y, problem.X_val, problem.y_val,
+                                                    problem.centers)), problem.sigma)
+
+
+def shifted_solve_tolerance(K: np.ndarray, x: np.ndarray, shift: float, dtype) -> float:
+    """Error to allow, as max|dx| / max|x|, in x = (K + shift I)^-1 y computed from K
+    formed in `dtype` and solved in float64 (as the core solves in every dtype), against
+    the float64 answer. First-order, with each rounding an independent relative error of
+    eps: K's entries (dK x has norm eps sqrt(sum_ij K_ij^2 x_j^2)) and the solver's
+    backward error (eps64 ||K|| ||x||), both mapped by (K + shift I)^-1, whose effect on
+    a vector of random direction is sqrt(mean_i 1 / (w_i + shift)^2) for K's eigenvalues
+    w; and the rounding of x itself. Four times that estimate: a norm of independent
+    roundings rarely exceeds twice its expected size, and never four times in practice."""
+    x = np.asarray(x, dtype=np.float64).reshape(K.shape[0], -1)
+    eps, eps64 = float(np.finfo(dtype).eps), float(np.finfo(np.float64).eps)
+    w = np.maximum(np.linalg.eigvalsh(K), 0) + shift
+    gain = np.sqrt(np.mean(1 / w**2))
+    entries = eps * np.sqrt(((K**2) @ (x**2)).sum(axis=0)).max()
+    backward = eps64 * (w.max() - shift) * np.linalg.norm(x, axis=0).max()
+    estimate = eps * np.abs(x).max() + gain * (entries + backward)
+    return 4 * estimate / np.abs(x).max()
+
+
 def relative_error(actual, expected) -> float:
     """max|a - b| / max|b| (0 when both are zero)."""
     actual = np.asarray(actual, dtype=np.float64)

@@ -6,7 +6,8 @@ import pytest
 
 import nytro
 import nytro.reference as ref
-from conftest import SERIAL, SIGMA, assert_close, make_noisy_problem, make_problem
+from conftest import (SERIAL, SIGMA, assert_close, make_noisy_problem, make_problem, relative_error,
+                      shifted_solve_tolerance, widened)
 
 FACTORS = ["pivoted", "qr", "cholesky"]
 SOLVERS = ["direct", "gram"]
@@ -354,6 +355,52 @@ def test_krls_path(dtype, solver, n_outputs):
     lambdas = KRLS_GRID if dtype == np.float64 else KRLS_GRID[4:]
     got, want = run_both("krls_path", p.X, p.y, p.sigma, lambdas=lambdas, **p.holdout, solver=solver)
     assert_same_tikhonov(got, want, dtype)
+
+
+@pytest.mark.parametrize("solver", ["eigh", "cholesky"])
+@pytest.mark.parametrize("n_outputs", [None, 2])
+@pytest.mark.parametrize("lam", KRLS_GRID[4:7])
+def test_krls_accuracy_against_the_float64_answer(dtype, solver, n_outputs, lam):
+    # cond(K + lambda n I) reaches 1e4 at the smallest of these lambdas. The coefficients
+    # must be as close to the float64 answer (of the same, dtype-rounded, data) as the
+    # rounding of K and of the result allow, whatever the CPU's LAPACK kernels: a float32
+    # eigendecomposition, backward stable only to a few float32 epsilons of ||K||, was
+    # 10-40x further off (and than NumPy's float32 eigh), by how much depending on the CPU.
+    p = make_problem(n=150, n_outputs=n_outputs, dtype=dtype)
+    exact = ref.krls_path(*(widened(p).X, widened(p).y, p.sigma), lambdas=[lam])
+    got = nytro.krls_path(p.X, p.y, p.sigma, lambdas=[lam], solver=solver, **SERIAL)
+    K = ref.gaussian_kernel(widened(p).X, widened(p).X, p.sigma)
+    tol = shifted_solve_tolerance(K, exact.coef, lam * p.X.shape[0], dtype)
+    assert relative_error(got.coef, exact.coef) <= tol
+    # NumPy's own computation in this dtype meets the same bound (the bound is fair).
+    assert relative_error(ref.krls_path(p.X, p.y, p.sigma, lambdas=[lam]).coef, exact.coef) <= tol
+
+
+@pytest.mark.parametrize("solver", ["eigh", "cholesky"])
+def test_nkrls_float32_accuracy_no_worse_than_numpys(solver):
+    # Against the float64 answer of the same data, the core's float32 coefficients (for
+    # every lambda of a grid reaching cond(A^T A + lambda n I) ~ 1e6) are no further off
+    # than NumPy's own float32 computation, up to a factor of 2 and the result's rounding.
+    dtype = np.dtype(np.float32)
+    p = make_noisy_problem(dtype, n=300)
+    w = widened(p)
+    eps = float(np.finfo(dtype).eps)
+    for lam in np.logspace(-7, -3, 5):
+        exact = ref.nkrls_path(w.X, w.y, w.centers, p.sigma, lambdas=[lam]).coef
+        core = nytro.nkrls_path(p.X, p.y, p.centers, p.sigma, lambdas=[lam], solver=solver, **SERIAL).coef
+        numpy_own = ref.nkrls_path(p.X, p.y, p.centers, p.sigma, lambdas=[lam]).coef
+        allowed = 2 * relative_error(numpy_own, exact) + 8 * eps
+        assert relative_error(core, exact) <= allowed, lam
+
+
+@pytest.mark.parametrize("n_outputs", [None, 2])
+def test_kols_accuracy_against_the_float64_answer(dtype, n_outputs):
+    p = well_conditioned_kernel_problem(dtype, n_outputs)
+    w = widened(p)
+    exact = ref.kols(w.X, w.y, p.sigma)
+    K = ref.gaussian_kernel(w.X, w.X, p.sigma)
+    tol = shifted_solve_tolerance(K, exact, 0.0, dtype)
+    assert relative_error(nytro.kols(p.X, p.y, p.sigma, **SERIAL), exact) <= tol
 
 
 def well_conditioned_kernel_problem(dtype, n_outputs=None):

@@ -6,6 +6,7 @@
 #include "gram.hpp"
 #include "input_checks.hpp"
 #include "machine_rates.hpp"
+#include "memory_plan.hpp"
 #include "nystrom_setup.hpp"
 #include "packed_centers.hpp"
 #include "nytro/eigen_solver.hpp"
@@ -200,6 +201,70 @@ struct SpectralSolver {
     }
 };
 
+// The largest m with a m^2 + b m <= budget.
+double largest_m(double a, double b, double budget) {
+    if (budget <= 0) return 0;
+    return a > 0 ? (-b + std::sqrt(b * b + 4.0 * a * budget)) / (2.0 * a) : budget / b;
+}
+
+// The fit's peak memory, planned from the shapes before K_mm is formed. m is the
+// number of centres (the factor may keep fewer: the plan is then an upper bound).
+// stored: bytes per stored K_nm or A^T A entry; computed: sizeof(T).
+detail::MemoryPlan plan_nytro(Index n, Index d, Index m, Index n_val, Index q, const NytroOptions& options,
+                              double stored, double computed) {
+    const double nn = double(n), mm = double(m), m2 = mm * mm;
+    const Solver solver = options.storage == Storage::float16 ? Solver::direct : options.solver;
+    detail::MemoryPlan plan("a NYTRO fit of " + std::to_string(n) + " rows on m = " + std::to_string(m) +
+                            " centres (n_centers), solver '" + std::string(to_string(options.solver)) +
+                            "', storage " + (stored < computed ? (stored < 4 ? "'float16'" : "'float32'") : "None"));
+    plan.add(detail::MemoryPlan::factor, "K_mm and its factor (2 x " + shape_text<double>(mm, mm) + ")",
+             2.0 * m2 * computed);
+    // Stage 2 keeps the factor (m x m) beside what the solver builds.
+    const double factor_kept = m2 * computed;
+    const double direct = nn * mm * stored + (stored < computed ? nn * double(d) * 4.0 : 0.0);
+    const double blocks = 16384.0 * mm * computed;  // the streamed kernel blocks, a few thousand rows in all
+    const double gram = m2 * (stored + computed) + blocks;  // R, A^T A
+    const double spectral = gram + 2.0 * m2 * computed + double(n_val) * mm * computed;  // V, workspace, K_val R V
+    const double basis = mm * double(std::min<Index>(options.max_iter, m) + 1) * double(q) * 8.0;
+    std::string what;
+    double bytes = 0;
+    if (solver == Solver::direct) {
+        what = "K_nm (" + std::to_string(n) + " x " + std::to_string(m) + ", " + format_number(stored) + " B each)";
+        bytes = direct;
+    } else if (solver == Solver::spectral) {
+        what = "R, A^T A, its eigenvectors and K_val R V (m x m and n_val x m)";
+        bytes = spectral;
+    } else if (solver == Solver::gram) {
+        what = "R and A^T A (m x m) and the streamed kernel blocks";
+        bytes = gram;
+    } else {
+        what = "K_nm or, where it does not fit, R and A^T A (solver 'auto')";
+        bytes = std::min(direct, gram);
+    }
+    plan.add(detail::MemoryPlan::solve, "the factor kept (" + shape_text<double>(mm, mm) + ")", factor_kept);
+    plan.add(detail::MemoryPlan::solve, what, bytes);
+    plan.add(detail::MemoryPlan::solve, "the Krylov basis (at most)", basis);
+
+    // What fits instead: the largest m for each solver, and the cheaper storage.
+    const double budget = double(available_memory_bytes());
+    const double basis_per_m = double(std::min<Index>(options.max_iter, m) + 1) * double(q) * 8.0;
+    const double m_factor = std::sqrt(budget / (2.0 * computed));
+    const double m_gram =
+        std::min(m_factor, largest_m(2.0 * computed + stored, basis_per_m + blocks / mm, budget));
+    const double m_direct =
+        std::min(m_factor, largest_m(computed, nn * stored + basis_per_m, budget - (direct - nn * mm * stored)));
+    auto centres = [](double value) {
+        return std::to_string(static_cast<long long>(std::max(0.0, std::floor(value))));
+    };
+    if (options.storage != Storage::float16)
+        plan.advise("n_centers <= " + centres(m_gram) + " with solver='gram' (K_nm never stored)");
+    plan.advise("n_centers <= " + centres(m_direct) + " with solver='direct'");
+    if (stored == computed && computed == 8.0)
+        plan.advise("storage='float32' (K_nm or A^T A in 4 bytes an entry), or 'float16' (K_nm in 2, "
+                    "solver='direct')");
+    return plan;
+}
+
 // Builds the chosen solver into `problem`; the returned object owns what the problem's
 // functions refer to and must outlive them.
 template <class T, class S>
@@ -250,53 +315,58 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
                 "storage='float16' needs a rank-revealing factor ('pivoted' or 'qr'), got factor='cholesky'");
         if (factor_options.rank_tol < 0) factor_options.rank_tol = kFloat16RankTol;
     }
-    auto setup = detail::prepare_nystrom<T>(centers, sigma, factor_options, threads, options.callback);
     const double stored = half ? 2.0 : low ? 4.0 : double(sizeof(T));  // bytes per stored K_nm or H entry
-    PathResult<T> result;
-    result.rank = setup.factor.rank();
-    result.solver = half ? Solver::direct : options.solver;
-    if (result.solver == Solver::automatic) {
-        // The kernel-first route halves the normal equations' flops but needs a check of
-        // cond(K_mm) (a Lanczos run on R^T R): made only when the choice hinges on it.
-        auto choose = [&](bool kernel_first) {
-            return choose_solver(X.rows(), X_val.rows(), setup.used.rows(), options.max_iter,
-                                 setup.factor.upper_triangular(), setup.factor.inverse_pending(), stored,
-                                 double(sizeof(T)),
-                                 detail::lanczos_applies<T>(options), kernel_first);
-        };
-        result.solver = choose(!low);
-        if (result.solver != Solver::direct && !low) {
-            setup.kernel_first = detail::kernel_first_is_accurate<T>(X.rows(), setup.factor.formed(threads), threads);
-            result.solver = choose(*setup.kernel_first);
+    const detail::MemoryPlan plan = plan_nytro(X.rows(), X.cols(), centers.rows(), X_val.rows(), Y.cols(), options,
+                                               stored, double(sizeof(T)));
+    plan.check();
+    return plan.guard([&] {
+        auto setup = detail::prepare_nystrom<T>(centers, sigma, factor_options, threads, options.callback);
+        PathResult<T> result;
+        result.rank = setup.factor.rank();
+        result.solver = half ? Solver::direct : options.solver;
+        if (result.solver == Solver::automatic) {
+            // The kernel-first route halves the normal equations' flops but needs a check of
+            // cond(K_mm) (a Lanczos run on R^T R): made only when the choice hinges on it.
+            auto choose = [&](bool kernel_first) {
+                return choose_solver(X.rows(), X_val.rows(), setup.used.rows(), options.max_iter,
+                                     setup.factor.upper_triangular(), setup.factor.inverse_pending(), stored,
+                                     double(sizeof(T)),
+                                     detail::lanczos_applies<T>(options), kernel_first);
+            };
+            result.solver = choose(!low);
+            if (result.solver != Solver::direct && !low) {
+                setup.kernel_first = detail::kernel_first_is_accurate<T>(X.rows(), setup.factor.formed(threads), threads);
+                result.solver = choose(*setup.kernel_first);
+            }
         }
-    }
 
-    // The solver's own big allocation comes first; the hold-out kernel is stored only if
-    // it fits beside it (else recomputed in blocks at each validation).
-    const double k_rows = double(setup.used.rows());
-    const double reserved = result.solver == Solver::direct ? double(X.rows()) * k_rows * stored
-                                                            : k_rows * k_rows * (stored + 2.0 * sizeof(T));
-    // The spectral solver turns K_val into K_val R V at once (it must be stored); the others
-    // may validate only a few times (gd's Lanczos path: once per stretch of its basis), so
-    // they store it only once recomputing it has cost about its first touch.
-    setup.validation = detail::make_validation<T>(X_val, Y_val, setup.used, sigma, threads, low, reserved,
-                                                  /*defer=*/result.solver != Solver::spectral);
+        // The solver's own big allocation comes first; the hold-out kernel is stored only if
+        // it fits beside it (else recomputed in blocks at each validation).
+        const double k_rows = double(setup.used.rows());
+        const double reserved = result.solver == Solver::direct ? double(X.rows()) * k_rows * stored
+                                                                : k_rows * k_rows * (stored + 2.0 * sizeof(T));
+        // The spectral solver turns K_val into K_val R V at once (it must be stored); the others
+        // may validate only a few times (gd's Lanczos path: once per stretch of its basis), so
+        // they store it only once recomputing it has cost about its first touch.
+        setup.validation = detail::make_validation<T>(X_val, Y_val, setup.used, sigma, threads, low, reserved,
+                                                      /*defer=*/result.solver != Solver::spectral);
 
-    detail::LinearProblem<T> problem;
-    problem.q = Y.cols();
-    problem.alpha_rows = setup.used.rows();
-    const auto solver = half  ? build_solver<T, Eigen::half>(result.solver, problem, X, Y, setup, sigma, threads,
-                                                            options.callback)
-                        : low ? build_solver<T, float>(result.solver, problem, X, Y, setup, sigma, threads,
-                                                       options.callback)
-                              : build_solver<T, T>(result.solver, problem, X, Y, setup, sigma, threads,
-                                                   options.callback);
+        detail::LinearProblem<T> problem;
+        problem.q = Y.cols();
+        problem.alpha_rows = setup.used.rows();
+        const auto solver = half  ? build_solver<T, Eigen::half>(result.solver, problem, X, Y, setup, sigma, threads,
+                                                                options.callback)
+                            : low ? build_solver<T, float>(result.solver, problem, X, Y, setup, sigma, threads,
+                                                           options.callback)
+                                  : build_solver<T, T>(result.solver, problem, X, Y, setup, sigma, threads,
+                                                       options.callback);
 
-    IterativeOptions loop = options;
-    loop.n_threads = threads;
-    detail::run_path_with_step<T>(problem, X.rows(), setup.validation.get(), loop, result);
-    result.coef = detail::scatter_rows<T>(result.coef, setup.factor.support(), centers.rows());
-    return result;
+        IterativeOptions loop = options;
+        loop.n_threads = threads;
+        detail::run_path_with_step<T>(problem, X.rows(), setup.validation.get(), loop, result);
+        result.coef = detail::scatter_rows<T>(result.coef, setup.factor.support(), centers.rows());
+        return result;
+    });
 }
 
 template PathResult<float> nytro_path<float>(const MatrixCRef<float>&, const MatrixCRef<float>&,

@@ -13,9 +13,9 @@
 
 namespace nytro::detail {
 
-// The thread count to use: n_threads, or every core available to this process when
-// n_threads <= 0, never more than those cores (oversubscribed OpenMP teams spin against
-// each other and run many times slower).
+// The thread count to use: n_threads, or nytro::default_threads() when n_threads <= 0,
+// never more than the cores of the affinity mask (oversubscribed OpenMP teams spin
+// against each other and run many times slower).
 int resolve_threads(int n_threads);
 
 // `threads`, or 1 when `flops` of work is too little to pay for waking a team.

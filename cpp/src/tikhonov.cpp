@@ -2,6 +2,7 @@
 // KOLS (eq. 3) as the pseudo-inverse limit.
 #include "dense.hpp"
 #include "input_checks.hpp"
+#include "memory_plan.hpp"
 #include "gram.hpp"
 #include "nystrom_setup.hpp"
 #include "nytro/cholesky.hpp"
@@ -13,9 +14,35 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 namespace nytro {
 namespace {
+
+// The eigendecomposition behind the eigh solves, always in float64. A float32 ?syevd is
+// only backward stable to a few float32 epsilons of ||H||, and (H + shift I)^-1 amplifies
+// that by up to cond(H + shift I): on a kernel with cond ~ 1e5 the coefficients then
+// drift 10-40x further from the float64 answer than the rounding of H itself implies
+// (and than NumPy's float32 eigh), by an amount that depends on the LAPACK's kernels and
+// so on the CPU. In float64 the only float32 errors left are those of H and of the result.
+struct Eigenbasis {
+    Eigen::VectorXd values;
+    Matrix<double> vectors;
+};
+
+template <class T>
+Eigenbasis eigenbasis(const Matrix<T>& H) {
+    Eigenbasis basis;
+    if constexpr (std::is_same_v<T, double>) {
+        symmetric_eigen<double>(H, basis.values, basis.vectors);
+    } else {
+        check_allocation(double(H.size()) * sizeof(double),
+                         "the float64 copy of " + shape_text<T>(H.rows(), H.cols()));
+        const Matrix<double> wide = H.template cast<double>();
+        symmetric_eigen<double>(wide, basis.values, basis.vectors);
+    }
+    return basis;
+}
 
 // Solutions (H + shift I)^-1 C for every shift = lambda n, side by side (k x q*L).
 // eigh: one eigendecomposition H = V diag(s) V^T serves every lambda exactly, with s
@@ -48,9 +75,9 @@ public:
                 }
             }
             decompose();
-            Matrix<T> scaled = projected_;
-            for (Index i = 0; i < k; ++i) scaled.row(i) /= static_cast<T>(values_[i] + shifts[l]);
-            block.noalias() = vectors_ * scaled;
+            Matrix<double> scaled = projected_;
+            for (Index i = 0; i < k; ++i) scaled.row(i) /= basis_.values[i] + shifts[l];
+            block = (basis_.vectors * scaled).template cast<T>();
             if (callback) callback({"lambda", l + 1, L});
         }
         return out;
@@ -59,10 +86,9 @@ public:
 private:
     void decompose() {
         if (decomposed_) return;
-        Vector<T> w;
-        symmetric_eigen<T>(H_, w, vectors_);
-        values_ = w.template cast<double>().cwiseMax(0.0);
-        projected_ = vectors_.transpose() * C_;
+        basis_ = eigenbasis<T>(H_);
+        basis_.values = basis_.values.cwiseMax(0.0);
+        projected_ = basis_.vectors.transpose() * C_.template cast<double>();
         decomposed_ = true;
     }
 
@@ -70,8 +96,8 @@ private:
     const Matrix<T>& C_;
     TikhonovSolver solver_;
     bool decomposed_ = false;
-    Eigen::VectorXd values_;
-    Matrix<T> vectors_, projected_;
+    Eigenbasis basis_;
+    Matrix<double> projected_;
 };
 
 std::vector<double> scaled(const std::vector<double>& lambdas, Index n) {
@@ -114,23 +140,38 @@ TikhonovResult<T> nkrls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, con
     require(options.storage != Storage::float16,
             "storage='float16' is for NYTRO's stored K_nm; NKRLS takes None or 'float32'");
     const bool low = options.storage == Storage::float32;
-    auto setup = detail::prepare_nystrom<T>(centers, sigma, options.factor, threads, options.callback);
-    const double k = double(setup.factor.rank());
-    setup.validation = detail::make_validation<T>(X_val, Y_val, setup.used, sigma, threads, low,
-                                                  4.0 * k * k * sizeof(T));  // H, its eigenvectors, solves
-    const auto normal =
-        detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads), sigma, threads,
-                                           options.callback, low);
-    ShiftedSolves<T> solves(normal.H, normal.C, options.solver);
-    const Matrix<T> betas = solves.solve_all(scaled(lambdas, X.rows()), options.callback);
-    Matrix<T> alphas(setup.used.rows(), betas.cols());
-    setup.factor.lift(betas, alphas, threads);
+    const double m = double(centers.rows()), m2 = m * m, L = double(lambdas.size());
+    detail::MemoryPlan plan("Nystrom KRLS on m = " + std::to_string(centers.rows()) + " centres (n_centers)");
+    plan.add(detail::MemoryPlan::factor, "K_mm and its factor (2 x m x m)", 2.0 * m2 * sizeof(T));
+    plan.add(detail::MemoryPlan::solve, "the factor, R and A^T A (3 x m x m)", 3.0 * m2 * sizeof(T));
+    if (options.solver == TikhonovSolver::eigh)
+        plan.add(detail::MemoryPlan::solve, "the float64 eigendecomposition of A^T A (4 x m x m)", 4.0 * m2 * 8.0);
+    else
+        plan.add(detail::MemoryPlan::solve, "A^T A + lambda n I, factored (m x m)", m2 * sizeof(T));
+    plan.add(detail::MemoryPlan::solve, "the solutions for every lambda (2 x m x q L)",
+             2.0 * m * double(Y.cols()) * L * sizeof(T));
+    plan.advise("n_centers <= " + std::to_string(Index(std::sqrt(double(available_memory_bytes()) /
+                                                                  (3.0 * sizeof(T) + 32.0)))));
+    plan.check();
+    return plan.guard([&] {
+        auto setup = detail::prepare_nystrom<T>(centers, sigma, options.factor, threads, options.callback);
+        const double k = double(setup.factor.rank());
+        setup.validation = detail::make_validation<T>(X_val, Y_val, setup.used, sigma, threads, low,
+                                                      4.0 * k * k * sizeof(T));  // H, its eigenvectors, solves
+        const auto normal =
+            detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads), sigma, threads,
+                                               options.callback, low);
+        ShiftedSolves<T> solves(normal.H, normal.C, options.solver);
+        const Matrix<T> betas = solves.solve_all(scaled(lambdas, X.rows()), options.callback);
+        Matrix<T> alphas(setup.used.rows(), betas.cols());
+        setup.factor.lift(betas, alphas, threads);
 
-    TikhonovResult<T> result;
-    result.rank = setup.factor.rank();
-    select<T>(alphas, q, setup.validation.get(), threads, result);
-    result.coef = detail::scatter_rows<T>(result.coef, setup.factor.support(), centers.rows());
-    return result;
+        TikhonovResult<T> result;
+        result.rank = setup.factor.rank();
+        select<T>(alphas, q, setup.validation.get(), threads, result);
+        result.coef = detail::scatter_rows<T>(result.coef, setup.factor.support(), centers.rows());
+        return result;
+    });
 }
 
 template <class T>
@@ -140,16 +181,29 @@ TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, doub
     detail::check_training_data<T>(X, Y, X_val, Y_val);
     detail::check_lambdas(lambdas, X_val.rows() > 0);
     const int threads = detail::resolve_threads(options.n_threads);
-    const Matrix<T> K = gaussian_kernel<T>(X, X, sigma, threads);
-    const Matrix<T> Yc = Y;
-    ShiftedSolves<T> solves(K, Yc, options.solver);
-    const Matrix<T> alphas = solves.solve_all(scaled(lambdas, X.rows()), options.callback);
-    const Matrix<T> centers = X;
-    const auto validation = detail::make_validation<T>(X_val, Y_val, centers, sigma, threads, false, 0.0);
-    TikhonovResult<T> result;
-    result.rank = X.rows();
-    select<T>(alphas, Y.cols(), validation.get(), threads, result);
-    return result;
+    const double n = double(X.rows()), n2 = n * n;
+    detail::MemoryPlan plan("KRLS on n = " + std::to_string(X.rows()) + " rows (its kernel is n x n)");
+    plan.add(detail::MemoryPlan::whole, "K (n x n)", n2 * sizeof(T));
+    if (options.solver == TikhonovSolver::eigh)
+        plan.add(detail::MemoryPlan::solve, "its float64 eigendecomposition (4 x n x n)", 4.0 * n2 * 8.0);
+    else
+        plan.add(detail::MemoryPlan::solve, "K + lambda n I, factored (n x n)", n2 * sizeof(T));
+    plan.add(detail::MemoryPlan::solve, "the solutions for every lambda (2 x n x q L)",
+             2.0 * n * double(Y.cols()) * double(lambdas.size()) * sizeof(T));
+    plan.advise("NystromKRLSRegressor or NytroRegressor, whose memory is O(n m)");
+    plan.check();
+    return plan.guard([&] {
+        const Matrix<T> K = gaussian_kernel<T>(X, X, sigma, threads);
+        const Matrix<T> Yc = Y;
+        ShiftedSolves<T> solves(K, Yc, options.solver);
+        const Matrix<T> alphas = solves.solve_all(scaled(lambdas, X.rows()), options.callback);
+        const Matrix<T> centers = X;
+        const auto validation = detail::make_validation<T>(X_val, Y_val, centers, sigma, threads, false, 0.0);
+        TikhonovResult<T> result;
+        result.rank = X.rows();
+        select<T>(alphas, Y.cols(), validation.get(), threads, result);
+        return result;
+    });
 }
 
 template <class T>
@@ -160,16 +214,14 @@ Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma, dou
     const double cut_ratio = rcond < 0 ? double(n) * std::numeric_limits<T>::epsilon() : rcond;
     require(cut_ratio < 1, "rcond must be < 1, got " + format_number(rcond));
     const Matrix<T> K = gaussian_kernel<T>(X, X, sigma, detail::resolve_threads(n_threads));
-    Vector<T> w;
-    Matrix<T> V;
-    symmetric_eigen<T>(K, w, V);
-    const double cut = cut_ratio * double(w.cwiseAbs().maxCoeff());
-    Matrix<T> projected = V.transpose() * Y;
+    const auto [w, V] = eigenbasis<T>(K);  // float64, as for the Tikhonov solves
+    const double cut = cut_ratio * w.cwiseAbs().maxCoeff();
+    Matrix<double> projected = V.transpose() * Y.template cast<double>();
     for (Index i = 0; i < n; ++i) {
-        if (double(w[i]) > cut) projected.row(i) /= w[i];
+        if (w[i] > cut) projected.row(i) /= w[i];
         else projected.row(i).setZero();
     }
-    Matrix<T> coef = V * projected;
+    Matrix<T> coef = (V * projected).template cast<T>();
     if (!coef.allFinite()) throw std::runtime_error("pinv(K) y is not finite (overflow)");
     return coef;
 }

@@ -8,8 +8,8 @@ and ``nytro.reference``, the same routines in plain NumPy.
 """
 from importlib.metadata import PackageNotFoundError, version as _version
 
-from ._api import (gaussian_kernel, kernel_predict, kols, krls_path, landweber_path, nkrls_path,
-                   nystrom_factor, nytro_path, sample_centers)
+from ._api import (default_n_threads, gaussian_kernel, kernel_predict, kols, krls_path, landweber_path,
+                   nkrls_path, nystrom_factor, nytro_path, sample_centers)
 from ._checks import paper_lambdas
 from ._results import PathResult, TikhonovResult
 from . import datasets
@@ -25,5 +25,5 @@ __all__ = [
     "NytroRegressor", "NystromKRLSRegressor", "KRLSRegressor", "LandweberRegressor", "KOLSRegressor",
     "gaussian_kernel", "kernel_predict", "sample_centers", "nystrom_factor", "nytro_path",
     "landweber_path", "nkrls_path", "krls_path", "kols", "paper_lambdas", "PathResult",
-    "TikhonovResult", "__version__",
+    "TikhonovResult", "default_n_threads", "__version__",
 ]

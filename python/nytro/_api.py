@@ -27,6 +27,14 @@ def _blas_threads(n_threads):
         yield
 
 
+def default_n_threads() -> int:
+    """The threads the C++ core uses when n_threads is None, resolved now on this thread:
+    OpenMP's default (OMP_NUM_THREADS, or a threadpoolctl limit such as joblib's and
+    dask's workers set), capped at the CPUs of the process's affinity mask and its cgroup
+    CPU quota."""
+    return int(_core.default_threads())
+
+
 def _training_data(X, y, X_val, y_val, dtype, centers=None):
     dt = chk.compute_dtype(dtype, X)
     X = chk.as_matrix(X, "X", dt)

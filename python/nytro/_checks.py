@@ -213,7 +213,7 @@ def check_lambdas(lambdas) -> list:
 
 
 def check_n_threads(n_threads) -> int:
-    """0 (all cores) for None."""
+    """0 (nytro.default_n_threads(), resolved by the core) for None."""
     if n_threads is None:
         return 0
     return check_int("n_threads", n_threads, 1)

@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--sigma", type=float, default=1.0, help="Gaussian kernel bandwidth (default 1.0)")
     demo.add_argument("--max-iter", type=int, default=500, help="NYTRO iterations at most (default 500)")
     demo.add_argument("--seed", type=int, default=0, help="hold-out split and centres (default 0)")
-    demo.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
+    demo.add_argument("--threads", type=int, default=None, help="threads (default: nytro.default_n_threads())")
     demo.add_argument("--out", default=".", help="folder for nytro_demo_paths.png (default: .)")
     demo.add_argument("--verbose", "-v", action="count", default=0, help="print progress")
     demo.set_defaults(run=_demo)

@@ -19,11 +19,14 @@ public:
 // Total physical memory of this machine in bytes (0 when it cannot be read).
 std::size_t physical_memory_bytes();
 
-// Memory available to new allocations now (MemAvailable; physical memory when unknown).
+// Memory available to new allocations now: the least of MemAvailable (physical memory
+// when unknown), the room left under the cgroup's memory.max and under RLIMIT_AS and
+// RLIMIT_DATA. memory_limit_text() says which of them binds and at how much.
 std::size_t available_memory_bytes();
+std::string memory_limit_text();
 
-// Throws out_of_memory if `bytes` cannot fit in physical memory; `what` names the
-// array in the message, e.g. "K_nm (50000 x 5000 float64)".
+// Throws out_of_memory if `bytes` cannot fit in the memory available now; `what` names
+// the array in the message, e.g. "K_nm (50000 x 5000 float64)".
 void check_allocation(double bytes, const std::string& what);
 
 // A number as "%.6g" (std::to_string prints 1e-10 as 0.000000).

@@ -11,5 +11,6 @@
 #include "nytro/nystrom.hpp"
 #include "nytro/pivoted_qr.hpp"
 #include "nytro/options.hpp"
+#include "nytro/resources.hpp"
 #include "nytro/solvers.hpp"
 #include "nytro/types.hpp"

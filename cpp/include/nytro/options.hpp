@@ -96,7 +96,7 @@ struct IterativeOptions {
     Index patience = 0;                    // best: end the path this many iterations after
                                            // its last improvement (0: run to max_iter)
     Iterates iterates = Iterates::automatic;  // see Iterates (method gd only)
-    int n_threads = 0;                     // <= 0: all cores of the machine
+    int n_threads = 0;                     // <= 0: nytro::default_threads()
     Callback callback;                     // progress / interruption, may be empty
 };
 
@@ -116,7 +116,7 @@ struct TikhonovOptions {
     FactorOptions factor;                  // Nystrom factor (NKRLS only)
     TikhonovSolver solver = TikhonovSolver::eigh;  // see TikhonovSolver
     Storage storage = Storage::same;       // K_val and the kernel blocks of A^T A (NKRLS only)
-    int n_threads = 0;                     // <= 0: all cores of the machine
+    int n_threads = 0;                     // <= 0: nytro::default_threads()
     Callback callback;                     // progress / interruption, may be empty
 };
 

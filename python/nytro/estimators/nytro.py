@@ -106,7 +106,8 @@ class NytroRegressor(KernelRegressorBase):
     random_state : int, RandomState or None
         Seeds the hold-out split and the centres.
     n_threads : int or None, default=None
-        Threads of the C++ core (None: all cores).
+        Threads of the C++ core (None: ``nytro.default_n_threads()``, which honours
+        OMP_NUM_THREADS, threadpoolctl limits, CPU affinity and the cgroup CPU quota).
     verbose : int, default=0
         Print progress to stderr.
     dtype : {None, "float32", "float64"}, default=None
