@@ -77,6 +77,14 @@ KNOWN_DEFECTS = {
         "issue 26 messages: integers past the C++ type give pybind11's dump naming no argument",
     "test_indefinite_k_mm_is_refused":
         "issue 26 messages: an indefinite K_mm is factored silently (0 columns with qr)",
+    "test_estimator_centers_are_not_the_callers_array":
+        "issue 26 messages: KOLS, KRLS / Landweber without hold-out keep the caller's X as centers_",
+    # Found by this suite, not on the issue's list (see the report of branch habits):
+    # hybrid continues Lanczos past an invariant Krylov space (singular K: duplicate
+    # rows) on rounding noise; without a hold-out set its model then differs from CG's
+    # (predictions off by ~10%, coefficients ~1e12). Core and twin alike.
+    "test_hybrid_without_holdout_is_cg[landweber_path]":
+        "new defect: hybrid's Lanczos runs past an invariant Krylov space on rounding noise",
 }
 
 

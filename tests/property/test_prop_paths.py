@@ -210,11 +210,13 @@ def test_tikhonov_paths_match_reference(function, data, dt, solver, lambdas):
     ref_args = (data.X, data.y, data.centers, data.sigma) if function == "nkrls_path" else (data.X, data.y,
                                                                                             data.sigma)
     expected = getattr(ref, function)(*ref_args, lambdas=lambdas, **data.holdout)
-    # Tikhonov's lambda n bounds the amplification below the operator's condition.
+    # The condition of operator + lambda n I for the smallest lambda: rounding moves the
+    # operator's zero eigenvalues (duplicate rows) by eps |operator|, which lambda n
+    # tames only where it is larger.
     n = data.X.shape[0]
-    operator = operator.astype(np.float64)
-    top = float(np.linalg.eigvalsh(operator)[-1])
-    cond = min(condition(operator), (top + min(lambdas) * n) / (min(lambdas) * n))
+    w = np.linalg.eigvalsh(operator.astype(np.float64))
+    shift = min(lambdas) * n
+    cond = (w[-1] + shift) / (max(w[0], 0.0) + shift)
     tol = 64 * eps(dt) * cond * (1 + operator.shape[0])
     compare_models(got, expected, data, centers, tol, f"{function} {solver}")
 
@@ -425,3 +427,33 @@ def test_concurrent_fits_leave_the_blas_pool_alone():
     after = [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
     assert not errors, errors
     assert after == before, f"BLAS pool sizes {before} became {after}"
+
+
+# ------------------------------------------------- hybrid without hold-out is CG
+@pytest.mark.parametrize("function", ["nytro_path", "landweber_path"])
+@given(data=problems(max_n=20, max_m=10, holdout=False, outputs=(1,), target_kinds=("smooth",)),
+       max_iter=st.integers(1, 24))
+def test_hybrid_without_holdout_is_cg(function, data, max_iter):
+    # Without a hold-out set hybrid runs max_iter steps with the grid's smallest lambda
+    # (1e-15 n): Tikhonov projected on the Krylov space, i.e. CG's iterate up to that
+    # lambda (NytroRegressor's documentation). Past an invariant Krylov space (a singular
+    # operator: duplicate rows) neither may take directions from rounding noise. The twin
+    # shares hybrid's Lanczos recursion, so the comparison is with CG, a different
+    # algorithm, by the models' predictions.
+    if function == "nytro_path":
+        args, centers = (data.X, data.y, data.centers, data.sigma), data.centers
+        operator = exact_kernel(data.centers, data.centers, data.sigma)
+    else:
+        args, centers = (data.X, data.y, data.sigma), data.X
+        operator = exact_kernel(data.X, data.X, data.sigma)
+    hybrid = getattr(nytro, function)(*args, method="hybrid", max_iter=max_iter, **SERIAL)
+    cg = getattr(nytro, function)(*args, method="cg", max_iter=max_iter, **SERIAL)
+    operator = operator.astype(np.float64)
+    kappa = condition(operator)
+    # lambda n against the smallest eigenvalue CG can reach: the Tikhonov shift's effect.
+    top = float(np.linalg.eigvalsh(operator)[-1])
+    shift = 1e-15 * data.X.shape[0] * kappa / max(top, 1e-300)
+    tol = 64 * eps(np.float64) * kappa * kappa * (1 + operator.shape[0]) + shift
+    if tol <= MEANINGFUL:
+        assert_close(predictions(data, hybrid.coef, centers), predictions(data, cg.coef, centers), tol,
+                     f"{function} hybrid against cg")
