@@ -6,7 +6,9 @@
 #include "nytro/errors.hpp"
 #include "stopping.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -16,6 +18,9 @@ namespace {
 
 // Iterates per validation: between 8 and 64 (see chunk_size).
 constexpr Index kMinChunk = 8, kMaxChunk = 64;
+// CG treats a direction as lying in H's null space when its curvature is below this many
+// epsilons of T times the largest Rayleigh quotient seen (nytro.reference: CG_CURVATURE_FLOOR).
+constexpr double kCgCurvatureFloor = 4.0;
 
 // The hold-out kernel is read (or, when it is not stored, recomputed) once per chunk of c
 // iterates, and a stopping rule finds on average c / 2 iterates computed past its stop.
@@ -105,6 +110,7 @@ public:
             residual_ = problem.rhs;
             direction_ = residual_;
             rr_ = residual_.template cast<double>().colwise().squaredNorm();
+            rayleigh_max_ = Eigen::RowVectorXd::Zero(problem.q);
         }
     }
 
@@ -149,7 +155,18 @@ private:
         for (Index j = 0; j < beta_.cols(); ++j) {
             const double curvature =
                 direction_.col(j).template cast<double>().dot(product_.col(j).template cast<double>());
-            if (!(curvature > 0) || rr_[j] == 0) continue;  // converged: the iterate stays put
+            // A direction whose curvature is within rounding of H's largest (a few eps of T
+            // times the largest Rayleigh quotient met) lies in H's numerical null space: past
+            // the Krylov space of a singular H (duplicate rows), where c keeps a component
+            // outside H's range, the step rr / curvature would be rounding noise amplified
+            // by 1 / eps, and CG would diverge silently. Converged: the iterate stays put.
+            const double dd = direction_.col(j).template cast<double>().squaredNorm();
+            if (dd > 0) rayleigh_max_[j] = std::max(rayleigh_max_[j], curvature / dd);
+            if (!(curvature > kCgCurvatureFloor * std::numeric_limits<T>::epsilon() * rayleigh_max_[j] * dd) ||
+                rr_[j] == 0) {
+                rr_[j] = 0;
+                continue;
+            }
             const T a = static_cast<T>(rr_[j] / curvature);
             beta_.col(j) += a * direction_.col(j);
             residual_.col(j) -= a * product_.col(j);
@@ -165,7 +182,7 @@ private:
     double nu_;
     Index t_ = 0;
     Matrix<T> beta_, product_, previous_, update_, residual_, direction_;
-    Eigen::RowVectorXd rr_;
+    Eigen::RowVectorXd rr_, rayleigh_max_;
 };
 
 // The path one product per iteration; `spent`: products of a Lanczos basis that fell short.

@@ -47,7 +47,8 @@ void check_lambdas(const std::vector<double>& lambdas, bool has_validation) {
         require(std::isfinite(lambda) && lambda > 0,
                 "every lambda must be a finite number > 0, got " + format_number(lambda));
     require(has_validation || lambdas.size() == 1,
-            "without a hold-out set exactly one lambda is needed, got " + std::to_string(lambdas.size()));
+            "without a hold-out set exactly one lambda is needed, got " + std::to_string(lambdas.size()) +
+                " in lambdas: pass lambdas=[value], or a hold-out set to select among them");
 }
 
 template void check_training_data<float>(const MatrixCRef<float>&, const MatrixCRef<float>&,

@@ -20,6 +20,9 @@ from ._results import PathResult, TikhonovResult
 _MASK64 = (1 << 64) - 1
 # The Nystrom factor's default rank_tol with storage="float16" (options.hpp).
 FLOAT16_RANK_TOL = 1e-4
+# CG stops on a direction whose curvature is below this many epsilons of the compute dtype
+# times the largest Rayleigh quotient seen (gradient_path.cpp's kCgCurvatureFloor).
+CG_CURVATURE_FLOOR = 4.0
 
 
 # --------------------------------------------------------------------------- kernel
@@ -193,6 +196,7 @@ def _iterates(apply, rhs, method, step, nu, max_iter):
     previous = beta
     residual, direction = rhs.copy(), rhs.copy()
     rr = (residual.astype(np.float64) ** 2).sum(0)
+    rayleigh_max = np.zeros(rhs.shape[1])
     for k in range(1, max_iter + 1):
         if method == "gd":
             beta = beta + dt(step) * (rhs - apply(beta))
@@ -204,7 +208,13 @@ def _iterates(apply, rhs, method, step, nu, max_iter):
             beta = beta.copy()
             for j in range(rhs.shape[1]):
                 curvature = float(direction[:, j].astype(np.float64) @ product[:, j].astype(np.float64))
-                if not curvature > 0 or rr[j] == 0:
+                dd = float((direction[:, j].astype(np.float64) ** 2).sum())
+                if dd > 0:
+                    rayleigh_max[j] = max(rayleigh_max[j], curvature / dd)
+                # A direction in H's numerical null space (curvature within rounding of the
+                # largest): stepping along it would amplify rounding by 1 / eps. Converged.
+                if not curvature > CG_CURVATURE_FLOOR * np.finfo(rhs.dtype).eps * rayleigh_max[j] * dd or rr[j] == 0:
+                    rr[j] = 0
                     continue
                 a = dt(rr[j] / curvature)
                 beta[:, j] += a * direction[:, j]

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# AddressSanitizer + UndefinedBehaviorSanitizer run of the C++ tests and of a fast subset
+# of the Python tests. Run it before every release, and after any change to the C++ core
+# that touches indexing, buffers, threads or the bindings:
+#
+#     source /work/venv/bin/activate      # or any environment with the build tools,
+#                                         # numpy, scipy, scikit-learn, pytest, hypothesis
+#     tools/sanitize.sh                   # build (once) + ctest + pytest subset
+#     tools/sanitize.sh --cpp-only        # build + ctest only
+#     tools/sanitize.sh --python-only     # skip ctest (module must already be built)
+#     tools/sanitize.sh -- tests/test_x.py -k name    # other pytest arguments
+#
+# What it does:
+#   1. configures a separate build directory (NYTRO_SAN_BUILD, default build-sanitize/)
+#      with GCC and -fsanitize=address,undefined -fno-omit-frame-pointer, -O1 -g and
+#      without NDEBUG (so Eigen's bounds assertions are on too), and builds the core,
+#      the C++ tests and the Python module;
+#   2. runs ctest there; any sanitizer report aborts the test (halt_on_error);
+#   3. runs pytest on the Python tests with that module: CPython itself is not
+#      instrumented, so the ASan runtime is LD_PRELOADed and leak detection is off
+#      (CPython's arenas and interned objects are reported as leaks otherwise).
+#      The module is imported from the sanitizer build directory through a private
+#      package tree (NYTRO_SAN_BUILD/pkg), so python/nytro and its dev-build symlink are
+#      left alone.
+#
+# Time (2 cores): the first build compiles everything without the ccache hits of the
+# Release build (~20-25 min on a quiet 2-core machine; much longer on a shared one);
+# later runs are incremental. ctest under the sanitizers takes a few minutes, the pytest
+# subset a few more. Environment knobs:
+#   NYTRO_SAN_BUILD   build directory (default: <repo>/build-sanitize)
+#   NYTRO_SAN_JOBS    parallel compile jobs (default: nproc)
+#   NYTRO_SAN_TESTS   pytest paths for the Python stage (default: the fast subset below)
+#   HYPOTHESIS_PROFILE  profile for the property tests (default: ci)
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${NYTRO_SAN_BUILD:-$root/build-sanitize}
+jobs=${NYTRO_SAN_JOBS:-$(nproc 2>/dev/null || echo 2)}
+python=${PYTHON:-python}
+do_cpp=1 do_python=1
+pytest_args=()
+while (( $# )); do
+    case $1 in
+        --cpp-only) do_python=0 ;;
+        --python-only) do_cpp=0 ;;
+        --) shift; pytest_args=("$@"); break ;;
+        -h|--help) sed -n '2,32p' "${BASH_SOURCE[0]}"; exit 0 ;;
+        *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+# The fast subset: the twin comparisons, the error messages, the identities and the
+# property suite (ci profile). Interrupt, thread-scaling, benchmark and data-set tests are
+# left out: they measure time or need data, and the sanitizers slow everything 2-5x.
+default_tests=(tests/test_core_reference.py tests/test_errors.py tests/test_identities.py
+               tests/test_hybrid.py tests/property)
+if [[ -n ${NYTRO_SAN_TESTS:-} ]]; then read -r -a default_tests <<< "$NYTRO_SAN_TESTS"; fi
+(( ${#pytest_args[@]} )) || pytest_args=("${default_tests[@]}")
+
+san_flags="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+launcher=()
+command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+pybind11_dir=$("$python" -m pybind11 --cmakedir 2>/dev/null || true)
+
+start=$(date +%s)
+stamp() { printf '=== %s (%ds)\n' "$1" $(( $(date +%s) - start )); }
+
+stamp "configure $build"
+mkdir -p "$build"
+cmake -S "$root" -B "$build" -G Ninja \
+    -DCMAKE_CXX_COMPILER=g++ \
+    -DCMAKE_BUILD_TYPE=Sanitize \
+    -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -g $san_flags" \
+    -DCMAKE_EXE_LINKER_FLAGS_SANITIZE="$san_flags" \
+    -DCMAKE_SHARED_LINKER_FLAGS_SANITIZE="$san_flags" \
+    -DCMAKE_MODULE_LINKER_FLAGS_SANITIZE="$san_flags" \
+    -DNYTRO_BUILD_TESTS=ON -DNYTRO_BUILD_PYTHON=ON \
+    -DPython_EXECUTABLE="$(command -v "$python")" \
+    ${pybind11_dir:+-Dpybind11_DIR="$pybind11_dir"} \
+    "${launcher[@]}" > "$build/configure.log" 2>&1 || { tail -n 40 "$build/configure.log"; exit 1; }
+
+stamp "build (-j$jobs)"
+cmake --build "$build" -j "$jobs"
+stamp "built"
+
+# halt_on_error: the first report fails the test; abort_on_error gives a core-dump-style
+# exit that ctest and pytest both count as a failure.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+
+status=0
+if (( do_cpp )); then
+    stamp "ctest"
+    ctest --test-dir "$build" --output-on-failure --no-tests=error || status=$?
+    stamp "ctest done (exit $status)"
+fi
+
+if (( do_python )); then
+    # A package tree of symlinks: the pure-Python sources of python/nytro plus the
+    # sanitizer-built _core, so that the Release module next to the sources is not used.
+    pkg=$build/pkg/nytro
+    rm -rf "$build/pkg"
+    mkdir -p "$pkg"
+    for entry in "$root"/python/nytro/*; do
+        case $(basename "$entry") in _core*.so) continue ;; esac
+        ln -s "$entry" "$pkg/"
+    done
+    module=$(find "$build" -maxdepth 1 -name '_core*.so' | head -n 1)
+    [[ -n $module ]] || { echo "no _core module in $build" >&2; exit 1; }
+    ln -s "$module" "$pkg/"
+    asan_rt=$(g++ -print-file-name=libasan.so)
+    ubsan_rt=$(g++ -print-file-name=libubsan.so)
+    stamp "pytest ${pytest_args[*]}"
+    py_status=0
+    # detect_leaks=0: CPython is not built for LeakSanitizer. The C++ tests keep it on.
+    (cd "$root" && \
+        LD_PRELOAD="$asan_rt $ubsan_rt" \
+        ASAN_OPTIONS="detect_leaks=0:$ASAN_OPTIONS" \
+        PYTHONPATH="$build/pkg" \
+        HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-ci} \
+        "$python" -m pytest -q -p no:cacheprovider "${pytest_args[@]}") || py_status=$?
+    stamp "pytest done (exit $py_status)"
+    (( py_status == 0 )) || status=$py_status
+fi
+exit "$status"
