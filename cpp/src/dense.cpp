@@ -276,5 +276,6 @@ void invert_upper_triangular_in_place(Matrix<T>& U, int n_threads) {
     template void invert_upper_triangular_in_place<T>(Matrix<T>&, int);
 NYTRO_INSTANTIATE(float)
 NYTRO_INSTANTIATE(double)
+#undef NYTRO_INSTANTIATE  // unity builds put several sources in one unit
 
 }  // namespace nytro::detail

@@ -369,5 +369,6 @@ Matrix<T> kernel_predict(const MatrixCRef<T>& X, const MatrixCRef<T>& centers,
                                          const MatrixCRef<T>&, double, int, const Callback&);
 NYTRO_INSTANTIATE(float)
 NYTRO_INSTANTIATE(double)
+#undef NYTRO_INSTANTIATE  // unity builds put several sources in one unit
 
 }  // namespace nytro

@@ -42,5 +42,6 @@ Matrix<T> scatter_rows(const Matrix<T>& coef, const std::vector<Index>& support,
     template Matrix<T> scatter_rows<T>(const Matrix<T>&, const std::vector<Index>&, Index);
 NYTRO_INSTANTIATE(float)
 NYTRO_INSTANTIATE(double)
+#undef NYTRO_INSTANTIATE  // unity builds put several sources in one unit
 
 }  // namespace nytro::detail

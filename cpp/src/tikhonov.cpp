@@ -237,5 +237,6 @@ Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma, dou
     template Matrix<T> kols<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double, double, int);
 NYTRO_INSTANTIATE(float)
 NYTRO_INSTANTIATE(double)
+#undef NYTRO_INSTANTIATE  // unity builds put several sources in one unit
 
 }  // namespace nytro
