@@ -1,0 +1,553 @@
+"""NYTRO and Nystrom KRLS on Dask arrays chunked by rows (the "gram" mode).
+
+The data stay where Dask keeps them (worker memory, or a zarr store read chunk by
+chunk); the client holds O(m^2 + m d) numbers. A fit takes three passes over X, each a
+map over its row chunks:
+
+1. the Nystrom centres: m seeded ordinals among the training rows
+   (``nytro.sample_centers`` over n_train), gathered m x d from the chunks holding them;
+   the factor R of K_mm is computed on the client by the C++ core;
+2. the normal equations: C and R are scattered to every worker once; each chunk's
+   training rows give K_i = k(X_i, C) (C++ core, in row blocks), A_i = K_i R and the
+   partial sums A_i^T A_i and A_i^T y, added up by Dask's tree reduction (``split_every``);
+3. the hold-out errors: the path (gd, nu, cg iterates, or NKRLS's lambda grid through one
+   eigendecomposition of A^T A) is computed on the client in m dimensions; the m x T
+   matrix of coefficients alpha_t = R beta_t is scattered, and each chunk's hold-out rows
+   give the squared errors of the predictions k(X_val_i, C) alpha_t, formed explicitly,
+   summed over rows by the same tree reduction.
+
+The hold-out split needs no shuffle: row i (its global index) is held out when a 64-bit
+hash of (i, seed) falls below validation_fraction (see :func:`holdout_mask`). The number
+of hold-out rows is therefore binomial around validation_fraction * n, not its rounding,
+and the split differs from the in-memory estimators' permutation.
+
+Not done yet (issue 28): the "direct" mode (A_i kept on the workers, one map-reduce of
+m-vectors per product) and the cost model choosing it, method "hybrid", float32 or
+float16 storage, gd's Lanczos iterates (the client steps; the in-memory core's Lanczos
+iterates agree with stepping to 64 machine epsilons), progress reporting, measured
+out-of-core and fault behaviour.
+"""
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+import dask
+import dask.array as da
+
+from . import _checks as chk
+from . import reference
+from ._api import _blas_threads, gaussian_kernel, kernel_predict, nystrom_factor, sample_centers
+from ._results import PathResult, TikhonovResult
+
+__all__ = ["DaskFit", "holdout_mask", "nytro_path", "nkrls_path", "predict", "fit_estimator"]
+
+DASK_METHODS = ("gd", "nu", "cg")
+_MASK64 = np.uint64((1 << 64) - 1)
+# Kernel rows per block inside a chunk: about 32 MiB of float64 kernel, as the core's
+# streamed gram solver uses, so a chunk of any size costs O(block x m) memory on a worker.
+_BLOCK_ELEMENTS = 1 << 22
+# One C++ / BLAS call at a time per worker process, each with all the worker's threads:
+# the worker may run several tasks at once, and their threads must not add up past the
+# worker's share of the cores.
+_CORE_LOCK = threading.Lock()
+
+
+@dataclass
+class DaskFit:
+    """A Dask fit: the in-memory result record, and where its centres came from.
+
+    Attributes
+    ----------
+    result : PathResult or TikhonovResult
+        As the in-memory ``nytro.nytro_path`` / ``nytro.nkrls_path`` return it
+        (solver "gram").
+    centers : ndarray (m, d)
+        The Nystrom centres, rows of X.
+    center_rows : ndarray (m,)
+        Their global row indices in X.
+    n_train, n_val : int
+        Training and hold-out rows of the split.
+    """
+
+    result: PathResult | TikhonovResult
+    centers: np.ndarray
+    center_rows: np.ndarray
+    n_train: int
+    n_val: int
+
+
+# ------------------------------------------------------------------------- split
+def _mix64(z: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser on uint64 arrays (wrapping arithmetic)."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def holdout_mask(rows, validation_fraction, seed) -> np.ndarray:
+    """Whether each global row index in `rows` is held out, for a split seeded by `seed`.
+
+    Row i is held out when u(i) < validation_fraction, with u(i) in [0, 1) the top 53
+    bits of h = mix(mix(seed XOR 0x6E7974726F) + (i + 1) * 0x9E3779B97F4A7C15) (mod 2^64)
+    over 2^53, mix being SplitMix64's finaliser. It needs only the row's index, so each
+    chunk splits its own rows; the salt keeps h apart from the stream that
+    ``nytro.sample_centers`` draws from the same seed.
+    """
+    fraction = _check_fraction(validation_fraction)
+    rows = np.asarray(rows, dtype=np.int64)
+    if fraction is None:
+        return np.zeros(rows.shape, dtype=bool)
+    seed = _check_seed(seed)
+    with np.errstate(over="ignore"):
+        key = _mix64(np.array([seed ^ 0x6E7974726F], dtype=np.uint64))
+        h = _mix64(key + (rows.astype(np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15))
+    return (h >> np.uint64(11)).astype(np.float64) * 2.0**-53 < fraction
+
+
+def _check_fraction(fraction):
+    if fraction is None:
+        return None
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction < 1:
+        raise ValueError(f"validation_fraction must be None or in (0, 1), got {fraction!r}")
+    return float(fraction)
+
+
+def _check_seed(seed) -> int:
+    seed = chk.check_int("seed", seed, 0)
+    if seed >= 2**64:
+        raise ValueError(f"seed must be < 2**64, got {seed}")
+    return seed
+
+
+# ---------------------------------------------------------------- the dask inputs
+@dataclass
+class _Data:
+    X: da.Array
+    Y: da.Array
+    one_d: bool
+    dtype: np.dtype
+    offsets: np.ndarray  # global index of each chunk's first row, then n
+    estimator: str | None  # validate blocks as this scikit-learn estimator does, or as the functions do
+
+
+def _as_dask_data(X, y, dtype, estimator=None) -> _Data:
+    if not isinstance(X, da.Array):
+        raise TypeError(f"X must be a dask.array.Array, got {type(X).__name__}")
+    if X.ndim != 2:
+        raise ValueError(f"X must be a 2-D array (n_samples, n_features), got shape {X.shape}")
+    if any(math.isnan(c) for c in X.chunks[0]) or math.isnan(X.shape[1]):
+        raise ValueError("X has unknown chunk sizes (nan) along its rows: the hold-out split and the centres "
+                         "need each chunk's global row offset. Call X.compute_chunk_sizes() first (or "
+                         "to_dask_array(lengths=True) on a dask DataFrame)")
+    dt = chk.compute_dtype(dtype, np.empty(0, X.dtype))
+    X = X.rechunk({1: -1})  # whole rows per chunk (the kernel needs every feature)
+    if not isinstance(y, da.Array):
+        y = da.from_array(np.asarray(y), chunks=(X.chunks[0],) + ((-1,) if np.ndim(y) == 2 else ()))
+    if y.ndim not in (1, 2):
+        raise ValueError(f"y must be 1-D (n_samples,) or 2-D (n_samples, n_outputs), got shape {y.shape}")
+    if y.shape[0] != X.shape[0]:
+        raise ValueError(f"y has {y.shape[0]} rows but X has {X.shape[0]}")
+    one_d = y.ndim == 1
+    Y = (y[:, None] if one_d else y).rechunk((X.chunks[0], -1))
+    offsets = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
+    return _Data(X, Y, one_d, dt, offsets, estimator)
+
+
+def _blocks(data: _Data):
+    """(X block, Y block, first row, last row + 1) for every row chunk, as delayed objects."""
+    xs, ys = data.X.to_delayed().ravel(), data.Y.to_delayed().ravel()
+    return [(x, yb, int(data.offsets[b]), int(data.offsets[b + 1])) for b, (x, yb) in enumerate(zip(xs, ys))]
+
+
+def _validated_block(X, Y, dtype, estimator):
+    """The chunk as C-contiguous arrays of the computation's dtype, with the error the
+    in-memory path gives for NaN or infinity (scikit-learn's for an estimator)."""
+    if estimator is not None:
+        from sklearn.utils.validation import check_X_y
+        X, Y = check_X_y(X, Y, dtype=dtype, order="C", multi_output=True, y_numeric=True, estimator=estimator)
+        return X, np.ascontiguousarray(Y.reshape(len(Y), -1), dtype=dtype)
+    return chk.as_matrix(X, "X", dtype), chk.as_matrix(Y, "y", dtype)
+
+
+def _task_threads(requested: int | None) -> int:
+    """The threads a C++ call on this worker may use: the worker's own (its nthreads),
+    never more than the cores this process may run on, nor than the caller asked."""
+    n = chk.available_cores()
+    try:
+        from distributed import get_worker
+        n = min(n, get_worker().state.nthreads)
+    except (ImportError, ValueError):  # not on a distributed worker: the local scheduler
+        pass
+    return max(1, min(n, requested) if requested else n)
+
+
+def _client():
+    """The current distributed Client, or None (Dask's local schedulers)."""
+    try:
+        from distributed import default_client
+        return default_client()
+    except (ImportError, ValueError):
+        return None
+
+
+def _broadcast(*arrays):
+    """The arrays sent to every worker once (scatter), to be passed to the tasks; as they
+    are without a distributed client (the local scheduler shares memory)."""
+    client = _client()
+    if client is None:
+        return arrays
+    return tuple(client.scatter(list(arrays), broadcast=True, hash=False))
+
+
+def _tree_sum(parts, shape, split_every):
+    """The sum of the delayed arrays `parts` (each of `shape`, float64), by Dask's tree
+    reduction: at most split_every partial sums meet in a task."""
+    stacked = da.stack([da.from_delayed(p, shape=shape, dtype=np.float64) for p in parts])
+    return stacked.sum(axis=0, split_every=split_every)
+
+
+# -------------------------------------------------------------- tasks (on workers)
+def _train_count(start, stop, fraction, seed):
+    return np.array([int(np.count_nonzero(~holdout_mask(np.arange(start, stop), fraction, seed)))
+                     if fraction is not None else stop - start], dtype=np.int64)
+
+
+def _pick_rows(X, start, stop, fraction, seed, ordinals):
+    """Global row indices and rows of the chunk's training rows number `ordinals` (in the
+    chunk's training order)."""
+    train = np.flatnonzero(~holdout_mask(np.arange(start, stop), fraction, seed))[ordinals]
+    return train + start, np.asarray(X)[train]
+
+
+def _row_blocks(rows: int, width: int):
+    step = max(1, _BLOCK_ELEMENTS // max(1, width))
+    return [(r, min(r + step, rows)) for r in range(0, rows, step)]
+
+
+def _gram_part(X, Y, start, stop, fraction, seed, C, R, sigma, dtype, estimator, n_threads):
+    """This chunk's share of [A^T A, A^T Y] (k x (k + q), float64 after summing in dtype)
+    over its training rows, A = k(X_train, C) R."""
+    X, Y = _validated_block(X, Y, dtype, estimator)
+    keep = ~holdout_mask(np.arange(start, stop), fraction, seed)
+    X, Y = X[keep], Y[keep]
+    k, q = R.shape[1], Y.shape[1]
+    H, c = np.zeros((k, k), dtype), np.zeros((k, q), dtype)
+    threads = _task_threads(n_threads)
+    with _CORE_LOCK, _blas_threads(threads):
+        for r0, r1 in _row_blocks(len(X), max(C.shape[0], k)):
+            A = gaussian_kernel(X[r0:r1], C, sigma, n_threads=threads) @ R
+            H += A.T @ A
+            c += A.T @ Y[r0:r1]
+    return np.hstack([H, c]).astype(np.float64)
+
+
+def _holdout_part(X, Y, start, stop, fraction, seed, C, alphas, sigma, dtype, estimator, n_threads, scale):
+    """Squared hold-out errors of this chunk for each of the L coefficient sets
+    alphas[:, l q:(l + 1) q] (L,), from the predictions k(X_val, C) alpha_l."""
+    X, Y = _validated_block(X, Y, dtype, estimator)
+    held = holdout_mask(np.arange(start, stop), fraction, seed)
+    X, Y = X[held], Y[held].astype(np.float64) / scale  # exact: scale is a power of two
+    q = Y.shape[1]
+    L = alphas.shape[1] // q
+    errors = np.zeros(L)
+    threads = _task_threads(n_threads)
+    with _CORE_LOCK, _blas_threads(threads):
+        for r0, r1 in _row_blocks(len(X), max(C.shape[0], alphas.shape[1])):
+            predictions = (gaussian_kernel(X[r0:r1], C, sigma, n_threads=threads) @ alphas).astype(np.float64)
+            residual = predictions.reshape(r1 - r0, L, q) - Y[r0:r1, None, :]
+            errors += np.einsum("rlj,rlj->l", residual, residual)
+    return errors
+
+
+# ------------------------------------------------------------------ the passes
+def _split_counts(data: _Data, fraction, seed):
+    parts = [dask.delayed(_train_count)(start, stop, fraction, seed) for _, _, start, stop in _blocks(data)]
+    return np.concatenate(dask.compute(*parts))
+
+
+def _centers(data: _Data, counts, n_centers, fraction, seed, center_seed):
+    """(C m x d, their global rows): sample_centers over the n_train training rows in
+    global order, gathered from the chunks that hold them."""
+    n_train = int(counts.sum())
+    m = chk.check_int("n_centers", n_centers, 1)
+    if m > n_train:
+        raise ValueError(f"n_centers={m} is more than the {n_train} training rows left after the hold-out split")
+    ordinals = sample_centers(n_train, m, center_seed)
+    first = np.concatenate([[0], np.cumsum(counts)])
+    chunk = np.searchsorted(first, ordinals, side="right") - 1
+    blocks = _blocks(data)
+    wanted = {}
+    for b in np.unique(chunk):
+        x, _, start, stop = blocks[b]
+        wanted[b] = dask.delayed(_pick_rows, nout=2)(x, start, stop, fraction, seed, ordinals[chunk == b] - first[b])
+    picked = dict(zip(wanted, dask.compute(*wanted.values())))
+    rows = np.empty(m, dtype=np.int64)
+    C = np.empty((m, data.X.shape[1]), dtype=data.X.dtype)
+    for b, (global_rows, values) in picked.items():
+        rows[chunk == b], C[chunk == b] = global_rows, values
+    if data.estimator is not None:
+        from sklearn.utils import check_array
+        C = check_array(C, dtype=data.dtype, order="C", input_name="X", estimator=data.estimator)
+    return chk.as_matrix(C, "X", data.dtype), rows
+
+
+def _normal_equations(data, fraction, seed, C, R, sigma, n_threads, split_every):
+    k, q = R.shape[1], data.Y.shape[1]
+    C_b, R_b = _broadcast(C, R)
+    parts = [dask.delayed(_gram_part)(x, y, start, stop, fraction, seed, C_b, R_b, sigma, data.dtype,
+                                      data.estimator, n_threads) for x, y, start, stop in _blocks(data)]
+    total = _tree_sum(parts, (k, k + q), split_every).compute()
+    return total[:, :k].astype(data.dtype), total[:, k:].astype(data.dtype)
+
+
+def _holdout_errors(data, fraction, seed, C, alphas, sigma, n_threads, split_every, scale):
+    """Summed squared hold-out errors of each coefficient set (alphas m x L q)."""
+    L = alphas.shape[1] // data.Y.shape[1]
+    C_b, alphas_b = _broadcast(C, alphas)
+    parts = [dask.delayed(_holdout_part)(x, y, start, stop, fraction, seed, C_b, alphas_b, sigma, data.dtype,
+                                         data.estimator, n_threads, scale) for x, y, start, stop in _blocks(data)]
+    return _tree_sum(parts, (L,), split_every).compute()
+
+
+def _target_scale(data: _Data):
+    """chk.target_scale of Y from its largest magnitude (a tree reduction)."""
+    peak = float(da.max(abs(data.Y)).compute()) if data.Y.size else 0.0
+    return chk.target_scale(np.array([[peak]], dtype=data.dtype))
+
+
+def _setup(X, y, sigma, n_centers, validation_fraction, seed, factor, rank_tol, jitter, dtype, estimator,
+           needed_val=True):
+    """The passes shared by both paths: data, split, centres, factor."""
+    data = _as_dask_data(X, y, dtype, estimator)
+    sigma = chk.check_sigma(sigma)
+    fraction = _check_fraction(validation_fraction)
+    seed = _check_seed(seed)
+    chk.check_choice("factor", factor, chk.FACTOR_METHODS)
+    counts = _split_counts(data, fraction, seed)
+    n = int(data.X.shape[0])
+    n_train = int(counts.sum())
+    n_val = n - n_train
+    if fraction is not None and (n_val < 1 or n_train < 1):
+        raise ValueError(f"validation_fraction={fraction} leaves {n_train} training and {n_val} validation rows "
+                         f"of n_samples={n}; at least 1 training and 1 validation row are needed")
+    # The centres' stream: a different seed from the split's hash (a plain offset keeps it
+    # reproducible from `seed` alone).
+    center_seed = (seed + 0x5851F42D4C957F2D) % 2**64
+    C, rows = _centers(data, counts, n_centers, fraction, seed, center_seed)
+    R = nystrom_factor(gaussian_kernel(C, C, sigma), method=factor, rank_tol=rank_tol, jitter=jitter)
+    return data, sigma, fraction, seed, C, rows, R, n_train, n_val
+
+
+# ------------------------------------------------------------------- top eigenvalue
+def _top_eigenvalue(H: np.ndarray) -> float:
+    """lambda_max(H) as the C++ core estimates it for step_size="auto" (Lanczos with full
+    reorthogonalisation from its fixed start vector, stopped when the top Ritz value moves
+    by at most 1e-13 relative, 1e-6 in float32), so that the same step comes out."""
+    dim = H.shape[0]
+    tol = 1e-6 if H.dtype == np.float32 else 1e-13
+    most = min(120, dim)
+    v = np.fmod(0.6180339887498949 * np.arange(1, dim + 1, dtype=np.float64), 1.0) - 0.5
+    V = np.zeros((dim, most + 1))
+    V[:, 0] = v / np.linalg.norm(v)
+    diagonal, off = [], []
+    value, coupling = 0.0, 0.0
+    for k in range(most):
+        w = (H @ V[:, k].astype(H.dtype)).astype(np.float64)
+        applied = np.linalg.norm(w)
+        diagonal.append(float(w @ V[:, k]))
+        if k > 0:
+            off.append(coupling)
+        for _ in range(2):
+            w = w - V[:, :k + 1] @ (V[:, :k + 1].T @ w)
+        b = np.linalg.norm(w)
+        complete = not b > 4 * np.finfo(np.float64).eps * applied or k + 1 == dim
+        if not complete:
+            coupling = b
+            V[:, k + 1] = w / b
+        top = float(scipy.linalg.eigh_tridiagonal(np.array(diagonal), np.array(off), eigvals_only=True)[-1])
+        if (k + 1 >= 3 and abs(top - value) <= tol * abs(top)) or complete or k + 1 == most:
+            return top
+        value = top
+    return value
+
+
+def _resolve_step(step_size, method, H, n_train):
+    if method == "cg":
+        return 0.0
+    rule, value = chk.check_step_size(step_size)
+    if rule == "paper":
+        return 1.0 / n_train
+    top = _top_eigenvalue(H)
+    if rule == "auto":
+        if not top > 0:
+            raise RuntimeError(f"lambda_max(A^T A) = {top}: cannot set step_size='auto'")
+        return 1.0 / top
+    limit = (1.0 if method == "nu" else 2.0) / top
+    if not value < limit * (1 + 1e-9):
+        raise ValueError(f"step_size={value} is unstable for method '{method}': it must be below "
+                         f"{'1' if method == 'nu' else '2'} / lambda_max(A^T A) = {limit}")
+    return value
+
+
+# ---------------------------------------------------------------------- public
+def nytro_path(X, y, sigma, *, n_centers, validation_fraction=0.2, seed=0, method="gd", nu=1.0, max_iter=500,
+               step_size="auto", stopping="best", tol=None, window=10, n_iter_no_change=None, factor="pivoted",
+               rank_tol=None, jitter=1e-10, solver="gram", n_threads=None, dtype=None, split_every=None,
+               estimator=None) -> DaskFit:
+    """NYTRO's path on a Dask array X (chunked by rows) with a seeded hold-out split.
+
+    Equals ``nytro.nytro_path(X[train], y[train], X[center_rows], sigma, X_val=X[val],
+    y_val=y[val], solver="gram", ...)`` up to rounding, with train/val from
+    :func:`holdout_mask` (see the module's docstring for the passes). method: "gd",
+    "nu" or "cg"; solver: "gram" (or "auto", which is "gram" here); the other arguments
+    as in ``nytro.nytro_path``. seed seeds the split and the centres. n_threads caps the
+    threads of each worker's C++ calls (default: the worker's nthreads). split_every:
+    the fan-in of the tree reductions (Dask's default when None). estimator: a
+    scikit-learn estimator's name, to validate the chunks as it does (its error
+    messages).
+    """
+    if method not in DASK_METHODS:
+        if method in chk.METHODS:
+            raise NotImplementedError(f"method={method!r} is not supported on Dask arrays yet; supported: "
+                                      + ", ".join(repr(m) for m in DASK_METHODS))
+        chk.check_choice("method", method, chk.METHODS)
+    _check_gram_solver(solver)
+    chk.check_nu(nu)
+    max_iter = chk.check_int("max_iter", max_iter, 1)
+    chk.check_step_size(step_size)
+    chk.check_choice("stopping", stopping, chk.STOPPING_RULES)
+    window = chk.check_int("window", window, 2)
+    patience = chk.check_patience(n_iter_no_change)
+    chk.check_tol(tol)
+    data, sigma, fraction, seed, C, rows, R, n_train, n_val = _setup(
+        X, y, sigma, n_centers, validation_fraction, seed, factor, rank_tol, jitter, dtype, estimator)
+    scale = _target_scale(data)
+    H, c = _normal_equations(data, fraction, seed, C, R, sigma, n_threads, split_every)
+    if scale != 1.0:  # as nytro.nytro_path: Y / scale (exact) in the core, results scaled back
+        c = c / data.dtype.type(scale)
+    step = _resolve_step(step_size, method, H, n_train)
+    betas = list(reference._iterates(lambda b: H @ b, c, method, step, nu, max_iter))
+    if not np.all(np.isfinite(betas[-1])):
+        raise RuntimeError(f"the iterations diverged (step_size={step}): a stable step is below "
+                           "2 / lambda_max(A^T A)")
+    q = c.shape[1]
+    if n_val == 0:
+        coef, path, selected, stopped = R @ betas[-1], np.zeros(0), max_iter, max_iter
+    else:
+        alphas = R @ np.hstack(betas)
+        errors = _holdout_errors(data, fraction, seed, C, alphas, sigma, n_threads, split_every, scale)
+        path = np.sqrt(errors / (n_val * q))
+        rule_tol = chk.tol_for_scaled_targets(tol, stopping, scale)
+        selected, stopped = reference._select(path, stopping, None if rule_tol < 0 else rule_tol, window,
+                                              patience)
+        coef, path = alphas[:, (selected - 1) * q:selected * q], path[:stopped]
+    coef = coef * data.dtype.type(scale) if scale != 1.0 else coef
+    result = PathResult(coef=coef[:, 0] if data.one_d else coef, validation_rmse=path * scale, n_iter=selected,
+                        iterations_run=stopped, step_size=step, rank=R.shape[1], solver="gram", products=stopped)
+    return DaskFit(result, C, rows, n_train, n_val)
+
+
+def nkrls_path(X, y, sigma, *, n_centers, lambdas=None, validation_fraction=0.2, seed=0, factor="pivoted",
+               rank_tol=None, jitter=1e-10, solver="eigh", n_threads=None, dtype=None, split_every=None,
+               estimator=None) -> DaskFit:
+    """Nystrom KRLS along a lambda grid on a Dask array X, with the split and centres of
+    :func:`nytro_path`: alpha(lambda) = R (A^T A + lambda n_train I)^+ A^T y from one
+    eigendecomposition of A^T A (eigenvalues clipped at 0, as the core's "eigh"), the
+    hold-out errors of every lambda in one pass. solver: "eigh" only for now."""
+    if solver != "eigh":
+        chk.check_choice("solver", solver, chk.TIKHONOV_SOLVERS)
+        raise NotImplementedError(f"solver={solver!r} is not supported on Dask arrays yet; supported: 'eigh'")
+    lambdas = chk.check_lambdas(lambdas)
+    if validation_fraction is None and len(lambdas) != 1:
+        raise ValueError(f"without a hold-out set exactly one lambda is needed, got {len(lambdas)}")
+    data, sigma, fraction, seed, C, rows, R, n_train, n_val = _setup(
+        X, y, sigma, n_centers, validation_fraction, seed, factor, rank_tol, jitter, dtype, estimator)
+    scale = _target_scale(data)
+    H, c = _normal_equations(data, fraction, seed, C, R, sigma, n_threads, split_every)
+    if scale != 1.0:
+        c = c / data.dtype.type(scale)
+    w, V = np.linalg.eigh(H)
+    w = np.maximum(w.astype(np.float64), 0)
+    projected = V.T @ c
+    q = c.shape[1]
+    alphas = np.hstack([R @ (V @ (projected / (w + lam * n_train)[:, None]).astype(data.dtype))
+                        for lam in lambdas])
+    if n_val == 0:
+        best, path = 0, np.zeros(0)
+    else:
+        errors = _holdout_errors(data, fraction, seed, C, alphas, sigma, n_threads, split_every, scale)
+        path = np.sqrt(errors / (n_val * q))
+        best = int(np.argmin(path))
+    coef = alphas[:, best * q:(best + 1) * q]
+    coef = coef * data.dtype.type(scale) if scale != 1.0 else coef
+    result = TikhonovResult(coef=coef[:, 0] if data.one_d else coef, validation_rmse=path * scale,
+                            lambda_=float(lambdas[best]), selected=best, rank=R.shape[1])
+    return DaskFit(result, C, rows, n_train, n_val)
+
+
+def _check_gram_solver(solver):
+    if solver in ("gram", "auto"):
+        return
+    chk.check_choice("solver", solver, chk.NYTRO_SOLVERS)
+    raise NotImplementedError(f"solver={solver!r} is not supported on Dask arrays yet; supported: 'gram' "
+                              "(and 'auto', which is 'gram' on Dask arrays)")
+
+
+def predict(X, centers, coef, sigma, *, n_threads=None):
+    """k(X, centers) @ coef for a Dask array X chunked by rows: a Dask array, one
+    ``nytro.kernel_predict`` per chunk (centres and coef sent to the workers once)."""
+    if not isinstance(X, da.Array) or X.ndim != 2:
+        raise ValueError("X must be a 2-D dask.array.Array")
+    X = X.rechunk({1: -1})
+    coef = np.asarray(coef)
+    params = dask.delayed((np.asarray(centers), coef), pure=True)
+    dt = chk.compute_dtype(None, centers, coef)
+    if coef.ndim == 1:
+        return X.map_blocks(_predict_block, params, sigma, n_threads, dtype=dt, drop_axis=1)
+    return X.map_blocks(_predict_block, params, sigma, n_threads, dtype=dt, chunks=(X.chunks[0], (coef.shape[1],)))
+
+
+def _predict_block(x, params, sigma, n_threads):
+    centers, coef = params
+    threads = _task_threads(n_threads)
+    with _CORE_LOCK:
+        return kernel_predict(x, centers, coef, sigma, n_threads=threads)
+
+
+# --------------------------------------------------------------- estimators' hook
+def fit_estimator(est, X, y):
+    """Fit a NytroRegressor or NystromKRLSRegressor on Dask arrays (their fit's hook)."""
+    from .estimators import NystromKRLSRegressor, NytroRegressor
+    from sklearn.utils import check_random_state
+    name = type(est).__name__
+    if not isinstance(est, (NytroRegressor, NystromKRLSRegressor)):
+        raise NotImplementedError(f"{name} does not take Dask arrays; NytroRegressor and NystromKRLSRegressor do")
+    if getattr(est, "storage", None) is not None:
+        raise NotImplementedError(f"storage={est.storage!r} is not supported on Dask arrays yet; use storage=None")
+    rng = check_random_state(est.random_state)
+    seed = int(rng.randint(0, 2**63 - 1, dtype=np.int64))
+    common = dict(n_centers=est.n_centers, validation_fraction=est.validation_fraction, seed=seed,
+                  factor=est.factor, n_threads=est.n_threads, dtype=est.dtype, estimator=name)
+    if isinstance(est, NytroRegressor):
+        fit = nytro_path(X, y, est.sigma, method=est.method, nu=est.nu, max_iter=est.max_iter,
+                         step_size=est.step_size, stopping=est.stopping, tol=est.tol, window=est.window,
+                         n_iter_no_change=est.n_iter_no_change, solver=est.solver, **common)
+        est.solver_ = fit.result.solver
+        coef = est._take_path(fit.result)
+    else:
+        lambdas = np.asarray(chk.check_lambdas(est.lambdas))
+        fit = nkrls_path(X, y, est.sigma, lambdas=lambdas, solver=est.solver, **common)
+        est.lambdas_ = lambdas
+        est.lambda_ = fit.result.lambda_
+        est.validation_rmse_ = fit.result.validation_rmse
+        coef = fit.result.coef
+    est.centers_ = fit.centers
+    est.rank_ = fit.result.rank
+    est.n_features_in_ = int(X.shape[1])
+    est.coef_ = coef
+    return est
