@@ -194,3 +194,10 @@ def test_what_is_not_supported_yet_says_so(client):
         nytro.KRLSRegressor(sigma).fit(Xd, yd)
     with pytest.raises(ValueError, match="method='nope'"):
         nd.nytro_path(Xd, yd, sigma, n_centers=5, method="nope")
+
+
+def test_tasks_use_their_workers_threads(client):
+    """The C++ calls of a task on a 1-thread worker get 1 thread, whatever the cores."""
+    threads = client.gather([client.submit(nd._task_threads, None, pure=False) for _ in range(4)])
+    assert threads == [1, 1, 1, 1]
+    assert client.submit(nd._task_threads, 8, pure=False).result() == 1
