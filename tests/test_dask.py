@@ -201,3 +201,31 @@ def test_tasks_use_their_workers_threads(client):
     threads = client.gather([client.submit(nd._task_threads, None, pure=False) for _ in range(4)])
     assert threads == [1, 1, 1, 1]
     assert client.submit(nd._task_threads, 8, pure=False).result() == 1
+
+
+def _die_once(block, marker):
+    """The block, after killing this worker process the first time any task runs it
+    (the marker file, created atomically, says it has happened)."""
+    import os
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return block
+    os._exit(1)
+
+
+def test_a_worker_killed_mid_fit_changes_nothing(client, tmp_path):
+    """A worker dies while computing a chunk; its nanny restarts it, the scheduler reruns
+    the chunk's tasks (the scattered centres and R still live on the other worker), and
+    the fit equals the undisturbed one."""
+    X, y, sigma = data()
+    Xd, yd = da.from_array(X, chunks=60), da.from_array(y, chunks=60)
+    options = dict(n_centers=40, seed=SEED, validation_fraction=FRACTION, method="nu", max_iter=40)
+    expected = nd.nytro_path(Xd, yd, sigma, **options).result
+    marker = str(tmp_path / "died")
+    dying = Xd.map_blocks(_die_once, marker, meta=np.empty((0, 0), X.dtype))  # meta: never run on the client
+    result = nd.nytro_path(dying, yd, sigma, **options).result
+    assert (tmp_path / "died").exists()
+    assert result.n_iter == expected.n_iter
+    assert_close(result.validation_rmse, expected.validation_rmse, X.dtype, "validation path")
+    assert_close(result.coef, expected.coef, X.dtype, "coef")

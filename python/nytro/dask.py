@@ -25,7 +25,8 @@ Not done yet (issue 28): the "direct" mode (A_i kept on the workers, one map-red
 m-vectors per product) and the cost model choosing it, method "hybrid", float32 or
 float16 storage, gd's Lanczos iterates (the client steps; the in-memory core's Lanczos
 iterates agree with stepping to 64 machine epsilons), progress reporting, measured
-out-of-core and fault behaviour.
+out-of-core behaviour, and faults beyond one worker killed while computing a chunk
+(tested: its nanny restarts it and the fit is unchanged).
 """
 from __future__ import annotations
 
@@ -507,9 +508,11 @@ def predict(X, centers, coef, sigma, *, n_threads=None):
     coef = np.asarray(coef)
     params = dask.delayed((np.asarray(centers), coef), pure=True)
     dt = chk.compute_dtype(None, centers, coef)
+    # meta given: Dask would otherwise call the block function on empty arrays to find it.
     if coef.ndim == 1:
-        return X.map_blocks(_predict_block, params, sigma, n_threads, dtype=dt, drop_axis=1)
-    return X.map_blocks(_predict_block, params, sigma, n_threads, dtype=dt, chunks=(X.chunks[0], (coef.shape[1],)))
+        return X.map_blocks(_predict_block, params, sigma, n_threads, drop_axis=1, meta=np.empty(0, dt))
+    return X.map_blocks(_predict_block, params, sigma, n_threads, chunks=(X.chunks[0], (coef.shape[1],)),
+                        meta=np.empty((0, 0), dt))
 
 
 def _predict_block(x, params, sigma, n_threads):
