@@ -229,3 +229,31 @@ def test_a_worker_killed_mid_fit_changes_nothing(client, tmp_path):
     assert result.n_iter == expected.n_iter
     assert_close(result.validation_rmse, expected.validation_rmse, X.dtype, "validation path")
     assert_close(result.coef, expected.coef, X.dtype, "coef")
+
+
+def test_without_holdout_equals_in_memory(client):
+    """validation_fraction=None: every row trains, max_iter iterations (NKRLS: its one
+    lambda)."""
+    X, y, sigma = data(n=120)
+    Xd, yd = da.from_array(X, chunks=50), da.from_array(y, chunks=50)
+    fit = nd.nytro_path(Xd, yd, sigma, n_centers=30, seed=SEED, validation_fraction=None, method="gd", max_iter=30)
+    assert (fit.n_train, fit.n_val) == (120, 0) and len(fit.result.validation_rmse) == 0
+    expected = nytro.nytro_path(X, y, X[fit.center_rows], sigma, method="gd", max_iter=30, solver="gram", n_threads=1)
+    assert fit.result.n_iter == expected.n_iter == 30
+    assert_close(fit.result.coef, expected.coef, X.dtype, "coef")
+    fit = nd.nkrls_path(Xd, yd, sigma, n_centers=30, seed=SEED, validation_fraction=None, lambdas=[1e-4])
+    expected = nytro.nkrls_path(X, y, X[fit.center_rows], sigma, lambdas=[1e-4], n_threads=1)
+    assert_close(fit.result.coef, expected.coef, X.dtype, "NKRLS coef")
+    with pytest.raises(ValueError, match="exactly one lambda"):
+        nd.nkrls_path(Xd, yd, sigma, n_centers=30, validation_fraction=None)
+
+
+def test_targets_near_the_end_of_the_range(client):
+    """y of size 2^600: scaled by a power of two as in memory, so that the squared
+    hold-out errors do not overflow."""
+    X, y, sigma = data()
+    y = y * 2.0**600
+    fit = nd.nytro_path(da.from_array(X, chunks=64), da.from_array(y, chunks=64), sigma, n_centers=40, seed=SEED,
+                        validation_fraction=FRACTION, method="nu", max_iter=40)
+    check_path(fit, in_memory_path(X, y, sigma, fit, method="nu", max_iter=40), X.dtype)
+    assert np.isfinite(fit.result.validation_rmse).all()
