@@ -136,6 +136,14 @@ def test_chunks_of_one_row(client):
     check_path(fit, in_memory_path(X, y, sigma, fit, method="cg", max_iter=5), X.dtype)
 
 
+def test_empty_chunks_are_skipped(client):
+    X, y, sigma = data()
+    rows = (100, 0, 90, 0, 67)
+    fit = nd.nytro_path(da.from_array(X, chunks=(rows, 4)), da.from_array(y, chunks=(rows,)), sigma,
+                        n_centers=40, seed=SEED, validation_fraction=FRACTION, method="gd", max_iter=30)
+    check_path(fit, in_memory_path(X, y, sigma, fit, method="gd", max_iter=30), X.dtype)
+
+
 def test_estimators_fit_and_predict_dask_arrays(client):
     X, y, sigma = data()
     Xd, yd = da.from_array(X, chunks=60), da.from_array(y, chunks=60)

@@ -1,8 +1,8 @@
 """NYTRO and Nystrom KRLS on Dask arrays chunked by rows (the "gram" mode).
 
 The data stay where Dask keeps them (worker memory, or a zarr store read chunk by
-chunk); the client holds O(m^2 + m d) numbers. A fit takes three passes over X, each a
-map over its row chunks:
+chunk); the client holds O(m^2 + m d) numbers. A fit takes a pass over y (each chunk's
+training rows and largest |y|) and three passes over X, each a map over its row chunks:
 
 1. the Nystrom centres: m seeded ordinals among the training rows
    (``nytro.sample_centers`` over n_train), gathered m x d from the chunks holding them;
@@ -160,9 +160,11 @@ def _as_dask_data(X, y, dtype, estimator=None) -> _Data:
 
 
 def _blocks(data: _Data):
-    """(X block, Y block, first row, last row + 1) for every row chunk, as delayed objects."""
+    """(X block, Y block, first row, last row + 1) for every row chunk with rows (empty
+    chunks, which concatenation can leave, are skipped), as delayed objects."""
     xs, ys = data.X.to_delayed().ravel(), data.Y.to_delayed().ravel()
-    return [(x, yb, int(data.offsets[b]), int(data.offsets[b + 1])) for b, (x, yb) in enumerate(zip(xs, ys))]
+    return [(x, yb, int(data.offsets[b]), int(data.offsets[b + 1])) for b, (x, yb) in enumerate(zip(xs, ys))
+            if data.offsets[b + 1] > data.offsets[b]]
 
 
 def _validated_block(X, Y, dtype, estimator):
@@ -213,9 +215,15 @@ def _tree_sum(parts, shape, split_every):
 
 
 # -------------------------------------------------------------- tasks (on workers)
-def _train_count(start, stop, fraction, seed):
-    return np.array([int(np.count_nonzero(~holdout_mask(np.arange(start, stop), fraction, seed)))
-                     if fraction is not None else stop - start], dtype=np.int64)
+def _count_and_peak(Y, start, stop, fraction, seed):
+    """The chunk's number of training rows, and its largest |y| (NaN propagates: the
+    normal equations' pass then reports it as in memory)."""
+    count = stop - start if fraction is None else int(np.count_nonzero(~holdout_mask(np.arange(start, stop),
+                                                                                      fraction, seed)))
+    Y = np.asarray(Y)
+    if not Y.size or not (np.issubdtype(Y.dtype, np.number) or Y.dtype == np.bool_):
+        return count, 0.0  # a wrong dtype is reported by the normal equations' pass, as in memory
+    return count, float(np.max(np.abs(Y)))
 
 
 def _pick_rows(X, start, stop, fraction, seed, ordinals):
@@ -267,8 +275,13 @@ def _holdout_part(X, Y, start, stop, fraction, seed, C, alphas, sigma, dtype, es
 
 # ------------------------------------------------------------------ the passes
 def _split_counts(data: _Data, fraction, seed):
-    parts = [dask.delayed(_train_count)(start, stop, fraction, seed) for _, _, start, stop in _blocks(data)]
-    return np.concatenate(dask.compute(*parts))
+    """Training rows per chunk, and the scale of the targets (chk.target_scale, from
+    the chunks' largest |y|)."""
+    parts = [dask.delayed(_count_and_peak)(y, start, stop, fraction, seed) for _, y, start, stop in _blocks(data)]
+    counts, peaks = zip(*dask.compute(*parts))
+    peak = max(peaks)
+    scale = chk.target_scale(np.array([[peak]], dtype=data.dtype)) if math.isfinite(peak) else 1.0
+    return np.array(counts, dtype=np.int64), scale
 
 
 def _centers(data: _Data, counts, n_centers, fraction, seed, center_seed):
@@ -315,12 +328,6 @@ def _holdout_errors(data, fraction, seed, C, alphas, sigma, n_threads, split_eve
     return _tree_sum(parts, (L,), split_every).compute()
 
 
-def _target_scale(data: _Data):
-    """chk.target_scale of Y from its largest magnitude (a tree reduction)."""
-    peak = float(da.max(abs(data.Y)).compute()) if data.Y.size else 0.0
-    return chk.target_scale(np.array([[peak]], dtype=data.dtype))
-
-
 def _setup(X, y, sigma, n_centers, validation_fraction, seed, factor, rank_tol, jitter, dtype, estimator,
            needed_val=True):
     """The passes shared by both paths: data, split, centres, factor."""
@@ -329,7 +336,7 @@ def _setup(X, y, sigma, n_centers, validation_fraction, seed, factor, rank_tol, 
     fraction = _check_fraction(validation_fraction)
     seed = _check_seed(seed)
     chk.check_choice("factor", factor, chk.FACTOR_METHODS)
-    counts = _split_counts(data, fraction, seed)
+    counts, scale = _split_counts(data, fraction, seed)
     n = int(data.X.shape[0])
     n_train = int(counts.sum())
     n_val = n - n_train
@@ -341,7 +348,7 @@ def _setup(X, y, sigma, n_centers, validation_fraction, seed, factor, rank_tol, 
     center_seed = (seed + 0x5851F42D4C957F2D) % 2**64
     C, rows = _centers(data, counts, n_centers, fraction, seed, center_seed)
     R = nystrom_factor(gaussian_kernel(C, C, sigma), method=factor, rank_tol=rank_tol, jitter=jitter)
-    return data, sigma, fraction, seed, C, rows, R, n_train, n_val
+    return data, sigma, fraction, seed, C, rows, R, n_train, n_val, scale
 
 
 # ------------------------------------------------------------------- top eigenvalue
@@ -425,9 +432,8 @@ def nytro_path(X, y, sigma, *, n_centers, validation_fraction=0.2, seed=0, metho
     window = chk.check_int("window", window, 2)
     patience = chk.check_patience(n_iter_no_change)
     chk.check_tol(tol)
-    data, sigma, fraction, seed, C, rows, R, n_train, n_val = _setup(
+    data, sigma, fraction, seed, C, rows, R, n_train, n_val, scale = _setup(
         X, y, sigma, n_centers, validation_fraction, seed, factor, rank_tol, jitter, dtype, estimator)
-    scale = _target_scale(data)
     H, c = _normal_equations(data, fraction, seed, C, R, sigma, n_threads, split_every)
     if scale != 1.0:  # as nytro.nytro_path: Y / scale (exact) in the core, results scaled back
         c = c / data.dtype.type(scale)
@@ -466,9 +472,8 @@ def nkrls_path(X, y, sigma, *, n_centers, lambdas=None, validation_fraction=0.2,
     lambdas = chk.check_lambdas(lambdas)
     if validation_fraction is None and len(lambdas) != 1:
         raise ValueError(f"without a hold-out set exactly one lambda is needed, got {len(lambdas)}")
-    data, sigma, fraction, seed, C, rows, R, n_train, n_val = _setup(
+    data, sigma, fraction, seed, C, rows, R, n_train, n_val, scale = _setup(
         X, y, sigma, n_centers, validation_fraction, seed, factor, rank_tol, jitter, dtype, estimator)
-    scale = _target_scale(data)
     H, c = _normal_equations(data, fraction, seed, C, R, sigma, n_threads, split_every)
     if scale != 1.0:
         c = c / data.dtype.type(scale)
