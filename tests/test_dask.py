@@ -160,6 +160,8 @@ def test_estimators_fit_and_predict_dask_arrays(client):
     predicted = est.predict(Xd)
     assert isinstance(predicted, da.Array) and predicted.chunks == Xd.chunks[:1]
     np.testing.assert_allclose(predicted.compute(), est.predict(X), rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="X has 3 features but the centres have 4"):
+        est.predict(Xd[:, :3])
 
     krls = nytro.NystromKRLSRegressor(40, sigma, validation_fraction=FRACTION, random_state=3).fit(Xd, yd)
     expected = nytro.nkrls_path(X[train], y[train], krls.centers_, sigma, X_val=X[held], y_val=y[held],

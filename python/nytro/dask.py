@@ -1,8 +1,9 @@
 """NYTRO and Nystrom KRLS on Dask arrays chunked by rows (the "gram" mode).
 
 The data stay where Dask keeps them (worker memory, or a zarr store read chunk by
-chunk); the client holds O(m^2 + m d) numbers. A fit takes a pass over y (each chunk's
-training rows and largest |y|) and three passes over X, each a map over its row chunks:
+chunk); the client holds O(m^2 + m d) numbers. A fit takes a pass over y (each
+chunk's training rows and largest target in absolute value) and three passes over X,
+each a map over its row chunks:
 
 1. the Nystrom centres: m seeded ordinals among the training rows
    (``nytro.sample_centers`` over n_train), gathered m x d from the chunks holding them;
@@ -509,9 +510,11 @@ def predict(X, centers, coef, sigma, *, n_threads=None):
     ``nytro.kernel_predict`` per chunk (centres and coef sent to the workers once)."""
     if not isinstance(X, da.Array) or X.ndim != 2:
         raise ValueError("X must be a 2-D dask.array.Array")
+    centers, coef = np.asarray(centers), np.asarray(coef)
+    if X.shape[1] != centers.shape[1]:  # known before any chunk is read
+        raise ValueError(f"X has {X.shape[1]} features but the centres have {centers.shape[1]}")
     X = X.rechunk({1: -1})
-    coef = np.asarray(coef)
-    params = dask.delayed((np.asarray(centers), coef), pure=True)
+    params = dask.delayed((centers, coef), pure=True)
     dt = chk.compute_dtype(None, centers, coef)
     # meta given: Dask would otherwise call the block function on empty arrays to find it.
     if coef.ndim == 1:
