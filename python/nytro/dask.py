@@ -329,8 +329,7 @@ def _holdout_errors(data, fraction, seed, C, alphas, sigma, n_threads, split_eve
     return _tree_sum(parts, (L,), split_every).compute()
 
 
-def _setup(X, y, sigma, n_centers, validation_fraction, seed, factor, rank_tol, jitter, dtype, estimator,
-           needed_val=True):
+def _setup(X, y, sigma, n_centers, validation_fraction, seed, factor, rank_tol, jitter, dtype, estimator):
     """The passes shared by both paths: data, split, centres, factor."""
     data = _as_dask_data(X, y, dtype, estimator)
     sigma = chk.check_sigma(sigma)
