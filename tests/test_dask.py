@@ -78,7 +78,9 @@ def test_holdout_mask_is_a_seeded_function_of_the_row_index():
         nd.holdout_mask(rows, 1.0, 11)
 
 
-@pytest.mark.parametrize("method, max_iter", [("gd", 80), ("nu", 40), ("cg", 8)])
+# hybrid: max_iter past the rank (40), where its Krylov space is invariant and the path
+# repeats its last value.
+@pytest.mark.parametrize("method, max_iter", [("gd", 80), ("nu", 40), ("cg", 8), ("hybrid", 45)])
 @pytest.mark.parametrize("chunks", [50, 257, 300], ids=["uneven", "one-chunk", "chunk-past-n"])
 def test_path_equals_in_memory(client, method, max_iter, chunks):
     X, y, sigma = data()
@@ -105,12 +107,18 @@ def test_stopping_rules_equal_in_memory(client, stopping, options):
     assert fit.result.iterations_run < 200  # the rule stopped the path
 
 
-def test_float32_and_several_outputs(client):
-    X, y, sigma = data(dtype=np.float32, n_outputs=3)
+@pytest.mark.parametrize("method", ["nu", "hybrid"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_several_outputs(client, method, dtype):
+    X, y, sigma = data(dtype=dtype, n_outputs=3)
     fit = nd.nytro_path(da.from_array(X, chunks=70), da.from_array(y, chunks=(70, 3)), sigma, n_centers=40,
-                        seed=SEED, validation_fraction=FRACTION, method="nu", max_iter=40)
-    assert fit.result.coef.dtype == np.float32 and fit.result.coef.shape == (40, 3)
-    check_path(fit, in_memory_path(X, y, sigma, fit, method="nu", max_iter=40), np.float32)
+                        seed=SEED, validation_fraction=FRACTION, method=method, max_iter=25)
+    assert fit.result.coef.dtype == dtype and fit.result.coef.shape == (40, 3)
+    expected = in_memory_path(X, y, sigma, fit, method=method, max_iter=25)
+    check_path(fit, expected, dtype)
+    assert fit.result.lambda_ == expected.lambda_
+    if method == "hybrid":
+        assert 1e-15 < fit.result.lambda_ < 1  # selected inside the grid
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -163,6 +171,12 @@ def test_estimators_fit_and_predict_dask_arrays(client):
     with pytest.raises(ValueError, match="X has 3 features but the centres have 4"):
         est.predict(Xd[:, :3])
 
+    default = nytro.NytroRegressor(40, sigma, validation_fraction=FRACTION, random_state=3).fit(Xd, yd)  # hybrid
+    expected = nytro.nytro_path(X[train], y[train], default.centers_, sigma, X_val=X[held], y_val=y[held],
+                                method="hybrid", n_iter_no_change=50, n_threads=1)
+    assert (default.n_iter_, default.lambda_) == (expected.n_iter, expected.lambda_)
+    assert_close(default.coef_, expected.coef, X.dtype, "hybrid coef_")
+
     krls = nytro.NystromKRLSRegressor(40, sigma, validation_fraction=FRACTION, random_state=3).fit(Xd, yd)
     expected = nytro.nkrls_path(X[train], y[train], krls.centers_, sigma, X_val=X[held], y_val=y[held],
                                 n_threads=1)
@@ -196,8 +210,8 @@ def test_unknown_chunk_sizes_are_refused_clearly(client):
 def test_what_is_not_supported_yet_says_so(client):
     X, y, sigma = data(n=40)
     Xd, yd = da.from_array(X, chunks=20), da.from_array(y, chunks=20)
-    with pytest.raises(NotImplementedError, match="method='hybrid'.*'gd', 'nu', 'cg'"):
-        nytro.NytroRegressor(5, sigma).fit(Xd, yd)  # the estimator's default method
+    with pytest.raises(NotImplementedError, match="storage='float32' is not supported"):
+        nytro.NytroRegressor(5, sigma, storage="float32").fit(Xd, yd)
     with pytest.raises(NotImplementedError, match="solver='direct'.*'gram'"):
         nytro.NytroRegressor(5, sigma, method="cg", solver="direct").fit(Xd, yd)
     with pytest.raises(NotImplementedError, match="KRLSRegressor does not take Dask arrays"):
@@ -251,6 +265,11 @@ def test_without_holdout_equals_in_memory(client):
     expected = nytro.nytro_path(X, y, X[fit.center_rows], sigma, method="gd", max_iter=30, solver="gram", n_threads=1)
     assert fit.result.n_iter == expected.n_iter == 30
     assert_close(fit.result.coef, expected.coef, X.dtype, "coef")
+    fit = nd.nytro_path(Xd, yd, sigma, n_centers=30, seed=SEED, validation_fraction=None, method="hybrid",
+                        max_iter=20)
+    expected = nytro.nytro_path(X, y, X[fit.center_rows], sigma, method="hybrid", max_iter=20, n_threads=1)
+    assert fit.result.lambda_ == expected.lambda_
+    assert_close(fit.result.coef, expected.coef, X.dtype, "hybrid coef")
     fit = nd.nkrls_path(Xd, yd, sigma, n_centers=30, seed=SEED, validation_fraction=None, lambdas=[1e-4])
     expected = nytro.nkrls_path(X, y, X[fit.center_rows], sigma, lambdas=[1e-4], n_threads=1)
     assert_close(fit.result.coef, expected.coef, X.dtype, "NKRLS coef")
@@ -267,3 +286,15 @@ def test_targets_near_the_end_of_the_range(client):
                         validation_fraction=FRACTION, method="nu", max_iter=40)
     check_path(fit, in_memory_path(X, y, sigma, fit, method="nu", max_iter=40), X.dtype)
     assert np.isfinite(fit.result.validation_rmse).all()
+
+
+def test_hybrid_with_zero_targets(client):
+    """A^T y = 0: no Krylov space; every prediction is 0 and the path is flat, as in memory."""
+    X, _, sigma = data(n=80)
+    y = np.zeros(len(X))
+    y[nd.holdout_mask(np.arange(len(X)), FRACTION, SEED)] = 1.0  # only hold-out rows are nonzero
+    fit = nd.nytro_path(da.from_array(X, chunks=30), da.from_array(y, chunks=30), sigma, n_centers=10, seed=SEED,
+                        validation_fraction=FRACTION, method="hybrid", max_iter=12)
+    expected = in_memory_path(X, y, sigma, fit, method="hybrid", max_iter=12)
+    assert not fit.result.coef.any() and fit.result.lambda_ == expected.lambda_
+    check_path(fit, expected, X.dtype)

@@ -15,7 +15,11 @@ each a map over its row chunks:
    eigendecomposition of A^T A) is computed on the client in m dimensions; the m x T
    matrix of coefficients alpha_t = R beta_t is scattered, and each chunk's hold-out rows
    give the squared errors of the predictions k(X_val_i, C) alpha_t, formed explicitly,
-   summed over rows by the same tree reduction.
+   summed over rows by the same tree reduction. Method "hybrid" grows its Lanczos bases
+   V on the client; each chunk's hold-out rows give the triangular factor of
+   [k(X_val_i, C) R V, y_val_i], combined up a tree of QR factorisations (TSQR), from
+   which the errors of every (t, lambda) follow as in the core (a residual plus
+   ||g - S z||^2, sums of squares, no normal equations).
 
 The hold-out split needs no shuffle: row i (its global index) is held out when a 64-bit
 hash of (i, seed) falls below validation_fraction (see :func:`holdout_mask`). The number
@@ -23,11 +27,11 @@ of hold-out rows is therefore binomial around validation_fraction * n, not its r
 and the split differs from the in-memory estimators' permutation.
 
 Not done yet (issue 28): the "direct" mode (A_i kept on the workers, one map-reduce of
-m-vectors per product) and the cost model choosing it, method "hybrid", float32 or
-float16 storage, gd's Lanczos iterates (the client steps; the in-memory core's Lanczos
-iterates agree with stepping to 64 machine epsilons), progress reporting, measured
-out-of-core behaviour, and faults beyond one worker killed while computing a chunk
-(tested: its nanny restarts it and the fit is unchanged).
+m-vectors per product) and the cost model choosing it, float32 or float16 storage, gd's
+Lanczos iterates (the client steps; the in-memory core's Lanczos iterates agree with
+stepping to 64 machine epsilons), progress reporting, measured out-of-core behaviour,
+and faults beyond one worker killed while computing a chunk (tested: its nanny restarts
+it and the fit is unchanged).
 """
 from __future__ import annotations
 
@@ -48,7 +52,6 @@ from ._results import PathResult, TikhonovResult
 
 __all__ = ["DaskFit", "holdout_mask", "nytro_path", "nkrls_path", "predict", "fit_estimator"]
 
-DASK_METHODS = ("gd", "nu", "cg")
 _MASK64 = np.uint64((1 << 64) - 1)
 # Kernel rows per block inside a chunk: about 32 MiB of float64 kernel, as the core's
 # streamed gram solver uses, so a chunk of any size costs O(block x m) memory on a worker.
@@ -274,6 +277,59 @@ def _holdout_part(X, Y, start, stop, fraction, seed, C, alphas, sigma, dtype, es
     return errors
 
 
+def _images_part(X, Y, start, stop, fraction, seed, C, bases, sizes, sigma, dtype, estimator, n_threads,
+                 scale):
+    """R factors of this chunk's hold-out images, one per output j: the triangular factor
+    of [P_j y_j 0] with P_j = k(X_val, C) bases[:, columns of j] (its sizes[j] basis
+    vectors as coefficients), padded to (q, K + 1, K + 1) for K = max(sizes)."""
+    X, Y = _validated_block(X, Y, dtype, estimator)
+    held = holdout_mask(np.arange(start, stop), fraction, seed)
+    X, Y = X[held], Y[held].astype(np.float64) / scale  # exact: scale is a power of two
+    K = max(sizes)
+    images = np.zeros((len(X), bases.shape[1]))
+    threads = _task_threads(n_threads)
+    with _CORE_LOCK, _blas_threads(threads):
+        for r0, r1 in _row_blocks(len(X), max(C.shape[0], bases.shape[1])):
+            images[r0:r1] = gaussian_kernel(X[r0:r1], C, sigma, n_threads=threads) @ bases
+    factors = np.zeros((len(sizes), K + 1, K + 1))
+    first = 0
+    for j, size in enumerate(sizes):
+        block = np.zeros((len(X), K + 1))
+        block[:, :size] = images[:, first:first + size]
+        block[:, size] = Y[:, j]
+        factors[j] = _padded_r(block, K + 1)
+        first += size
+    return factors
+
+
+def _padded_r(A, width):
+    """The triangular factor of A's QR (its Gram matrix's Cholesky factor up to row
+    signs), with zero rows below when A has fewer rows than columns."""
+    out = np.zeros((width, width))
+    if len(A):
+        r = np.linalg.qr(A, mode="r")
+        out[:r.shape[0]] = r
+    return out
+
+
+def _combine_r(*factors):
+    """The R factors (q, w, w) of the row-stacked matrices whose factors are `factors`
+    (each q, w, w): a node of the TSQR tree (no Gram matrix formed)."""
+    stacked = np.stack(factors)
+    g, q, w, _ = stacked.shape
+    return np.stack([_padded_r(stacked[:, j].reshape(g * w, w), w) for j in range(q)])
+
+
+def _tree_r(parts, split_every):
+    """The TSQR combination of the per-chunk factors `parts` (delayed) by a tree of at
+    most split_every factors per task (8 for None)."""
+    split_every = split_every or 8
+    level = list(parts)
+    while len(level) > 1:
+        level = [dask.delayed(_combine_r)(*level[i:i + split_every]) for i in range(0, len(level), split_every)]
+    return level[0].compute()
+
+
 # ------------------------------------------------------------------ the passes
 def _split_counts(data: _Data, fraction, seed):
     """Training rows per chunk, and the scale of the targets (chk.target_scale, from
@@ -402,6 +458,99 @@ def _resolve_step(step_size, method, H, n_train):
     return value
 
 
+# ------------------------------------------------------------------------ hybrid
+def _shifted_solutions(a, b, shifts, norm):
+    """z_k(shift) = (T_k + shift I)^-1 norm e_1 for every k = 1..len(a) and shift, T_k the
+    leading k x k block of the tridiagonal (a, b), by elimination without pivoting as the
+    C++ core does (T_k + shift I is positive definite for shift > 0): the forward sweep is
+    shared by every k. Returns a list over k of (k, len(shifts)) arrays."""
+    K = len(a)
+    pivots = np.empty((K, len(shifts)))
+    forward = np.empty((K, len(shifts)))
+    upper = np.empty((K, len(shifts)))
+    pivots[0] = a[0] + shifts
+    forward[0] = norm / pivots[0]
+    for i in range(1, K):
+        upper[i - 1] = b[i - 1] / pivots[i - 1]
+        pivots[i] = a[i] + shifts - b[i - 1] * upper[i - 1]
+        forward[i] = -b[i - 1] * forward[i - 1] / pivots[i]
+    solutions = []
+    for k in range(1, K + 1):
+        z = forward[:k].copy()
+        for i in range(k - 2, -1, -1):
+            z[i] -= upper[i] * z[i + 1]
+        solutions.append(z)
+    return solutions
+
+
+def _hybrid(data, fraction, seed, C, R, H, c, sigma, n_train, n_val, max_iter, stopping, tol, window, patience,
+            n_threads, split_every, scale):
+    """Method "hybrid" from A^T A: Lanczos on the client, the hold-out images' R factors
+    by TSQR on the workers, then the core's selection of (t, lambda). Returns
+    (coef m x q for the scaled targets, path, selected, stopped, lambda, Lanczos steps)."""
+    grid = np.array([10.0 ** ((15.0 * i) / 99.0 - 15.0) for i in range(100)])  # as the core's pow
+    q = c.shape[1]
+    columns = []  # per output: (coefficients R V, tridiagonal a, b, |c|) or None for c = 0
+    for j in range(q):
+        cj = c[:, j].astype(np.float64)
+        if np.linalg.norm(cj) == 0:
+            columns.append(None)
+            continue
+        V, a, b = reference._lanczos(lambda v: (H @ v.astype(H.dtype)).astype(np.float64), cj,
+                                     min(max_iter, H.shape[0]))
+        columns.append((R @ V.astype(H.dtype), a, b, float(np.linalg.norm(cj))))
+    sizes = [0 if col is None else col[0].shape[1] for col in columns]
+    k_run = max(sizes)
+    shifts = grid * float(n_train)
+    solutions = [None if col is None else _shifted_solutions(col[1], col[2], shifts, col[3]) for col in columns]
+
+    def coef_at(k, lam):
+        out = np.zeros((R.shape[0], q), dtype=H.dtype)
+        for j, col in enumerate(columns):
+            if col is not None:
+                kc = min(k, sizes[j])
+                out[:, j] = col[0][:, :kc] @ solutions[j][kc - 1][:, lam].astype(H.dtype)
+        return out
+
+    if n_val == 0:
+        return coef_at(k_run, 0), np.zeros(0), max_iter, max_iter, float(grid[0]), k_run
+    bases = np.hstack([col[0] for col in columns if col is not None] or [np.zeros((R.shape[0], 0), H.dtype)])
+    C_b, bases_b = _broadcast(C, bases)
+    parts = [dask.delayed(_images_part)(x, y, start, stop, fraction, seed, C_b, bases_b, sizes, sigma,
+                                        data.dtype, data.estimator, n_threads, scale)
+             for x, y, start, stop in _blocks(data)]
+    factors = _tree_r(parts, split_every)
+    images = []
+    for j, size in enumerate(sizes):
+        S, g, rho = factors[j][:size, :size], factors[j][:size, size], factors[j][size, size]
+        residual = np.empty(size + 1)  # residual[k] = ||y - Q_k g_k||^2, as sums of squares
+        residual[size] = rho * rho
+        for k in range(size - 1, -1, -1):
+            residual[k] = residual[k + 1] + g[k] * g[k]
+        images.append((S, g, residual))
+    path, best_lambdas = [], []
+    for k in range(1, k_run + 1):
+        squared = np.zeros(len(grid))
+        for j, (S, g, residual) in enumerate(images):
+            kc = min(k, sizes[j])
+            if kc == 0:
+                squared += residual[0]
+                continue
+            top = np.triu(S[:kc, :kc]) @ solutions[j][kc - 1] - g[:kc, None]
+            squared += (top * top).sum(0) + residual[kc]
+        finite = np.isfinite(squared)
+        best = int(np.argmin(np.where(finite, squared, np.inf))) if finite.any() else 0
+        path.append(float(np.sqrt(squared[best] / (n_val * q))) if finite.any() else np.inf)
+        best_lambdas.append(best)
+    last = path[-1] if path else float(np.sqrt(sum(r[0] for _, _, r in images) / (n_val * q)))
+    path += [last] * (max_iter - len(path))
+    best_lambdas += [best_lambdas[-1] if best_lambdas else 0] * (max_iter - len(best_lambdas))
+    selected, stopped = reference._select(np.asarray(path), stopping, tol, window, patience)
+    lam = best_lambdas[selected - 1]
+    return (coef_at(min(selected, k_run), lam), np.asarray(path[:stopped]), selected, stopped, float(grid[lam]),
+            k_run)
+
+
 # ---------------------------------------------------------------------- public
 def nytro_path(X, y, sigma, *, n_centers, validation_fraction=0.2, seed=0, method="gd", nu=1.0, max_iter=500,
                step_size="auto", stopping="best", tol=None, window=10, n_iter_no_change=None, factor="pivoted",
@@ -411,19 +560,15 @@ def nytro_path(X, y, sigma, *, n_centers, validation_fraction=0.2, seed=0, metho
 
     Equals ``nytro.nytro_path(X[train], y[train], X[center_rows], sigma, X_val=X[val],
     y_val=y[val], solver="gram", ...)`` up to rounding, with train/val from
-    :func:`holdout_mask` (see the module's docstring for the passes). method: "gd",
-    "nu" or "cg"; solver: "gram" (or "auto", which is "gram" here); the other arguments
-    as in ``nytro.nytro_path``. seed seeds the split and the centres. n_threads caps the
-    threads of each worker's C++ calls (default: the worker's nthreads). split_every:
-    the fan-in of the tree reductions (Dask's default when None). estimator: a
-    scikit-learn estimator's name, to validate the chunks as it does (its error
+    :func:`holdout_mask` (see the module's docstring for the passes). solver: "gram"
+    (or "auto", which is "gram" here); the other arguments as in ``nytro.nytro_path``
+    (every method). seed seeds the split and the centres. n_threads caps the threads of
+    each worker's C++ calls (default: the worker's nthreads). split_every: the fan-in of
+    the tree reductions (Dask's default when None; 8 for "hybrid"'s QR tree). estimator:
+    a scikit-learn estimator's name, to validate the chunks as it does (its error
     messages).
     """
-    if method not in DASK_METHODS:
-        if method in chk.METHODS:
-            raise NotImplementedError(f"method={method!r} is not supported on Dask arrays yet; supported: "
-                                      + ", ".join(repr(m) for m in DASK_METHODS))
-        chk.check_choice("method", method, chk.METHODS)
+    chk.check_choice("method", method, chk.METHODS)
     _check_gram_solver(solver)
     chk.check_nu(nu)
     max_iter = chk.check_int("max_iter", max_iter, 1)
@@ -437,25 +582,34 @@ def nytro_path(X, y, sigma, *, n_centers, validation_fraction=0.2, seed=0, metho
     H, c = _normal_equations(data, fraction, seed, C, R, sigma, n_threads, split_every)
     if scale != 1.0:  # as nytro.nytro_path: Y / scale (exact) in the core, results scaled back
         c = c / data.dtype.type(scale)
-    step = _resolve_step(step_size, method, H, n_train)
-    betas = list(reference._iterates(lambda b: H @ b, c, method, step, nu, max_iter))
-    if not np.all(np.isfinite(betas[-1])):
-        raise RuntimeError(f"the iterations diverged (step_size={step}): a stable step is below "
-                           "2 / lambda_max(A^T A)")
     q = c.shape[1]
-    if n_val == 0:
-        coef, path, selected, stopped = R @ betas[-1], np.zeros(0), max_iter, max_iter
+    rule_tol = chk.tol_for_scaled_targets(tol, stopping, scale)
+    rule_tol = None if rule_tol < 0 else rule_tol
+    lam = 0.0
+    if method == "hybrid":
+        step = 0.0
+        coef, path, selected, stopped, lam, products = _hybrid(
+            data, fraction, seed, C, R, H, c, sigma, n_train, n_val, max_iter, stopping, rule_tol, window, patience,
+            n_threads, split_every, scale)
     else:
-        alphas = R @ np.hstack(betas)
-        errors = _holdout_errors(data, fraction, seed, C, alphas, sigma, n_threads, split_every, scale)
-        path = np.sqrt(errors / (n_val * q))
-        rule_tol = chk.tol_for_scaled_targets(tol, stopping, scale)
-        selected, stopped = reference._select(path, stopping, None if rule_tol < 0 else rule_tol, window,
-                                              patience)
-        coef, path = alphas[:, (selected - 1) * q:selected * q], path[:stopped]
+        step = _resolve_step(step_size, method, H, n_train)
+        products = max_iter  # one product with A^T A per iterate, on the client
+        betas = list(reference._iterates(lambda b: H @ b, c, method, step, nu, max_iter))
+        if not np.all(np.isfinite(betas[-1])):
+            raise RuntimeError(f"the iterations diverged (step_size={step}): a stable step is below "
+                               "2 / lambda_max(A^T A)")
+        if n_val == 0:
+            coef, path, selected, stopped = R @ betas[-1], np.zeros(0), max_iter, max_iter
+        else:
+            alphas = R @ np.hstack(betas)
+            errors = _holdout_errors(data, fraction, seed, C, alphas, sigma, n_threads, split_every, scale)
+            path = np.sqrt(errors / (n_val * q))
+            selected, stopped = reference._select(path, stopping, rule_tol, window, patience)
+            coef, path = alphas[:, (selected - 1) * q:selected * q], path[:stopped]
     coef = coef * data.dtype.type(scale) if scale != 1.0 else coef
     result = PathResult(coef=coef[:, 0] if data.one_d else coef, validation_rmse=path * scale, n_iter=selected,
-                        iterations_run=stopped, step_size=step, rank=R.shape[1], solver="gram", products=stopped)
+                        iterations_run=stopped, step_size=step, rank=R.shape[1], solver="gram",
+                        products=products, lambda_=lam)
     return DaskFit(result, C, rows, n_train, n_val)
 
 
