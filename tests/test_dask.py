@@ -298,3 +298,23 @@ def test_hybrid_with_zero_targets(client):
     expected = in_memory_path(X, y, sigma, fit, method="hybrid", max_iter=12)
     assert not fit.result.coef.any() and fit.result.lambda_ == expected.lambda_
     check_path(fit, expected, X.dtype)
+
+
+def test_tasks_fold_a_chunk_in_row_blocks(monkeypatch):
+    """The chunk tasks (run here, in-process) give the same shares for blocks of a few
+    rows as a direct computation over the whole chunk: A^T A and A^T y; the hold-out
+    images' triangular factor (up to row signs)."""
+    X, y, sigma = data(n=90)
+    C = X[:12]
+    R = nytro.nystrom_factor(nytro.gaussian_kernel(C, C, sigma))
+    Y = y[:, None]
+    monkeypatch.setattr(nd, "_BLOCK_ELEMENTS", 100)  # blocks of 100 // width rows
+    share = nd._gram_part(X, Y, 0, 90, FRACTION, SEED, C, R, sigma, X.dtype, None, 1)
+    train, held = split(90)
+    A = nytro.gaussian_kernel(X[train], C, sigma) @ R
+    np.testing.assert_allclose(share, np.hstack([A.T @ A, A.T @ Y[train]]), rtol=1e-12, atol=1e-12)
+    bases = np.linalg.qr(np.random.default_rng(0).standard_normal((12, 5)))[0]
+    factors = nd._images_part(X, Y, 0, 90, FRACTION, SEED, C, bases, [5], sigma, X.dtype, None, 1, 1.0)
+    images = np.hstack([nytro.gaussian_kernel(X[held], C, sigma) @ bases, Y[held]])
+    direct = np.linalg.qr(images, mode="r")
+    np.testing.assert_allclose(np.abs(factors[0]), np.abs(direct), rtol=1e-10, atol=1e-12)

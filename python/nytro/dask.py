@@ -286,19 +286,21 @@ def _images_part(X, Y, start, stop, fraction, seed, C, bases, sizes, sigma, dtyp
     held = holdout_mask(np.arange(start, stop), fraction, seed)
     X, Y = X[held], Y[held].astype(np.float64) / scale  # exact: scale is a power of two
     K = max(sizes)
-    images = np.zeros((len(X), bases.shape[1]))
-    threads = _task_threads(n_threads)
-    with _CORE_LOCK, _blas_threads(threads):
-        for r0, r1 in _row_blocks(len(X), max(C.shape[0], bases.shape[1])):
-            images[r0:r1] = gaussian_kernel(X[r0:r1], C, sigma, n_threads=threads) @ bases
     factors = np.zeros((len(sizes), K + 1, K + 1))
-    first = 0
-    for j, size in enumerate(sizes):
-        block = np.zeros((len(X), K + 1))
-        block[:, :size] = images[:, first:first + size]
-        block[:, size] = Y[:, j]
-        factors[j] = _padded_r(block, K + 1)
-        first += size
+    threads = _task_threads(n_threads)
+    # Row blocks of the chunk, each folded into the running factors (a TSQR inside the
+    # chunk), so that a task holds O(block x K) of images whatever the chunk's size.
+    with _CORE_LOCK, _blas_threads(threads):
+        for r0, r1 in _row_blocks(len(X), max(C.shape[0], bases.shape[1], K + 1)):
+            images = gaussian_kernel(X[r0:r1], C, sigma, n_threads=threads) @ bases
+            first = 0
+            for j, size in enumerate(sizes):
+                block = np.zeros((r1 - r0 + K + 1, K + 1))
+                block[:K + 1] = factors[j]
+                block[K + 1:, :size] = images[:, first:first + size]
+                block[K + 1:, size] = Y[r0:r1, j]
+                factors[j] = _padded_r(block, K + 1)
+                first += size
     return factors
 
 
