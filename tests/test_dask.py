@@ -165,6 +165,9 @@ def test_estimators_fit_and_predict_dask_arrays(client):
     assert est.n_iter_ == expected.n_iter and est.solver_ == "gram"
     assert_close(est.coef_, expected.coef, X.dtype, "coef_")
     assert_close(est.validation_rmse_, expected.validation_rmse, X.dtype, "validation_rmse_")
+    with_numpy_y = nytro.NytroRegressor(40, sigma, method="cg", max_iter=8, n_iter_no_change=None,
+                                        validation_fraction=FRACTION, random_state=3).fit(Xd, y)
+    np.testing.assert_array_equal(with_numpy_y.coef_, est.coef_)  # y in memory: cut into X's chunks
     predicted = est.predict(Xd)
     assert isinstance(predicted, da.Array) and predicted.chunks == Xd.chunks[:1]
     np.testing.assert_allclose(predicted.compute(), est.predict(X), rtol=1e-12, atol=1e-12)

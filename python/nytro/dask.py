@@ -1,9 +1,9 @@
 """NYTRO and Nystrom KRLS on Dask arrays chunked by rows (the "gram" mode).
 
 The data stay where Dask keeps them (worker memory, or a zarr store read chunk by
-chunk); the client holds O(m^2 + m d) numbers. A fit takes a pass over y (each
-chunk's training rows and largest target in absolute value) and three passes over X,
-each a map over its row chunks:
+chunk); the client holds O(m^2 + m d + m T) numbers for T iterates (or lambdas). A fit
+takes a pass over y (each chunk's training rows and largest target in absolute value)
+and three passes over X, each a map over its row chunks:
 
 1. the Nystrom centres: m seeded ordinals among the training rows
    (``nytro.sample_centers`` over n_train), gathered m x d from the chunks holding them;
