@@ -321,3 +321,13 @@ def test_tasks_fold_a_chunk_in_row_blocks(monkeypatch):
     images = np.hstack([nytro.gaussian_kernel(X[held], C, sigma) @ bases, Y[held]])
     direct = np.linalg.qr(images, mode="r")
     np.testing.assert_allclose(np.abs(factors[0]), np.abs(direct), rtol=1e-10, atol=1e-12)
+
+
+def test_predict_sends_large_centres_once_not_in_the_graph(client):
+    """Centres of 14 MiB: scattered to the workers, where embedding them in the graph made
+    distributed warn of a large graph (an error under this suite's warning filter)."""
+    rng = np.random.default_rng(0)
+    centers, coef = rng.standard_normal((20_000, 90)), rng.standard_normal(20_000)
+    X = rng.standard_normal((40, 90))
+    predicted = nd.predict(da.from_array(X, chunks=20), centers, coef, 5.0).compute()
+    np.testing.assert_allclose(predicted, nytro.kernel_predict(X, centers, coef, 5.0), rtol=1e-12, atol=1e-12)

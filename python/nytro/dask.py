@@ -669,17 +669,18 @@ def predict(X, centers, coef, sigma, *, n_threads=None):
     if X.shape[1] != centers.shape[1]:  # known before any chunk is read
         raise ValueError(f"X has {X.shape[1]} features but the centres have {centers.shape[1]}")
     X = X.rechunk({1: -1})
-    params = dask.delayed((centers, coef), pure=True)
     dt = chk.compute_dtype(None, centers, coef)
+    # Scattered, not embedded in the graph: a graph carrying m x d centres is sent whole
+    # to the scheduler (Dask warns from a few MiB on).
+    centers_b, coef_b = _broadcast(centers, coef)
     # meta given: Dask would otherwise call the block function on empty arrays to find it.
     if coef.ndim == 1:
-        return X.map_blocks(_predict_block, params, sigma, n_threads, drop_axis=1, meta=np.empty(0, dt))
-    return X.map_blocks(_predict_block, params, sigma, n_threads, chunks=(X.chunks[0], (coef.shape[1],)),
+        return X.map_blocks(_predict_block, centers_b, coef_b, sigma, n_threads, drop_axis=1, meta=np.empty(0, dt))
+    return X.map_blocks(_predict_block, centers_b, coef_b, sigma, n_threads, chunks=(X.chunks[0], (coef.shape[1],)),
                         meta=np.empty((0, 0), dt))
 
 
-def _predict_block(x, params, sigma, n_threads):
-    centers, coef = params
+def _predict_block(x, centers, coef, sigma, n_threads):
     threads = _task_threads(n_threads)
     with _CORE_LOCK:
         return kernel_predict(x, centers, coef, sigma, n_threads=threads)
