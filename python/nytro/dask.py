@@ -662,7 +662,8 @@ def _check_gram_solver(solver):
 
 def predict(X, centers, coef, sigma, *, n_threads=None):
     """k(X, centers) @ coef for a Dask array X chunked by rows: a Dask array, one
-    ``nytro.kernel_predict`` per chunk (centres and coef sent to the workers once)."""
+    ``nytro.kernel_predict`` per chunk. With a distributed client, centres and coef are
+    scattered to the workers once, and the result is to be computed through that client."""
     if not isinstance(X, da.Array) or X.ndim != 2:
         raise ValueError("X must be a 2-D dask.array.Array")
     centers, coef = np.asarray(centers), np.asarray(coef)
