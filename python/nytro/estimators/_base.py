@@ -16,6 +16,11 @@ from .. import _checks as chk
 from .._api import kernel_predict
 
 
+def _is_dask_array(X) -> bool:
+    """Whether X is a Dask array, without importing Dask (an optional dependency)."""
+    return type(X).__module__.split(".")[0] == "dask"
+
+
 class ProgressPrinter:
     """Prints "stage done/total" to stderr at most every `every` seconds."""
 
@@ -90,14 +95,22 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
         return self
 
     def fit(self, X, y):
-        """Fit on (X, y), selecting the regularisation on a hold-out part of them."""
+        """Fit on (X, y), selecting the regularisation on a hold-out part of them.
+        Dask arrays chunked by rows are fitted where their chunks live (nytro.dask)."""
+        if _is_dask_array(X):
+            from ..dask import fit_estimator
+            return fit_estimator(self, X, y)
         X, Y = self._validated(X, y)
         rng = check_random_state(getattr(self, "random_state", None))
         return self._finish(self._fit_path(X, Y, rng))
 
     # -- prediction --------------------------------------------------------------
     def predict(self, X):
-        """k(X, centers_) @ coef_, with the kernel streamed in row blocks."""
+        """k(X, centers_) @ coef_, with the kernel streamed in row blocks (a Dask array
+        for a Dask array X, one block per chunk)."""
         check_is_fitted(self, "coef_")
+        if _is_dask_array(X):
+            from ..dask import predict
+            return predict(X, self.centers_, self.coef_, self.sigma, n_threads=self.n_threads)
         X = validate_data(self, X, reset=False, dtype=self.coef_.dtype, order="C")
         return kernel_predict(X, self.centers_, self.coef_, self.sigma, n_threads=self.n_threads)

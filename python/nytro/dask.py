@@ -1,0 +1,721 @@
+"""NYTRO and Nystrom KRLS on Dask arrays chunked by rows (the "gram" mode).
+
+The data stay where Dask keeps them (worker memory, or a zarr store read chunk by
+chunk); the client holds O(m^2 + m d + m T) numbers for T iterates (or lambdas). A fit
+takes a pass over y (each chunk's training rows and largest target in absolute value)
+and three passes over X, each a map over its row chunks:
+
+1. the Nystrom centres: m seeded ordinals among the training rows
+   (``nytro.sample_centers`` over n_train), gathered m x d from the chunks holding them;
+   the factor R of K_mm is computed on the client by the C++ core;
+2. the normal equations: C and R are scattered to every worker once; each chunk's
+   training rows give K_i = k(X_i, C) (C++ core, in row blocks), A_i = K_i R and the
+   partial sums A_i^T A_i and A_i^T y, added up by Dask's tree reduction (``split_every``);
+3. the hold-out errors: the path (gd, nu, cg iterates, or NKRLS's lambda grid through one
+   eigendecomposition of A^T A) is computed on the client in m dimensions; the m x T
+   matrix of coefficients alpha_t = R beta_t is scattered, and each chunk's hold-out rows
+   give the squared errors of the predictions k(X_val_i, C) alpha_t, formed explicitly,
+   summed over rows by the same tree reduction. Method "hybrid" grows its Lanczos bases
+   V on the client; each chunk's hold-out rows give the triangular factor of
+   [k(X_val_i, C) R V, y_val_i], combined up a tree of QR factorisations (TSQR), from
+   which the errors of every (t, lambda) follow as in the core (a residual plus
+   ||g - S z||^2, sums of squares, no normal equations).
+
+The hold-out split needs no shuffle: row i (its global index) is held out when a 64-bit
+hash of (i, seed) falls below validation_fraction (see :func:`holdout_mask`). The number
+of hold-out rows is therefore binomial around validation_fraction * n, not its rounding,
+and the split differs from the in-memory estimators' permutation.
+
+Not done yet (issue 28): the "direct" mode (A_i kept on the workers, one map-reduce of
+m-vectors per product) and the cost model choosing it, float32 or float16 storage, gd's
+Lanczos iterates (the client steps; the in-memory core's Lanczos iterates agree with
+stepping to 64 machine epsilons), progress reporting, measured out-of-core behaviour,
+and faults beyond one worker killed while computing a chunk (tested: its nanny restarts
+it and the fit is unchanged).
+"""
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+import dask
+import dask.array as da
+
+from . import _checks as chk
+from . import reference
+from ._api import _blas_threads, gaussian_kernel, kernel_predict, nystrom_factor, sample_centers
+from ._results import PathResult, TikhonovResult
+
+__all__ = ["DaskFit", "holdout_mask", "nytro_path", "nkrls_path", "predict", "fit_estimator"]
+
+_MASK64 = np.uint64((1 << 64) - 1)
+# Kernel rows per block inside a chunk: about 32 MiB of float64 kernel, as the core's
+# streamed gram solver uses, so a chunk of any size costs O(block x m) memory on a worker.
+_BLOCK_ELEMENTS = 1 << 22
+# One C++ / BLAS call at a time per worker process, each with all the worker's threads:
+# the worker may run several tasks at once, and their threads must not add up past the
+# worker's share of the cores.
+_CORE_LOCK = threading.Lock()
+
+
+@dataclass
+class DaskFit:
+    """A Dask fit: the in-memory result record, and where its centres came from.
+
+    Attributes
+    ----------
+    result : PathResult or TikhonovResult
+        As the in-memory ``nytro.nytro_path`` / ``nytro.nkrls_path`` return it
+        (solver "gram").
+    centers : ndarray (m, d)
+        The Nystrom centres, rows of X.
+    center_rows : ndarray (m,)
+        Their global row indices in X.
+    n_train, n_val : int
+        Training and hold-out rows of the split.
+    """
+
+    result: PathResult | TikhonovResult
+    centers: np.ndarray
+    center_rows: np.ndarray
+    n_train: int
+    n_val: int
+
+
+# ------------------------------------------------------------------------- split
+def _mix64(z: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser on uint64 arrays (wrapping arithmetic)."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def holdout_mask(rows, validation_fraction, seed) -> np.ndarray:
+    """Whether each global row index in `rows` is held out, for a split seeded by `seed`.
+
+    Row i is held out when u(i) < validation_fraction, with u(i) in [0, 1) the top 53
+    bits of h = mix(mix(seed XOR 0x6E7974726F) + (i + 1) * 0x9E3779B97F4A7C15) (mod 2^64)
+    over 2^53, mix being SplitMix64's finaliser. It needs only the row's index, so each
+    chunk splits its own rows; the salt keeps h apart from the stream that
+    ``nytro.sample_centers`` draws from the same seed.
+    """
+    fraction = _check_fraction(validation_fraction)
+    rows = np.asarray(rows, dtype=np.int64)
+    if fraction is None:
+        return np.zeros(rows.shape, dtype=bool)
+    seed = _check_seed(seed)
+    with np.errstate(over="ignore"):
+        key = _mix64(np.array([seed ^ 0x6E7974726F], dtype=np.uint64))
+        h = _mix64(key + (rows.astype(np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15))
+    return (h >> np.uint64(11)).astype(np.float64) * 2.0**-53 < fraction
+
+
+def _check_fraction(fraction):
+    if fraction is None:
+        return None
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction < 1:
+        raise ValueError(f"validation_fraction must be None or in (0, 1), got {fraction!r}")
+    return float(fraction)
+
+
+def _check_seed(seed) -> int:
+    seed = chk.check_int("seed", seed, 0)
+    if seed >= 2**64:
+        raise ValueError(f"seed must be < 2**64, got {seed}")
+    return seed
+
+
+# ---------------------------------------------------------------- the dask inputs
+@dataclass
+class _Data:
+    X: da.Array
+    Y: da.Array
+    one_d: bool
+    dtype: np.dtype
+    offsets: np.ndarray  # global index of each chunk's first row, then n
+    estimator: str | None  # validate blocks as this scikit-learn estimator does, or as the functions do
+
+
+def _as_dask_data(X, y, dtype, estimator=None) -> _Data:
+    if not isinstance(X, da.Array):
+        raise TypeError(f"X must be a dask.array.Array, got {type(X).__name__}")
+    if X.ndim != 2:
+        raise ValueError(f"X must be a 2-D array (n_samples, n_features), got shape {X.shape}")
+    if any(math.isnan(c) for c in X.chunks[0]) or math.isnan(X.shape[1]):
+        raise ValueError("X has unknown chunk sizes (nan) along its rows: the hold-out split and the centres "
+                         "need each chunk's global row offset. Call X.compute_chunk_sizes() first (or "
+                         "to_dask_array(lengths=True) on a dask DataFrame)")
+    dt = chk.compute_dtype(dtype, np.empty(0, X.dtype))
+    X = X.rechunk({1: -1})  # whole rows per chunk (the kernel needs every feature)
+    if not isinstance(y, da.Array):
+        y = da.from_array(np.asarray(y), chunks=(X.chunks[0],) + ((-1,) if np.ndim(y) == 2 else ()))
+    if y.ndim not in (1, 2):
+        raise ValueError(f"y must be 1-D (n_samples,) or 2-D (n_samples, n_outputs), got shape {y.shape}")
+    if y.shape[0] != X.shape[0]:
+        raise ValueError(f"y has {y.shape[0]} rows but X has {X.shape[0]}")
+    one_d = y.ndim == 1
+    Y = (y[:, None] if one_d else y).rechunk((X.chunks[0], -1))
+    offsets = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
+    return _Data(X, Y, one_d, dt, offsets, estimator)
+
+
+def _blocks(data: _Data):
+    """(X block, Y block, first row, last row + 1) for every row chunk with rows (empty
+    chunks, which concatenation can leave, are skipped), as delayed objects."""
+    xs, ys = data.X.to_delayed().ravel(), data.Y.to_delayed().ravel()
+    return [(x, yb, int(data.offsets[b]), int(data.offsets[b + 1])) for b, (x, yb) in enumerate(zip(xs, ys))
+            if data.offsets[b + 1] > data.offsets[b]]
+
+
+def _validated_block(X, Y, dtype, estimator):
+    """The chunk as C-contiguous arrays of the computation's dtype, with the error the
+    in-memory path gives for NaN or infinity (scikit-learn's for an estimator)."""
+    if estimator is not None:
+        from sklearn.utils.validation import check_X_y
+        X, Y = check_X_y(X, Y, dtype=dtype, order="C", multi_output=True, y_numeric=True, estimator=estimator)
+        return X, np.ascontiguousarray(Y.reshape(len(Y), -1), dtype=dtype)
+    return chk.as_matrix(X, "X", dtype), chk.as_matrix(Y, "y", dtype)
+
+
+def _task_threads(requested: int | None) -> int:
+    """The threads a C++ call on this worker may use: the worker's own (its nthreads),
+    never more than the cores this process may run on, nor than the caller asked."""
+    n = chk.available_cores()
+    try:
+        from distributed import get_worker
+        n = min(n, get_worker().state.nthreads)
+    except (ImportError, ValueError):  # not on a distributed worker: the local scheduler
+        pass
+    return max(1, min(n, requested) if requested else n)
+
+
+def _client():
+    """The current distributed Client, or None (Dask's local schedulers)."""
+    try:
+        from distributed import default_client
+        return default_client()
+    except (ImportError, ValueError):
+        return None
+
+
+def _broadcast(*arrays):
+    """The arrays sent to every worker once (scatter), to be passed to the tasks; as they
+    are without a distributed client (the local scheduler shares memory)."""
+    client = _client()
+    if client is None:
+        return arrays
+    return tuple(client.scatter(list(arrays), broadcast=True, hash=False))
+
+
+def _tree_sum(parts, shape, split_every):
+    """The sum of the delayed arrays `parts` (each of `shape`, float64), by Dask's tree
+    reduction: at most split_every partial sums meet in a task."""
+    stacked = da.stack([da.from_delayed(p, shape=shape, dtype=np.float64) for p in parts])
+    return stacked.sum(axis=0, split_every=split_every)
+
+
+# -------------------------------------------------------------- tasks (on workers)
+def _count_and_peak(Y, start, stop, fraction, seed):
+    """The chunk's number of training rows, and its largest |y| (NaN propagates: the
+    normal equations' pass then reports it as in memory)."""
+    count = stop - start if fraction is None else int(np.count_nonzero(~holdout_mask(np.arange(start, stop),
+                                                                                      fraction, seed)))
+    Y = np.asarray(Y)
+    if not Y.size or not (np.issubdtype(Y.dtype, np.number) or Y.dtype == np.bool_):
+        return count, 0.0  # a wrong dtype is reported by the normal equations' pass, as in memory
+    return count, float(np.max(np.abs(Y)))
+
+
+def _pick_rows(X, start, stop, fraction, seed, ordinals):
+    """Global row indices and rows of the chunk's training rows number `ordinals` (in the
+    chunk's training order)."""
+    train = np.flatnonzero(~holdout_mask(np.arange(start, stop), fraction, seed))[ordinals]
+    return train + start, np.asarray(X)[train]
+
+
+def _row_blocks(rows: int, width: int):
+    step = max(1, _BLOCK_ELEMENTS // max(1, width))
+    return [(r, min(r + step, rows)) for r in range(0, rows, step)]
+
+
+def _gram_part(X, Y, start, stop, fraction, seed, C, R, sigma, dtype, estimator, n_threads):
+    """This chunk's share of [A^T A, A^T Y] (k x (k + q), float64 after summing in dtype)
+    over its training rows, A = k(X_train, C) R."""
+    X, Y = _validated_block(X, Y, dtype, estimator)
+    keep = ~holdout_mask(np.arange(start, stop), fraction, seed)
+    X, Y = X[keep], Y[keep]
+    k, q = R.shape[1], Y.shape[1]
+    H, c = np.zeros((k, k), dtype), np.zeros((k, q), dtype)
+    threads = _task_threads(n_threads)
+    with _CORE_LOCK, _blas_threads(threads):
+        for r0, r1 in _row_blocks(len(X), max(C.shape[0], k)):
+            A = gaussian_kernel(X[r0:r1], C, sigma, n_threads=threads) @ R
+            H += A.T @ A
+            c += A.T @ Y[r0:r1]
+    return np.hstack([H, c]).astype(np.float64)
+
+
+def _holdout_part(X, Y, start, stop, fraction, seed, C, alphas, sigma, dtype, estimator, n_threads, scale):
+    """Squared hold-out errors of this chunk for each of the L coefficient sets
+    alphas[:, l q:(l + 1) q] (L,), from the predictions k(X_val, C) alpha_l."""
+    X, Y = _validated_block(X, Y, dtype, estimator)
+    held = holdout_mask(np.arange(start, stop), fraction, seed)
+    X, Y = X[held], Y[held].astype(np.float64) / scale  # exact: scale is a power of two
+    q = Y.shape[1]
+    L = alphas.shape[1] // q
+    errors = np.zeros(L)
+    threads = _task_threads(n_threads)
+    with _CORE_LOCK, _blas_threads(threads):
+        for r0, r1 in _row_blocks(len(X), max(C.shape[0], alphas.shape[1])):
+            predictions = (gaussian_kernel(X[r0:r1], C, sigma, n_threads=threads) @ alphas).astype(np.float64)
+            residual = predictions.reshape(r1 - r0, L, q) - Y[r0:r1, None, :]
+            errors += np.einsum("rlj,rlj->l", residual, residual)
+    return errors
+
+
+def _images_part(X, Y, start, stop, fraction, seed, C, bases, sizes, sigma, dtype, estimator, n_threads,
+                 scale):
+    """R factors of this chunk's hold-out images, one per output j: the triangular factor
+    of [P_j y_j 0] with P_j = k(X_val, C) bases[:, columns of j] (its sizes[j] basis
+    vectors as coefficients), padded to (q, K + 1, K + 1) for K = max(sizes)."""
+    X, Y = _validated_block(X, Y, dtype, estimator)
+    held = holdout_mask(np.arange(start, stop), fraction, seed)
+    X, Y = X[held], Y[held].astype(np.float64) / scale  # exact: scale is a power of two
+    K = max(sizes)
+    factors = np.zeros((len(sizes), K + 1, K + 1))
+    threads = _task_threads(n_threads)
+    # Row blocks of the chunk, each folded into the running factors (a TSQR inside the
+    # chunk), so that a task holds O(block x K) of images whatever the chunk's size.
+    with _CORE_LOCK, _blas_threads(threads):
+        for r0, r1 in _row_blocks(len(X), max(C.shape[0], bases.shape[1], K + 1)):
+            images = gaussian_kernel(X[r0:r1], C, sigma, n_threads=threads) @ bases
+            first = 0
+            for j, size in enumerate(sizes):
+                block = np.zeros((r1 - r0 + K + 1, K + 1))
+                block[:K + 1] = factors[j]
+                block[K + 1:, :size] = images[:, first:first + size]
+                block[K + 1:, size] = Y[r0:r1, j]
+                factors[j] = _padded_r(block, K + 1)
+                first += size
+    return factors
+
+
+def _padded_r(A, width):
+    """The triangular factor of A's QR (its Gram matrix's Cholesky factor up to row
+    signs), with zero rows below when A has fewer rows than columns."""
+    out = np.zeros((width, width))
+    if len(A):
+        r = np.linalg.qr(A, mode="r")
+        out[:r.shape[0]] = r
+    return out
+
+
+def _combine_r(*factors):
+    """The R factors (q, w, w) of the row-stacked matrices whose factors are `factors`
+    (each q, w, w): a node of the TSQR tree (no Gram matrix formed)."""
+    stacked = np.stack(factors)
+    g, q, w, _ = stacked.shape
+    return np.stack([_padded_r(stacked[:, j].reshape(g * w, w), w) for j in range(q)])
+
+
+def _tree_r(parts, split_every):
+    """The TSQR combination of the per-chunk factors `parts` (delayed) by a tree of at
+    most split_every factors per task (8 for None)."""
+    split_every = split_every or 8
+    level = list(parts)
+    while len(level) > 1:
+        level = [dask.delayed(_combine_r)(*level[i:i + split_every]) for i in range(0, len(level), split_every)]
+    return level[0].compute()
+
+
+# ------------------------------------------------------------------ the passes
+def _split_counts(data: _Data, fraction, seed):
+    """Training rows per chunk, and the scale of the targets (chk.target_scale, from
+    the chunks' largest |y|)."""
+    parts = [dask.delayed(_count_and_peak)(y, start, stop, fraction, seed) for _, y, start, stop in _blocks(data)]
+    counts, peaks = zip(*dask.compute(*parts))
+    peak = max(peaks)
+    scale = chk.target_scale(np.array([[peak]], dtype=data.dtype)) if math.isfinite(peak) else 1.0
+    return np.array(counts, dtype=np.int64), scale
+
+
+def _centers(data: _Data, counts, n_centers, fraction, seed, center_seed):
+    """(C m x d, their global rows): sample_centers over the n_train training rows in
+    global order, gathered from the chunks that hold them."""
+    n_train = int(counts.sum())
+    m = chk.check_int("n_centers", n_centers, 1)
+    if m > n_train:
+        raise ValueError(f"n_centers={m} is more than the {n_train} training rows left after the hold-out split")
+    ordinals = sample_centers(n_train, m, center_seed)
+    first = np.concatenate([[0], np.cumsum(counts)])
+    chunk = np.searchsorted(first, ordinals, side="right") - 1
+    blocks = _blocks(data)
+    wanted = {}
+    for b in np.unique(chunk):
+        x, _, start, stop = blocks[b]
+        wanted[b] = dask.delayed(_pick_rows, nout=2)(x, start, stop, fraction, seed, ordinals[chunk == b] - first[b])
+    picked = dict(zip(wanted, dask.compute(*wanted.values())))
+    rows = np.empty(m, dtype=np.int64)
+    C = np.empty((m, data.X.shape[1]), dtype=data.X.dtype)
+    for b, (global_rows, values) in picked.items():
+        rows[chunk == b], C[chunk == b] = global_rows, values
+    if data.estimator is not None:
+        from sklearn.utils import check_array
+        C = check_array(C, dtype=data.dtype, order="C", input_name="X", estimator=data.estimator)
+    return chk.as_matrix(C, "X", data.dtype), rows
+
+
+def _normal_equations(data, fraction, seed, C, R, sigma, n_threads, split_every):
+    k, q = R.shape[1], data.Y.shape[1]
+    C_b, R_b = _broadcast(C, R)
+    parts = [dask.delayed(_gram_part)(x, y, start, stop, fraction, seed, C_b, R_b, sigma, data.dtype,
+                                      data.estimator, n_threads) for x, y, start, stop in _blocks(data)]
+    total = _tree_sum(parts, (k, k + q), split_every).compute()
+    return total[:, :k].astype(data.dtype), total[:, k:].astype(data.dtype)
+
+
+def _holdout_errors(data, fraction, seed, C, alphas, sigma, n_threads, split_every, scale):
+    """Summed squared hold-out errors of each coefficient set (alphas m x L q)."""
+    L = alphas.shape[1] // data.Y.shape[1]
+    C_b, alphas_b = _broadcast(C, alphas)
+    parts = [dask.delayed(_holdout_part)(x, y, start, stop, fraction, seed, C_b, alphas_b, sigma, data.dtype,
+                                         data.estimator, n_threads, scale) for x, y, start, stop in _blocks(data)]
+    return _tree_sum(parts, (L,), split_every).compute()
+
+
+def _setup(X, y, sigma, n_centers, validation_fraction, seed, factor, rank_tol, jitter, dtype, estimator):
+    """The passes shared by both paths: data, split, centres, factor."""
+    data = _as_dask_data(X, y, dtype, estimator)
+    sigma = chk.check_sigma(sigma)
+    fraction = _check_fraction(validation_fraction)
+    seed = _check_seed(seed)
+    chk.check_choice("factor", factor, chk.FACTOR_METHODS)
+    counts, scale = _split_counts(data, fraction, seed)
+    n = int(data.X.shape[0])
+    n_train = int(counts.sum())
+    n_val = n - n_train
+    if fraction is not None and (n_val < 1 or n_train < 1):
+        raise ValueError(f"validation_fraction={fraction} leaves {n_train} training and {n_val} validation rows "
+                         f"of n_samples={n}; at least 1 training and 1 validation row are needed")
+    # The centres' stream: a different seed from the split's hash (a plain offset keeps it
+    # reproducible from `seed` alone).
+    center_seed = (seed + 0x5851F42D4C957F2D) % 2**64
+    C, rows = _centers(data, counts, n_centers, fraction, seed, center_seed)
+    R = nystrom_factor(gaussian_kernel(C, C, sigma), method=factor, rank_tol=rank_tol, jitter=jitter)
+    return data, sigma, fraction, seed, C, rows, R, n_train, n_val, scale
+
+
+# ------------------------------------------------------------------- top eigenvalue
+def _top_eigenvalue(H: np.ndarray) -> float:
+    """lambda_max(H) as the C++ core estimates it for step_size="auto" (Lanczos with full
+    reorthogonalisation from its fixed start vector, stopped when the top Ritz value moves
+    by at most 1e-13 relative, 1e-6 in float32), so that the same step comes out."""
+    dim = H.shape[0]
+    tol = 1e-6 if H.dtype == np.float32 else 1e-13
+    most = min(120, dim)
+    v = np.fmod(0.6180339887498949 * np.arange(1, dim + 1, dtype=np.float64), 1.0) - 0.5
+    V = np.zeros((dim, most + 1))
+    V[:, 0] = v / np.linalg.norm(v)
+    diagonal, off = [], []
+    value, coupling = 0.0, 0.0
+    for k in range(most):
+        w = (H @ V[:, k].astype(H.dtype)).astype(np.float64)
+        applied = np.linalg.norm(w)
+        diagonal.append(float(w @ V[:, k]))
+        if k > 0:
+            off.append(coupling)
+        for _ in range(2):
+            w = w - V[:, :k + 1] @ (V[:, :k + 1].T @ w)
+        b = np.linalg.norm(w)
+        complete = not b > 4 * np.finfo(np.float64).eps * applied or k + 1 == dim
+        if not complete:
+            coupling = b
+            V[:, k + 1] = w / b
+        top = float(scipy.linalg.eigh_tridiagonal(np.array(diagonal), np.array(off), eigvals_only=True)[-1])
+        if (k + 1 >= 3 and abs(top - value) <= tol * abs(top)) or complete or k + 1 == most:
+            return top
+        value = top
+    return value
+
+
+def _resolve_step(step_size, method, H, n_train):
+    if method == "cg":
+        return 0.0
+    rule, value = chk.check_step_size(step_size)
+    if rule == "paper":
+        return 1.0 / n_train
+    top = _top_eigenvalue(H)
+    if rule == "auto":
+        if not top > 0:
+            raise RuntimeError(f"lambda_max(A^T A) = {top}: cannot set step_size='auto'")
+        return 1.0 / top
+    limit = (1.0 if method == "nu" else 2.0) / top
+    if not value < limit * (1 + 1e-9):
+        raise ValueError(f"step_size={value} is unstable for method '{method}': it must be below "
+                         f"{'1' if method == 'nu' else '2'} / lambda_max(A^T A) = {limit}")
+    return value
+
+
+# ------------------------------------------------------------------------ hybrid
+def _shifted_solutions(a, b, shifts, norm):
+    """z_k(shift) = (T_k + shift I)^-1 norm e_1 for every k = 1..len(a) and shift, T_k the
+    leading k x k block of the tridiagonal (a, b), by elimination without pivoting as the
+    C++ core does (T_k + shift I is positive definite for shift > 0): the forward sweep is
+    shared by every k. Returns a list over k of (k, len(shifts)) arrays."""
+    K = len(a)
+    pivots = np.empty((K, len(shifts)))
+    forward = np.empty((K, len(shifts)))
+    upper = np.empty((K, len(shifts)))
+    pivots[0] = a[0] + shifts
+    forward[0] = norm / pivots[0]
+    for i in range(1, K):
+        upper[i - 1] = b[i - 1] / pivots[i - 1]
+        pivots[i] = a[i] + shifts - b[i - 1] * upper[i - 1]
+        forward[i] = -b[i - 1] * forward[i - 1] / pivots[i]
+    solutions = []
+    for k in range(1, K + 1):
+        z = forward[:k].copy()
+        for i in range(k - 2, -1, -1):
+            z[i] -= upper[i] * z[i + 1]
+        solutions.append(z)
+    return solutions
+
+
+def _hybrid(data, fraction, seed, C, R, H, c, sigma, n_train, n_val, max_iter, stopping, tol, window, patience,
+            n_threads, split_every, scale):
+    """Method "hybrid" from A^T A: Lanczos on the client, the hold-out images' R factors
+    by TSQR on the workers, then the core's selection of (t, lambda). Returns
+    (coef m x q for the scaled targets, path, selected, stopped, lambda, Lanczos steps)."""
+    grid = np.array([10.0 ** ((15.0 * i) / 99.0 - 15.0) for i in range(100)])  # as the core's pow
+    q = c.shape[1]
+    columns = []  # per output: (coefficients R V, tridiagonal a, b, |c|) or None for c = 0
+    for j in range(q):
+        cj = c[:, j].astype(np.float64)
+        if np.linalg.norm(cj) == 0:
+            columns.append(None)
+            continue
+        V, a, b = reference._lanczos(lambda v: (H @ v.astype(H.dtype)).astype(np.float64), cj,
+                                     min(max_iter, H.shape[0]))
+        columns.append((R @ V.astype(H.dtype), a, b, float(np.linalg.norm(cj))))
+    sizes = [0 if col is None else col[0].shape[1] for col in columns]
+    k_run = max(sizes)
+    shifts = grid * float(n_train)
+    solutions = [None if col is None else _shifted_solutions(col[1], col[2], shifts, col[3]) for col in columns]
+
+    def coef_at(k, lam):
+        out = np.zeros((R.shape[0], q), dtype=H.dtype)
+        for j, col in enumerate(columns):
+            if col is not None:
+                kc = min(k, sizes[j])
+                out[:, j] = col[0][:, :kc] @ solutions[j][kc - 1][:, lam].astype(H.dtype)
+        return out
+
+    if n_val == 0:
+        return coef_at(k_run, 0), np.zeros(0), max_iter, max_iter, float(grid[0]), k_run
+    bases = np.hstack([col[0] for col in columns if col is not None] or [np.zeros((R.shape[0], 0), H.dtype)])
+    C_b, bases_b = _broadcast(C, bases)
+    parts = [dask.delayed(_images_part)(x, y, start, stop, fraction, seed, C_b, bases_b, sizes, sigma,
+                                        data.dtype, data.estimator, n_threads, scale)
+             for x, y, start, stop in _blocks(data)]
+    factors = _tree_r(parts, split_every)
+    images = []
+    for j, size in enumerate(sizes):
+        S, g, rho = factors[j][:size, :size], factors[j][:size, size], factors[j][size, size]
+        residual = np.empty(size + 1)  # residual[k] = ||y - Q_k g_k||^2, as sums of squares
+        residual[size] = rho * rho
+        for k in range(size - 1, -1, -1):
+            residual[k] = residual[k + 1] + g[k] * g[k]
+        images.append((S, g, residual))
+    path, best_lambdas = [], []
+    for k in range(1, k_run + 1):
+        squared = np.zeros(len(grid))
+        for j, (S, g, residual) in enumerate(images):
+            kc = min(k, sizes[j])
+            if kc == 0:
+                squared += residual[0]
+                continue
+            top = np.triu(S[:kc, :kc]) @ solutions[j][kc - 1] - g[:kc, None]
+            squared += (top * top).sum(0) + residual[kc]
+        finite = np.isfinite(squared)
+        best = int(np.argmin(np.where(finite, squared, np.inf))) if finite.any() else 0
+        path.append(float(np.sqrt(squared[best] / (n_val * q))) if finite.any() else np.inf)
+        best_lambdas.append(best)
+    last = path[-1] if path else float(np.sqrt(sum(r[0] for _, _, r in images) / (n_val * q)))
+    path += [last] * (max_iter - len(path))
+    best_lambdas += [best_lambdas[-1] if best_lambdas else 0] * (max_iter - len(best_lambdas))
+    selected, stopped = reference._select(np.asarray(path), stopping, tol, window, patience)
+    lam = best_lambdas[selected - 1]
+    return (coef_at(min(selected, k_run), lam), np.asarray(path[:stopped]), selected, stopped, float(grid[lam]),
+            k_run)
+
+
+# ---------------------------------------------------------------------- public
+def nytro_path(X, y, sigma, *, n_centers, validation_fraction=0.2, seed=0, method="gd", nu=1.0, max_iter=500,
+               step_size="auto", stopping="best", tol=None, window=10, n_iter_no_change=None, factor="pivoted",
+               rank_tol=None, jitter=1e-10, solver="gram", n_threads=None, dtype=None, split_every=None,
+               estimator=None) -> DaskFit:
+    """NYTRO's path on a Dask array X (chunked by rows) with a seeded hold-out split.
+
+    Equals ``nytro.nytro_path(X[train], y[train], X[center_rows], sigma, X_val=X[val],
+    y_val=y[val], solver="gram", ...)`` up to rounding, with train/val from
+    :func:`holdout_mask` (see the module's docstring for the passes). solver: "gram"
+    (or "auto", which is "gram" here); the other arguments as in ``nytro.nytro_path``
+    (every method). seed seeds the split and the centres. n_threads caps the threads of
+    each worker's C++ calls (default: the worker's nthreads). split_every: the fan-in of
+    the tree reductions (Dask's default when None; 8 for "hybrid"'s QR tree). estimator:
+    a scikit-learn estimator's name, to validate the chunks as it does (its error
+    messages).
+    """
+    chk.check_choice("method", method, chk.METHODS)
+    _check_gram_solver(solver)
+    chk.check_nu(nu)
+    max_iter = chk.check_int("max_iter", max_iter, 1)
+    chk.check_step_size(step_size)
+    chk.check_choice("stopping", stopping, chk.STOPPING_RULES)
+    window = chk.check_int("window", window, 2)
+    patience = chk.check_patience(n_iter_no_change)
+    chk.check_tol(tol)
+    data, sigma, fraction, seed, C, rows, R, n_train, n_val, scale = _setup(
+        X, y, sigma, n_centers, validation_fraction, seed, factor, rank_tol, jitter, dtype, estimator)
+    H, c = _normal_equations(data, fraction, seed, C, R, sigma, n_threads, split_every)
+    if scale != 1.0:  # as nytro.nytro_path: Y / scale (exact) in the core, results scaled back
+        c = c / data.dtype.type(scale)
+    q = c.shape[1]
+    rule_tol = chk.tol_for_scaled_targets(tol, stopping, scale)
+    rule_tol = None if rule_tol < 0 else rule_tol
+    lam = 0.0
+    if method == "hybrid":
+        step = 0.0
+        coef, path, selected, stopped, lam, products = _hybrid(
+            data, fraction, seed, C, R, H, c, sigma, n_train, n_val, max_iter, stopping, rule_tol, window, patience,
+            n_threads, split_every, scale)
+    else:
+        step = _resolve_step(step_size, method, H, n_train)
+        products = max_iter  # one product with A^T A per iterate, on the client
+        betas = list(reference._iterates(lambda b: H @ b, c, method, step, nu, max_iter))
+        if not np.all(np.isfinite(betas[-1])):
+            raise RuntimeError(f"the iterations diverged (step_size={step}): a stable step is below "
+                               "2 / lambda_max(A^T A)")
+        if n_val == 0:
+            coef, path, selected, stopped = R @ betas[-1], np.zeros(0), max_iter, max_iter
+        else:
+            alphas = R @ np.hstack(betas)
+            errors = _holdout_errors(data, fraction, seed, C, alphas, sigma, n_threads, split_every, scale)
+            path = np.sqrt(errors / (n_val * q))
+            selected, stopped = reference._select(path, stopping, rule_tol, window, patience)
+            coef, path = alphas[:, (selected - 1) * q:selected * q], path[:stopped]
+    coef = coef * data.dtype.type(scale) if scale != 1.0 else coef
+    result = PathResult(coef=coef[:, 0] if data.one_d else coef, validation_rmse=path * scale, n_iter=selected,
+                        iterations_run=stopped, step_size=step, rank=R.shape[1], solver="gram",
+                        products=products, lambda_=lam)
+    return DaskFit(result, C, rows, n_train, n_val)
+
+
+def nkrls_path(X, y, sigma, *, n_centers, lambdas=None, validation_fraction=0.2, seed=0, factor="pivoted",
+               rank_tol=None, jitter=1e-10, solver="eigh", n_threads=None, dtype=None, split_every=None,
+               estimator=None) -> DaskFit:
+    """Nystrom KRLS along a lambda grid on a Dask array X, with the split and centres of
+    :func:`nytro_path`: alpha(lambda) = R (A^T A + lambda n_train I)^+ A^T y from one
+    eigendecomposition of A^T A (eigenvalues clipped at 0, as the core's "eigh"), the
+    hold-out errors of every lambda in one pass. solver: "eigh" only for now."""
+    if solver != "eigh":
+        chk.check_choice("solver", solver, chk.TIKHONOV_SOLVERS)
+        raise NotImplementedError(f"solver={solver!r} is not supported on Dask arrays yet; supported: 'eigh'")
+    lambdas = chk.check_lambdas(lambdas)
+    if validation_fraction is None and len(lambdas) != 1:
+        raise ValueError(f"without a hold-out set exactly one lambda is needed, got {len(lambdas)}")
+    data, sigma, fraction, seed, C, rows, R, n_train, n_val, scale = _setup(
+        X, y, sigma, n_centers, validation_fraction, seed, factor, rank_tol, jitter, dtype, estimator)
+    H, c = _normal_equations(data, fraction, seed, C, R, sigma, n_threads, split_every)
+    if scale != 1.0:
+        c = c / data.dtype.type(scale)
+    w, V = np.linalg.eigh(H)
+    w = np.maximum(w.astype(np.float64), 0)
+    projected = V.T @ c
+    q = c.shape[1]
+    alphas = np.hstack([R @ (V @ (projected / (w + lam * n_train)[:, None]).astype(data.dtype))
+                        for lam in lambdas])
+    if n_val == 0:
+        best, path = 0, np.zeros(0)
+    else:
+        errors = _holdout_errors(data, fraction, seed, C, alphas, sigma, n_threads, split_every, scale)
+        path = np.sqrt(errors / (n_val * q))
+        best = int(np.argmin(path))
+    coef = alphas[:, best * q:(best + 1) * q]
+    coef = coef * data.dtype.type(scale) if scale != 1.0 else coef
+    result = TikhonovResult(coef=coef[:, 0] if data.one_d else coef, validation_rmse=path * scale,
+                            lambda_=float(lambdas[best]), selected=best, rank=R.shape[1])
+    return DaskFit(result, C, rows, n_train, n_val)
+
+
+def _check_gram_solver(solver):
+    if solver in ("gram", "auto"):
+        return
+    chk.check_choice("solver", solver, chk.NYTRO_SOLVERS)
+    raise NotImplementedError(f"solver={solver!r} is not supported on Dask arrays yet; supported: 'gram' "
+                              "(and 'auto', which is 'gram' on Dask arrays)")
+
+
+def predict(X, centers, coef, sigma, *, n_threads=None):
+    """k(X, centers) @ coef for a Dask array X chunked by rows: a Dask array, one
+    ``nytro.kernel_predict`` per chunk. With a distributed client, centres and coef are
+    scattered to the workers once, and the result is to be computed through that client."""
+    if not isinstance(X, da.Array) or X.ndim != 2:
+        raise ValueError("X must be a 2-D dask.array.Array")
+    centers, coef = np.asarray(centers), np.asarray(coef)
+    if X.shape[1] != centers.shape[1]:  # known before any chunk is read
+        raise ValueError(f"X has {X.shape[1]} features but the centres have {centers.shape[1]}")
+    X = X.rechunk({1: -1})
+    dt = chk.compute_dtype(None, centers, coef)
+    # Scattered, not embedded in the graph: a graph carrying m x d centres is sent whole
+    # to the scheduler (Dask warns from a few MiB on).
+    centers_b, coef_b = _broadcast(centers, coef)
+    # meta given: Dask would otherwise call the block function on empty arrays to find it.
+    if coef.ndim == 1:
+        return X.map_blocks(_predict_block, centers_b, coef_b, sigma, n_threads, drop_axis=1, meta=np.empty(0, dt))
+    return X.map_blocks(_predict_block, centers_b, coef_b, sigma, n_threads, chunks=(X.chunks[0], (coef.shape[1],)),
+                        meta=np.empty((0, 0), dt))
+
+
+def _predict_block(x, centers, coef, sigma, n_threads):
+    threads = _task_threads(n_threads)
+    with _CORE_LOCK:
+        return kernel_predict(x, centers, coef, sigma, n_threads=threads)
+
+
+# --------------------------------------------------------------- estimators' hook
+def fit_estimator(est, X, y):
+    """Fit a NytroRegressor or NystromKRLSRegressor on Dask arrays (their fit's hook)."""
+    from .estimators import NystromKRLSRegressor, NytroRegressor
+    from sklearn.utils import check_random_state
+    name = type(est).__name__
+    if not isinstance(est, (NytroRegressor, NystromKRLSRegressor)):
+        raise NotImplementedError(f"{name} does not take Dask arrays; NytroRegressor and NystromKRLSRegressor do")
+    if getattr(est, "storage", None) is not None:
+        raise NotImplementedError(f"storage={est.storage!r} is not supported on Dask arrays yet; use storage=None")
+    rng = check_random_state(est.random_state)
+    seed = int(rng.randint(0, 2**63 - 1, dtype=np.int64))
+    common = dict(n_centers=est.n_centers, validation_fraction=est.validation_fraction, seed=seed,
+                  factor=est.factor, n_threads=est.n_threads, dtype=est.dtype, estimator=name)
+    if isinstance(est, NytroRegressor):
+        fit = nytro_path(X, y, est.sigma, method=est.method, nu=est.nu, max_iter=est.max_iter,
+                         step_size=est.step_size, stopping=est.stopping, tol=est.tol, window=est.window,
+                         n_iter_no_change=est.n_iter_no_change, solver=est.solver, **common)
+        est.solver_ = fit.result.solver
+        coef = est._take_path(fit.result)
+    else:
+        lambdas = np.asarray(chk.check_lambdas(est.lambdas))
+        fit = nkrls_path(X, y, est.sigma, lambdas=lambdas, solver=est.solver, **common)
+        est.lambdas_ = lambdas
+        est.lambda_ = fit.result.lambda_
+        est.validation_rmse_ = fit.result.validation_rmse
+        coef = fit.result.coef
+    est.centers_ = fit.centers
+    est.rank_ = fit.result.rank
+    est.n_features_in_ = int(X.shape[1])
+    est.coef_ = coef
+    return est
