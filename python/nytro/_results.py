@@ -16,7 +16,9 @@ class PathResult:
     validation_rmse : RMSE on the hold-out set after iterations 1, 2, ... (empty
                       without a hold-out set).
     n_iter          : the selected t (max_iter without a hold-out set).
-    iterations_run  : iterations computed (fewer than max_iter after an early stop).
+    iterations_run  : iterations computed (fewer than max_iter after an early stop, and
+                      for method "hybrid" where the Krylov space became invariant: later
+                      t would repeat its last solution).
     step_size       : the step actually used.
     rank            : columns of the Nystrom factor R (n for Landweber).
     solver          : "direct", "gram" or "spectral" ("reference" for nytro.reference).

@@ -240,8 +240,9 @@ def _hybrid_path(apply, rhs, to_alpha, n, max_iter, predict_val, Y_val, stopping
     """Tikhonov projected on the Krylov space of (H, c): at each k, beta_k(lambda) =
     V_k (T_k + lambda n I)^-1 |c| e_1 for the paper's 100 lambdas, the path value the best
     hold-out RMSE over them (one lambda for all columns); (alpha*, path, k*, k_run, lambda*).
-    Without a hold-out set: max_iter steps, smallest lambda. Past an invariant Krylov
-    space (k = dim at the latest) t repeats the last solution up to max_iter."""
+    Without a hold-out set: max_iter steps, smallest lambda. With one, the path ends where
+    the Krylov space becomes invariant (k = dim at the latest): later t would repeat its
+    last solution (t = 1 alone, the zero model, where c = 0)."""
     dt = rhs.dtype.type
     # The paper's grid with the core's rounding: 10 ** (15 i / 99 - 15) by C's pow (numpy's
     # logspace may differ in the last bit).
@@ -285,12 +286,9 @@ def _hybrid_path(apply, rhs, to_alpha, n, max_iter, predict_val, Y_val, stopping
         best = int(np.nanargmin(np.where(np.isfinite(errors), errors, np.nan)))
         path.append(float(np.sqrt(errors[best] / Y_val.size)))
         candidates.append((best, solutions))
-    # Past an invariant Krylov space every t repeats the last solution, up to max_iter.
-    last = path[-1] if path else float(np.sqrt(np.sum(Y_val.astype(np.float64) ** 2) / Y_val.size))
-    if not candidates:  # c = 0
+    if not candidates:  # c = 0: the Krylov space is {0}, t = 1 predicts 0
+        path.append(float(np.sqrt(np.sum(Y_val.astype(np.float64) ** 2) / Y_val.size)))
         candidates.append((0, [None] * rhs.shape[1]))
-    path += [last] * (max_iter - len(path))
-    candidates += [candidates[-1]] * (max_iter - len(candidates))
     selected, stopped = _select(path, stopping, tol, window, patience)
     best, solutions = candidates[selected - 1]
     beta = np.stack([np.zeros(rhs.shape[0]) if s is None else s[best] for s in solutions], axis=1)

@@ -19,7 +19,8 @@ struct PathResult {
     Matrix<T> coef;                        // centres x q: alpha at the selected t
     std::vector<double> validation_rmse;   // RMSE after iterations 1..len (empty without hold-out)
     Index n_iter = 0;                      // the selected t (max_iter without hold-out)
-    Index iterations_run = 0;              // iterations computed (< max_iter after an early stop)
+    Index iterations_run = 0;              // iterations computed (< max_iter after an early stop,
+                                           // or for hybrid at an invariant Krylov space)
     Index products = 0;                    // products with A^T A (K for Landweber) taken: one
                                            // per iteration stepwise, far fewer by Lanczos
     double step_size = 0.0;                // the step actually used
