@@ -76,6 +76,9 @@ constexpr double top_eigenvalue_tolerance() {
 template <class T>
 bool lanczos_applies(const IterativeOptions& options);
 
+// Throws the error of a path whose iterates diverged at t (the step was unstable).
+[[noreturn]] void throw_diverged(Index t, double step);
+
 // Validates the options common to every iterative method.
 void check_iterative_options(const IterativeOptions& options);
 

@@ -193,12 +193,19 @@ def _iterates(apply, rhs, method, step, nu, max_iter):
     previous = beta
     residual, direction = rhs.copy(), rhs.copy()
     rr = (residual.astype(np.float64) ** 2).sum(0)
+    rhs_norm = np.linalg.norm(rhs.astype(np.float64))
     for k in range(1, max_iter + 1):
+        if method in ("gd", "nu"):
+            # With a stable step |c - H beta| <= |c|: a residual past 2 |c| is divergence.
+            gradient = rhs - apply(beta)
+            if np.linalg.norm(gradient.astype(np.float64)) > 2 * rhs_norm:
+                raise RuntimeError(f"the iterations diverged at t={k} (step_size={step:.6g}): a stable step is "
+                                   "below 2 / lambda_max(A^T A)")
         if method == "gd":
-            beta = beta + dt(step) * (rhs - apply(beta))
+            beta = beta + dt(step) * gradient
         elif method == "nu":
             mu, omega = _nu_coefficients(k, nu)
-            previous, beta = beta, beta + dt(mu) * (beta - previous) + dt(omega) * dt(step) * (rhs - apply(beta))
+            previous, beta = beta, beta + dt(mu) * (beta - previous) + dt(omega) * dt(step) * gradient
         else:
             product = apply(direction)
             beta = beta.copy()
