@@ -55,6 +55,7 @@ bool by_lanczos(const LinearProblem<T>& problem, const IterativeOptions& options
 template <class T>
 bool lanczos_applies(const IterativeOptions& options) {
     if (options.method != Method::gd || options.iterates == Iterates::stepwise) return false;
+    if (options.max_iter > kMostCertified) return false;
     return options.iterates == Iterates::lanczos || std::is_same_v<T, double>;
 }
 

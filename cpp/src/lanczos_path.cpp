@@ -19,6 +19,9 @@ constexpr double kBasisBytes = 256.0 * 1024 * 1024;
 constexpr Index kChunk = 64;
 // Steps taken when the process starts, before any certification.
 constexpr Index kFirstSteps = 4;
+// Iterates of the projected system stepped by a certification between two calls of the
+// progress callback (its interruption point): O(k) flops each, k <= kMostSteps.
+constexpr Index kCertifyBetweenCalls = 4096;
 
 }  // namespace
 
@@ -177,6 +180,9 @@ Index LanczosGradient<T>::certified(const Column& column) const {
         sum += std::abs(z[column.size() - 1]);
         step_projected(column, z);
         if (step_ * column.process.coupling() * sum > tolerance_ * z.norm()) return t - 1;
+        // O(k) per t: an interruption point now and then (max_iter is at most
+        // kMostCertified here, see by_lanczos).
+        if (callback_ && t % kCertifyBetweenCalls == 0) callback_({"certify", t, max_iter_});
     }
     return max_iter_;
 }

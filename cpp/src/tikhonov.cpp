@@ -47,7 +47,7 @@ public:
                     }
                 }
             }
-            decompose();
+            decompose(callback);
             Matrix<T> scaled = projected_;
             for (Index i = 0; i < k; ++i) scaled.row(i) /= static_cast<T>(values_[i] + shifts[l]);
             block.noalias() = vectors_ * scaled;
@@ -57,10 +57,10 @@ public:
     }
 
 private:
-    void decompose() {
+    void decompose(const Callback& callback) {
         if (decomposed_) return;
         Vector<T> w;
-        symmetric_eigen<T>(H_, w, vectors_);
+        symmetric_eigen<T>(H_, w, vectors_, callback);
         values_ = w.template cast<double>().cwiseMax(0.0);
         projected_ = vectors_.transpose() * C_;
         decomposed_ = true;
@@ -153,7 +153,8 @@ TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, doub
 }
 
 template <class T>
-Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma, double rcond, int n_threads) {
+Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma, double rcond, int n_threads,
+               const Callback& callback) {
     const Matrix<T> none(0, X.cols()), none_y(0, Y.cols());
     detail::check_training_data<T>(X, Y, none, none_y);
     const Index n = X.rows();
@@ -162,7 +163,7 @@ Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma, dou
     const Matrix<T> K = gaussian_kernel<T>(X, X, sigma, detail::resolve_threads(n_threads));
     Vector<T> w;
     Matrix<T> V;
-    symmetric_eigen<T>(K, w, V);
+    symmetric_eigen<T>(K, w, V, callback);
     const double cut = cut_ratio * double(w.cwiseAbs().maxCoeff());
     Matrix<T> projected = V.transpose() * Y;
     for (Index i = 0; i < n; ++i) {
@@ -182,7 +183,7 @@ Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma, dou
     template TikhonovResult<T> krls_path<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double,             \
                                             const std::vector<double>&, const MatrixCRef<T>&,                \
                                             const MatrixCRef<T>&, const TikhonovOptions&);                   \
-    template Matrix<T> kols<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double, double, int);
+    template Matrix<T> kols<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double, double, int, const Callback&);
 NYTRO_INSTANTIATE(float)
 NYTRO_INSTANTIATE(double)
 

@@ -66,8 +66,10 @@ TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, doub
                             const MatrixCRef<T>& Y_val, const TikhonovOptions& options = {});
 
 // KOLS: alpha = pinv(K) y, singular values below rcond * max cut (rcond < 0: n * eps).
+// `callback` (may be empty) is called about every 20 ms during the eigendecomposition and
+// may throw to abort it.
 template <class T>
 Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma, double rcond = -1.0,
-               int n_threads = 0);
+               int n_threads = 0, const Callback& callback = {});
 
 }  // namespace nytro
