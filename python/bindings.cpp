@@ -212,10 +212,12 @@ void define(py::module_& m, const std::string& suffix) {
     m.def(("nystrom_factor_" + suffix).c_str(),
           [](const Array<T>& K_mm, const std::string& method, double rank_tol, double jitter, int n_threads) {
               auto k = view(K_mm);
+              const auto interrupt = make_callback(py::none());  // Ctrl-C only: no progress argument
               Matrix<T> R;
               {
                   py::gil_scoped_release release;
-                  const auto f = nytro::nystrom_factor<T>(k, factor_options(method, rank_tol, jitter), n_threads);
+                  const auto f = nytro::nystrom_factor<T>(k, factor_options(method, rank_tol, jitter), n_threads,
+                                                          interrupt);
                   R = f.dense(k.rows());
               }
               return to_numpy<T>(std::move(R));
@@ -301,10 +303,11 @@ void define(py::module_& m, const std::string& suffix) {
     m.def(("kols_" + suffix).c_str(),
           [](const Array<T>& X, const Array<T>& Y, double sigma, double rcond, int n_threads) {
               auto x = view(X), y = view(Y);
+              const auto interrupt = make_callback(py::none());  // Ctrl-C only: no progress argument
               Matrix<T> coef;
               {
                   py::gil_scoped_release release;
-                  coef = nytro::kols<T>(x, y, sigma, rcond, n_threads);
+                  coef = nytro::kols<T>(x, y, sigma, rcond, n_threads, interrupt);
               }
               return to_numpy<T>(std::move(coef));
           });

@@ -108,3 +108,73 @@ def test_landweber_estimator_reports_lambda():
     est = nytro.LandweberRegressor(p.sigma, method="hybrid", max_iter=40, random_state=0, **SERIAL).fit(p.X, p.y)
     assert est.lambda_ is not None and 1e-15 <= est.lambda_ <= 1 and est.step_size_ == 0.0
     assert nytro.LandweberRegressor(p.sigma, max_iter=5, random_state=0, **SERIAL).fit(p.X, p.y).lambda_ is None
+
+
+# Fewer hold-out rows than basis vectors: past k = n_val the hold-out images of the basis
+# span at most n_val dimensions, and each new one lies in the span of the earlier ones.
+# The reference predicts the hold-out set from the coefficients of every projected
+# solution and sums the squared errors directly, so it does not share the core's
+# two-term error formula.
+FEW_HOLDOUT_ROWS = [{"n": 300, "m": 60, "n_val": 20}, {"n": 300, "m": 80, "n_val": 30, "n_outputs": 2}]
+
+
+@pytest.mark.parametrize("case", FEW_HOLDOUT_ROWS, ids=["q=1", "q=2"])
+def test_hybrid_path_past_the_holdout_rows_matches_a_direct_evaluation(case):
+    p = make_problem(**case)
+    args = (p.X, p.y, p.centers, p.sigma)
+    ours = nytro.nytro_path(*args, **p.holdout, method="hybrid", max_iter=case["m"], **SERIAL)
+    theirs = ref.nytro_path(*args, **p.holdout, method="hybrid", max_iter=case["m"])
+    assert ours.iterations_run == theirs.iterations_run == case["m"] > case["n_val"]
+    assert_close(ours.validation_rmse, theirs.validation_rmse, np.float64, what="validation_rmse")
+    assert (ours.n_iter, ours.lambda_) == (theirs.n_iter, theirs.lambda_)
+    assert_close(ours.coef, theirs.coef, np.float64, what="coef")
+    # The path's value at the selected t is the RMSE of the returned coefficients.
+    predictions = nytro.gaussian_kernel(p.X_val, p.centers, p.sigma) @ ours.coef
+    direct = np.sqrt(np.mean((predictions - p.y_val) ** 2))
+    assert ours.validation_rmse[ours.n_iter - 1] == pytest.approx(direct, rel=1e-9)
+
+
+@pytest.mark.parametrize("case", FEW_HOLDOUT_ROWS, ids=["q=1", "q=2"])
+def test_hybrid_landweber_past_the_holdout_rows_matches_a_direct_evaluation(case):
+    p = make_problem(**case)
+    X, y = p.X[:case["m"]], p.y[:case["m"]]
+    ours = nytro.landweber_path(X, y, p.sigma, **p.holdout, method="hybrid", max_iter=case["m"], **SERIAL)
+    theirs = ref.landweber_path(X, y, p.sigma, **p.holdout, method="hybrid", max_iter=case["m"])
+    assert_close(ours.validation_rmse, theirs.validation_rmse, np.float64, what="validation_rmse")
+    assert (ours.n_iter, ours.lambda_) == (theirs.n_iter, theirs.lambda_)
+    assert_close(ours.coef, theirs.coef, np.float64, what="coef")
+    predictions = nytro.gaussian_kernel(p.X_val, X, p.sigma) @ ours.coef
+    assert ours.validation_rmse[ours.n_iter - 1] == pytest.approx(np.sqrt(np.mean((predictions - p.y_val) ** 2)),
+                                                                  rel=1e-9)
+
+
+@pytest.mark.parametrize("stopping", ["best", "relative", "window"])
+def test_hybrid_path_ends_where_the_krylov_space_is_invariant(stopping):
+    """Past k = dim (here m) every t would repeat the last solution: the path ends there
+    whatever max_iter is, in bounded time and memory, with the model of a max_iter = dim
+    run (and the reference's)."""
+    p = make_problem(m=20)
+    args = (p.X, p.y, p.centers, p.sigma)
+    common = {"method": "hybrid", "stopping": stopping, "solver": "gram", **SERIAL}  # the cost model sees max_iter
+    at_dim = nytro.nytro_path(*args, **p.holdout, max_iter=20, **common)
+    far = nytro.nytro_path(*args, **p.holdout, max_iter=10**7, **common)
+    theirs = ref.nytro_path(*args, **p.holdout, method="hybrid", max_iter=10**7, stopping=stopping)
+    assert far.iterations_run == at_dim.iterations_run == theirs.iterations_run <= 20
+    assert len(far.validation_rmse) == far.iterations_run
+    assert (far.n_iter, far.lambda_) == (at_dim.n_iter, at_dim.lambda_) == (theirs.n_iter, theirs.lambda_)
+    np.testing.assert_array_equal(far.validation_rmse, at_dim.validation_rmse)
+    np.testing.assert_array_equal(far.coef, at_dim.coef)
+    assert far.products == at_dim.products
+
+
+def test_hybrid_with_zero_targets_has_a_one_step_path():
+    """c = 0: the Krylov space is {0} from the start; t = 1 predicts 0."""
+    p = make_problem()
+    zero = np.zeros_like(p.y)
+    ours = nytro.nytro_path(p.X, zero, p.centers, p.sigma, **p.holdout, method="hybrid", max_iter=10**7, **SERIAL)
+    theirs = ref.nytro_path(p.X, zero, p.centers, p.sigma, **p.holdout, method="hybrid", max_iter=10**7)
+    assert (ours.n_iter, ours.iterations_run, ours.products) == (1, 1, 0)
+    assert (theirs.n_iter, theirs.iterations_run) == (1, 1)
+    assert_close(ours.validation_rmse, [np.sqrt(np.mean(p.y_val ** 2))], np.float64, what="validation_rmse")
+    assert_close(theirs.validation_rmse, ours.validation_rmse, np.float64, what="reference validation_rmse")
+    assert not ours.coef.any()

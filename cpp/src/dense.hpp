@@ -5,6 +5,8 @@
 
 #include "nytro/types.hpp"
 
+#include <functional>
+
 #include <vector>
 
 namespace nytro::detail {
@@ -61,9 +63,11 @@ void multiply_left_transposed(const MatrixCRef<T>& R, bool upper, const MatrixCR
 
 // One triangle of G += scale * B^T B, `upper` picking which (rank_update.cpp: register
 // tiles over packed columns of B; the other triangle is never written). The same bits
-// for any thread count.
+// for any thread count. `between`, if given, is called every ~1e9 multiply-adds, outside
+// the parallel regions (an interruption point: it may throw; G is then partly updated).
 template <class T>
-void rank_update(const MatrixCRef<T>& B, MatrixRef<T> G, T scale, bool upper, int n_threads);
+void rank_update(const MatrixCRef<T>& B, MatrixRef<T> G, T scale, bool upper, int n_threads,
+                 const std::function<void()>& between = {});
 
 // Lower triangle of G += B^T B with B in a lower precision S: each tile product is
 // computed in S (twice the flop rate of double) and added to G in T.

@@ -1,11 +1,14 @@
 #include "nytro/eigen_solver.hpp"
 
+#include "abandonable.hpp"
 #include "nytro/errors.hpp"
 
 #include <Eigen/Eigenvalues>
 
 #include <atomic>
 #include <limits>
+#include <memory>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -69,7 +72,25 @@ void symmetric_eigen(const MatrixCRef<T>& A, Vector<T>& w, Matrix<T>& V) {
     V = solver.eigenvectors();
 }
 
+template <class T>
+void symmetric_eigen(const MatrixCRef<T>& A, Vector<T>& w, Matrix<T>& V, const Callback& callback) {
+    if (!callback) return symmetric_eigen<T>(A, w, V);
+    check_allocation(double(A.rows()) * double(A.rows()) * sizeof(T),
+                     "a copy of a " + shape_text<T>(A.rows(), A.rows()) + " matrix to eigendecompose");
+    auto input = std::make_shared<const Matrix<T>>(A);
+    auto result = detail::run_abandonable(callback, "eigendecomposition", [input] {
+        std::pair<Vector<T>, Matrix<T>> out;
+        symmetric_eigen<T>(*input, out.first, out.second);
+        return out;
+    });
+    w = std::move(result.first);
+    V = std::move(result.second);
+}
+
 template void symmetric_eigen<float>(const MatrixCRef<float>&, Vector<float>&, Matrix<float>&);
+template void symmetric_eigen<float>(const MatrixCRef<float>&, Vector<float>&, Matrix<float>&, const Callback&);
+template void symmetric_eigen<double>(const MatrixCRef<double>&, Vector<double>&, Matrix<double>&,
+                                      const Callback&);
 template void symmetric_eigen<double>(const MatrixCRef<double>&, Vector<double>&, Matrix<double>&);
 
 }  // namespace nytro

@@ -58,6 +58,7 @@ bool by_lanczos(const LinearProblem<T>& problem, const IterativeOptions& options
 template <class T>
 bool lanczos_applies(const IterativeOptions& options) {
     if (options.method != Method::gd || options.iterates == Iterates::stepwise) return false;
+    if (options.max_iter > kMostCertified) return false;
     return options.iterates == Iterates::lanczos || std::is_same_v<T, double>;
 }
 
@@ -70,6 +71,11 @@ void check_iterative_options(const IterativeOptions& options) {
         require(std::isfinite(options.step_size) && options.step_size > 0,
                 "step_size must be a finite number > 0, got " + text(options.step_size));
     require(options.tol < 0 || std::isfinite(options.tol), "tol must be finite");
+}
+
+void throw_diverged(Index t, double step) {
+    throw std::runtime_error("the iterations diverged at t=" + std::to_string(t) + " (step_size=" + text(step) +
+                             "): a stable step is below 2 / lambda_max(A^T A)");
 }
 
 double resolve_step(const IterativeOptions& options, Index n, const std::function<double()>& lambda_max) {
@@ -104,6 +110,7 @@ class Iterates {
 public:
     Iterates(const LinearProblem<T>& problem, Method method, double step, double nu)
         : problem_(problem), method_(method), step_(static_cast<T>(step)), nu_(nu),
+          rhs_norm_(problem.rhs.template cast<double>().stableNorm()),
           beta_(Matrix<T>::Zero(problem.dim, problem.q)), product_(problem.dim, problem.q) {
         if (method_ == Method::nu) previous_ = beta_;
         if (method_ == Method::cg) {
@@ -126,11 +133,25 @@ public:
         return beta_;
     }
 
+    // Whether the residual c - H beta has grown past twice |c|: for gd and nu with a stable
+    // step the residual polynomial is at most 1 in magnitude on H's spectrum, so the
+    // residual never exceeds |c| (up to rounding). A larger one means an unstable step
+    // (a wrong lambda_max), whose iterates grow geometrically: caught here long before
+    // they overflow, rather than returned as a model.
+    bool diverging() const { return residual_norm_ > 2 * rhs_norm_; }
+
 private:
+    // The residual c - H beta into product_ (which holds H beta), and its norm.
+    void residual_from_product() {
+        product_ = problem_.rhs - product_;
+        residual_norm_ = product_.template cast<double>().stableNorm();
+    }
+
     // beta <- beta + s (c - H beta)
     void gradient_step() {
         problem_.apply(beta_, product_);
-        beta_.noalias() += step_ * (problem_.rhs - product_);
+        residual_from_product();
+        beta_.noalias() += step_ * product_;
     }
 
     // Brakhage's nu-method (Engl, Hanke, Neubauer, Regularization of Inverse Problems,
@@ -144,7 +165,8 @@ private:
             omega = 4 * (2 * k + 2 * v - 1) * (k + v - 1) / ((k + 2 * v - 1) * (2 * k + 4 * v - 1));
         }
         problem_.apply(beta_, product_);
-        update_ = static_cast<T>(mu) * (beta_ - previous_) + static_cast<T>(omega) * step_ * (problem_.rhs - product_);
+        residual_from_product();
+        update_ = static_cast<T>(mu) * (beta_ - previous_) + static_cast<T>(omega) * step_ * product_;
         previous_ = beta_;
         beta_ += update_;
     }
@@ -181,6 +203,7 @@ private:
     T step_;
     double nu_;
     Index t_ = 0;
+    double rhs_norm_ = 0, residual_norm_ = 0;  // gd and nu: |c|, |c - H beta| before the last step
     Matrix<T> beta_, product_, previous_, update_, residual_, direction_;
     Eigen::RowVectorXd rr_, rayleigh_max_;
 };
@@ -194,15 +217,13 @@ void run_stepwise(const LinearProblem<T>& problem, double step, const Validation
     result.step_size = step;
     result.validation_rmse.clear();
 
-    auto diverged = [&](Index t) {
-        throw std::runtime_error("the iterations diverged at t=" + std::to_string(t) + " (step_size=" +
-                                 text(step) + "): a stable step is below 2 / lambda_max(A^T A)");
-    };
+    auto diverged = [&](Index t) { throw_diverged(t, step); };
 
     if (validation == nullptr) {
         const Matrix<T>* beta = nullptr;
         for (Index t = 1; t <= T_max; ++t) {
             beta = &iterates.next();
+            if (iterates.diverging()) diverged(t);
             if (options.callback) options.callback({"iterate", t, T_max});
         }
         if (!beta->allFinite()) diverged(T_max);
@@ -226,6 +247,7 @@ void run_stepwise(const LinearProblem<T>& problem, double step, const Validation
         const Index count = std::min(per_chunk, T_max - t);
         for (Index j = 0; j < count; ++j) {
             chunk.middleCols(j * q, q) = iterates.next();
+            if (iterates.diverging()) diverged(t + j + 1);
             if (options.callback) options.callback({"iterate", t + j + 1, T_max});
         }
         auto block_alphas = alphas.leftCols(count * q);

@@ -66,15 +66,25 @@ constexpr double top_eigenvalue_tolerance() {
 }
 
 // Whether gd's iterates may come from a Lanczos basis (see lanczos_path.hpp): method gd,
-// and iterates lanczos, or automatic in float64 compute. In float32 compute each
-// product's own rounding (sums in float) enters the basis' tridiagonal matrix as one fixed
-// perturbation, which t iterates amplify coherently where the stepwise path's per-step
-// errors partly cancel: over 400 iterates at m = 150 the direct solver's predictions
-// moved 5e-4 to 1e-3 by Lanczos, 7e-5 to 3e-4 stepwise. float32 storage with float64
-// compute is not affected: its rounding is a fixed perturbation of the stored matrix,
-// the same for both.
+// max_iter <= kMostCertified, and iterates lanczos, or automatic in float64 compute. In
+// float32 compute each product's own rounding (sums in float) enters the basis'
+// tridiagonal matrix as one fixed perturbation, which t iterates amplify coherently where
+// the stepwise path's per-step errors partly cancel: over 400 iterates at m = 150 the
+// direct solver's predictions moved 5e-4 to 1e-3 by Lanczos, 7e-5 to 3e-4 stepwise.
+// float32 storage with float64 compute is not affected: its rounding is a fixed
+// perturbation of the stored matrix, the same for both.
+//
+// Past kMostCertified iterations gd steps: the certificate steps the projected system
+// through every iterate up to max_iter (O(k) each, k up to 512) at each basis size it
+// tries, which would cost more than the products it saves (and grew without bound with
+// max_iter: LandweberRegressor(max_iter=10**9) spent its time certifying).
+constexpr Index kMostCertified = Index(1) << 17;
+
 template <class T>
 bool lanczos_applies(const IterativeOptions& options);
+
+// Throws the error of a path whose iterates diverged at t (the step was unstable).
+[[noreturn]] void throw_diverged(Index t, double step);
 
 // Validates the options common to every iterative method.
 void check_iterative_options(const IterativeOptions& options);

@@ -17,12 +17,19 @@ namespace {
 // stop wastes at most a stretch of products.
 constexpr Index kStretch = 16;
 
-// The hold-out images P = K_val R V of a column's basis, kept as P = Q S (Q orthonormal,
-// S upper triangular, grown a column at a time by Gram-Schmidt twice) with g = Q^T y, so
-// that ||y - P_k z||^2 = ||y - Q_k g_k||^2 + ||g_k - S_k z||^2: a sum of two nonnegative
-// terms (no cancellation), the second O(k^2) per z instead of O(n_val k). Q, S and g are
-// allocated once for the basis' capacity, as the basis itself is: resizing them at every
-// stretch copied Q (n_val x k, 400 MB at Covertype's k = 500) and briefly held it twice.
+// The hold-out images P = K_val R V of a column's basis, kept as P = Q S (S upper
+// triangular, Q's columns orthonormal or zero) with g = Q^T y, so that
+// ||y - P_k z||^2 = ||y - Q_k g_k||^2 + ||g_k - S_k z||^2: a sum of two nonnegative terms
+// (no cancellation), the second O(k^2) per z instead of O(n_val k). The identity needs
+// Q^T Q = I on the columns in use, and the images span at most n_val dimensions: past
+// n_val basis vectors (or earlier, where K_val R V is rank deficient) a new image lies in
+// the span of the previous ones, and what Gram-Schmidt leaves of it is rounding, which
+// normalised would be a column far from orthogonal to the others. Such a column is kept
+// as a zero column of Q with S(k, k) = 0 and g[k] = 0: row k of S is then zero too (it
+// holds Q_k^T of later images), Q^T Q is the identity on the rows of S that are not zero,
+// and the identity holds exactly. Q, S and g are allocated once for the basis' capacity,
+// as the basis itself is: resizing them at every stretch copied Q (n_val x k, 400 MB at
+// Covertype's k = 500) and briefly held it twice.
 struct HoldoutImages {
     Eigen::MatrixXd Q, S;  // n_val x capacity, capacity x capacity: the first `size` columns in use
     Eigen::VectorXd g;
@@ -37,22 +44,37 @@ struct HoldoutImages {
     }
 
     void append(const Eigen::MatrixXd& P, const Eigen::VectorXd& y) {
+        // Gram-Schmidt twice, and Kahan and Parlett's test of what it leaves: a pass that
+        // keeps more than 1/sqrt(2) of its input's norm has removed no more than rounding
+        // can corrupt, while two passes that each keep less show the image in the span of
+        // the previous ones to rounding (what remains is noise, not a direction).
+        const double keep = std::sqrt(0.5);
         const Index have = size;
         for (Index i = 0; i < P.cols(); ++i) {
             const Index k = have + i;
             Eigen::VectorXd w = P.col(i);
             Eigen::VectorXd r = Eigen::VectorXd::Zero(k);
+            double norm = w.norm();
+            bool dependent = k > 0;
             for (int pass = 0; pass < 2 && k > 0; ++pass) {
                 const Eigen::VectorXd h = Q.leftCols(k).transpose() * w;
                 w.noalias() -= Q.leftCols(k) * h;
                 r += h;
+                const double before = norm;
+                norm = w.norm();
+                if (norm >= keep * before) dependent = false;
             }
-            const double norm = w.norm();
+            if (!(norm > 0)) dependent = true;
             S.col(k).head(k) = r;
-            S(k, k) = norm;
-            if (norm > 0) Q.col(k) = w / norm;
-            else Q.col(k).setZero();
-            g[k] = Q.col(k).dot(y);
+            if (dependent) {
+                S(k, k) = 0;
+                Q.col(k).setZero();
+                g[k] = 0;
+            } else {
+                S(k, k) = norm;
+                Q.col(k) = w / norm;
+                g[k] = Q.col(k).dot(y);
+            }
         }
         size = have + P.cols();
         // ||y - Q g||^2 at the new size computed directly, then back to the first new size
@@ -211,15 +233,14 @@ void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<
         }
         k = reached;
     }
-    // Past an invariant Krylov space (at the latest t = dim) every t gives the same solution:
-    // the path goes on to max_iter at the last value, without products, so that t means
-    // what it means for the other methods (max_iter iterations, patience counted in t).
-    if (validation && !stop) {
-        const double last = rule.path().empty()  // c = 0: every prediction is 0
-                                ? std::sqrt(targets.squaredNorm() / (double(n_val) * double(q)))
-                                : rule.path().back();
-        for (Index t = Index(rule.path().size()) + 1; t <= options.max_iter && !stop; ++t) stop = rule.push(last).stop;
-    }
+    // Past an invariant Krylov space (at the latest t = dim) every t gives the same solution
+    // and the same hold-out RMSE: the path ends there, as a rule's stop would end it (no
+    // later t can be selected over an earlier one with the same value). Running it on to
+    // max_iter would take no products but one value per t: unbounded memory and time for
+    // a large max_iter. Where every column of c is 0 the space is {0} from the start, and
+    // the path holds t = 1 alone (every prediction 0).
+    if (validation && rule.path().empty())
+        rule.push(std::sqrt(targets.squaredNorm() / (double(n_val) * double(q))));
     if (!validation) {
         for (std::size_t c = 0; c < columns.size(); ++c) {
             selected[c].resize(columns[c].size());

@@ -31,8 +31,9 @@ std::vector<double> paper_lambda_grid();
 // Fills coef, validation_rmse (best over the grid at k = 1, 2, ...), n_iter (the selected
 // k), iterations_run, products, lambda (the selected one, of the grid) and step_size = 0.
 // Without a hold-out set (validation null) it takes max_iter steps and the grid's smallest
-// lambda, 1e-15. Steps past an invariant Krylov space (at the latest k = dim) take no
-// products: their solutions, and hold-out RMSEs, repeat the last ones.
+// lambda, 1e-15. With one, the path ends where the Krylov space becomes invariant (at
+// the latest k = dim), before max_iter: later k would repeat its last solution and
+// hold-out RMSE (iterations_run is then that k, as after a rule's stop).
 template <class T>
 void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<T>* validation,
                      const IterativeOptions& options, PathResult<T>& result);

@@ -11,7 +11,7 @@ namespace nytro::detail {
 
 void LanczosProcess::start(const Eigen::VectorXd& start, Index most_steps) {
     basis_.resize(start.size(), std::min(most_steps, start.size()) + 1);
-    basis_.col(0) = start / start.norm();
+    basis_.col(0) = start / start.stableNorm();
     diagonal_.clear();
     off_.clear();
     coupling_ = 0;
@@ -20,12 +20,12 @@ void LanczosProcess::start(const Eigen::VectorXd& start, Index most_steps) {
 
 void LanczosProcess::absorb(Eigen::VectorXd w) {
     const Index k = size(), dim = basis_.rows();
-    const double applied = w.norm();
+    const double applied = w.stableNorm();
     diagonal_.push_back(w.dot(basis_.col(k)));
     if (k > 0) off_.push_back(coupling_);
     const auto V = basis_.leftCols(k + 1);
     for (int pass = 0; pass < 2; ++pass) w -= V * (V.transpose() * w);
-    const double b = w.norm();
+    const double b = w.stableNorm();
     if (!(b > 4 * std::numeric_limits<double>::epsilon() * applied) || k + 1 == dim) {
         complete_ = true;
         coupling_ = 0;
@@ -37,11 +37,21 @@ void LanczosProcess::absorb(Eigen::VectorXd w) {
 }
 
 double LanczosProcess::top_ritz_value() const {
-    const Eigen::VectorXd diagonal = Eigen::Map<const Eigen::VectorXd>(diagonal_.data(), size());
-    const Eigen::VectorXd off = Eigen::Map<const Eigen::VectorXd>(off_.data(), size() - 1);
+    Eigen::VectorXd diagonal = Eigen::Map<const Eigen::VectorXd>(diagonal_.data(), size());
+    Eigen::VectorXd off = Eigen::Map<const Eigen::VectorXd>(off_.data(), size() - 1);
+    // Eigen's tridiagonal QR drops an off-diagonal entry b when (b / eps)^2 <= |a_i| +
+    // |a_i+1|, a test that is not scale-invariant: at the scale of an A^T A with
+    // entries ~1e-38 (factor="cholesky" with jitter 1e40) it dropped them all and
+    // returned the largest diagonal entry, 13% below lambda_max, which made the
+    // automatic step unstable. T is brought to unit scale first (a power of two: exact).
+    const double largest = std::max(diagonal.cwiseAbs().maxCoeff(), off.size() ? off.cwiseAbs().maxCoeff() : 0.0);
+    if (!(largest > 0 && std::isfinite(largest))) return diagonal.maxCoeff();  // 0, or not finite
+    const double unit = std::ldexp(1.0, -std::ilogb(largest));
+    diagonal *= unit;
+    off *= unit;
     Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> ritz;
     ritz.computeFromTridiagonal(diagonal, off, Eigen::EigenvaluesOnly);
-    return ritz.eigenvalues().maxCoeff();
+    return ritz.eigenvalues().maxCoeff() / unit;
 }
 
 TopEigenvalue::TopEigenvalue(Index dim, double tolerance)

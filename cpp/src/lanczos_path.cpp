@@ -19,6 +19,9 @@ constexpr double kBasisBytes = 256.0 * 1024 * 1024;
 constexpr Index kChunk = 64;
 // Steps taken when the process starts, before any certification.
 constexpr Index kFirstSteps = 4;
+// Iterates of the projected system stepped by a certification between two calls of the
+// progress callback (its interruption point): O(k) flops each, k <= kMostSteps.
+constexpr Index kCertifyBetweenCalls = 4096;
 
 }  // namespace
 
@@ -28,7 +31,7 @@ std::vector<KrylovColumn> start_columns(const Matrix<T>& c, Index most_steps) {
     for (Index j = 0; j < c.cols(); ++j) {
         KrylovColumn& column = columns[std::size_t(j)];
         const Eigen::VectorXd cj = c.col(j).template cast<double>();
-        column.norm_c = cj.norm();
+        column.norm_c = cj.stableNorm();
         if (column.norm_c > 0) column.process.start(cj, most_steps);
     }
     return columns;
@@ -147,6 +150,28 @@ void LanczosGradient<T>::step_projected(const Column& column, Eigen::VectorXd& z
 }
 
 template <class T>
+bool LanczosGradient<T>::diverging(const std::vector<Eigen::VectorXd>& z) const {
+    // The projected residual |c| e_1 - T z: for a stable step at most |c| (the residual
+    // polynomial is at most 1 on T's spectrum, within H's), as on the stepwise path.
+    for (std::size_t c = 0; c < columns_.size(); ++c) {
+        const Column& column = columns_[c];
+        const Index k = std::min(column.size(), Index(z[c].size()));
+        if (k == 0) continue;
+        const auto& diagonal = column.process.diagonal();
+        const auto& off = column.process.off_diagonal();
+        double squared = 0;
+        for (Index i = 0; i < k; ++i) {
+            double r = (i == 0 ? column.norm_c : 0.0) - diagonal[std::size_t(i)] * z[c][i];
+            if (i > 0) r -= off[std::size_t(i - 1)] * z[c][i - 1];
+            if (i + 1 < k) r -= off[std::size_t(i)] * z[c][i + 1];
+            squared += r * r;
+        }
+        if (!(std::sqrt(squared) <= 2 * column.norm_c)) return true;
+    }
+    return false;
+}
+
+template <class T>
 Index LanczosGradient<T>::certified(const Column& column) const {
     if (column.complete()) return max_iter_;
     Eigen::VectorXd z = Eigen::VectorXd::Zero(column.size());
@@ -155,6 +180,9 @@ Index LanczosGradient<T>::certified(const Column& column) const {
         sum += std::abs(z[column.size() - 1]);
         step_projected(column, z);
         if (step_ * column.process.coupling() * sum > tolerance_ * z.norm()) return t - 1;
+        // O(k) per t: an interruption point now and then (max_iter is at most
+        // kMostCertified here, see by_lanczos).
+        if (callback_ && t % kCertifyBetweenCalls == 0) callback_({"certify", t, max_iter_});
     }
     return max_iter_;
 }
@@ -203,6 +231,7 @@ bool LanczosGradient<T>::run(const Validation<T>* validation, const IterativeOpt
         if (certified_ < max_iter_) return false;
         for (Index t = 1; t <= max_iter_; ++t) {
             for (Index j = 0; j < q; ++j) step_projected(columns_[std::size_t(j)], z[std::size_t(j)]);
+            if ((t % kChunk == 0 || t == max_iter_) && diverging(z)) throw_diverged(t, step_);
             if (options.callback) options.callback({"iterate", t, max_iter_});
         }
         result.coef = coefficients_of(z);
@@ -245,6 +274,7 @@ bool LanczosGradient<T>::run(const Validation<T>* validation, const IterativeOpt
             }
             squared.head(count) += errors.colwise().squaredNorm().transpose().array();
         }
+        if (diverging(z)) throw_diverged(t + count, step_);
         for (Index i = 0; i < count && !stop; ++i) {
             ++t;
             const auto verdict = rule.push(std::sqrt(squared[i] / (double(n_val) * double(q))));

@@ -83,6 +83,7 @@ private:
     bool open(const Column& column) const { return !column.complete() && column.size() < capacity_; }
     Index certified(const Column& column) const;       // the last t whose bound holds
     void step_projected(const Column& column, Eigen::VectorXd& z) const;  // z += s (|c| e_1 - T z)
+    bool diverging(const std::vector<Eigen::VectorXd>& z) const;  // a projected residual > 2 |c|
     // The basis size limit: memory, reorthogonalisation cost, half the stepwise products.
     static Index basis_limit(const LinearProblem<T>& problem, Index max_iter);
 

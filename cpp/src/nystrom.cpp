@@ -194,7 +194,8 @@ Index factor_panel(Matrix<T>& W, Vector<T>& d, std::vector<Index>& order, std::v
 // W is K, overwritten by the factor (a fresh copy of K_mm would pay its page faults: the
 // fit's own kernel is handed over instead).
 template <class T>
-NystromFactor<T> pivoted_factor(Matrix<T> W, double rank_tol, bool invert, int n_threads) {
+NystromFactor<T> pivoted_factor(Matrix<T> W, double rank_tol, bool invert, int n_threads,
+                                const Callback& callback) {
     const Index m = W.rows();
     Vector<T> d = W.diagonal();
     std::vector<Index> order(static_cast<std::size_t>(m));
@@ -210,9 +211,12 @@ NystromFactor<T> pivoted_factor(Matrix<T> W, double rank_tol, bool invert, int n
         panels.push_back({j0, j1, std::move(swaps)});
         if (j1 < panel_end) break;  // the rank is reached: the trailing part is not used
         const Index rest = m - j1;
+        // The trailing update (O(rest^2 panel) flops, seconds at m = 8000 under load) calls
+        // back between batches of its blocks: the factor's interruption points.
+        const auto interrupt = [&] { callback({"factor", j1, m}); };
         if (rest > 0)
             detail::rank_update<T>(W.block(j0, j1, j1 - j0, rest), W.bottomRightCorner(rest, rest), T(-1), true,
-                                   n_threads);
+                                   n_threads, callback ? std::function<void()>(interrupt) : std::function<void()>());
     }
     if (rank == 0) throw std::runtime_error("K_mm is numerically zero: no Nystrom centre can be used");
     apply_later_swaps(W, panels);
@@ -256,9 +260,9 @@ NystromFactor<T> jittered_cholesky_factor(Matrix<T> shifted, double jitter, bool
 // products, the Cholesky factor and T's inverse run on the core's threads (Eigen's own
 // are single-threaded here).
 template <class T>
-NystromFactor<T> qr_factor(const MatrixCRef<T>& K, double rank_tol, int n_threads) {
+NystromFactor<T> qr_factor(const MatrixCRef<T>& K, double rank_tol, int n_threads, const Callback& callback) {
     const Index m = K.rows();
-    const auto Q = pivoted_qr_range<T>(K, rank_tol);  // column-major: its storage, read row-major, is S^T
+    const auto Q = pivoted_qr_range<T>(K, rank_tol, callback);  // column-major: its storage, read row-major, is S^T
     const Index k = Q.cols();
     if (k == 0) throw std::runtime_error("K_mm is numerically zero: no Nystrom centre can be used");
     const Matrix<T> S = Q;
@@ -278,7 +282,7 @@ NystromFactor<T> qr_factor(const MatrixCRef<T>& K, double rank_tol, int n_thread
     } else {
         Vector<T> w;
         Matrix<T> V;
-        symmetric_eigen<T>(M, w, V);
+        symmetric_eigen<T>(M, w, V, callback);
         const T cut = static_cast<T>(rank_tol) * w.cwiseAbs().maxCoeff();
         Index keep = 0;
         while (keep < w.size() && w[w.size() - 1 - keep] > cut) ++keep;
@@ -322,7 +326,8 @@ namespace {
 // The factor of a K_mm known to be square, finite and symmetric, which it may overwrite.
 // Without `invert`, the triangular factors (pivoted, cholesky) hold U rather than R = U^-1.
 template <class T>
-NystromFactor<T> factor_checked(Matrix<T>&& K_mm, const FactorOptions& options, bool invert, int n_threads) {
+NystromFactor<T> factor_checked(Matrix<T>&& K_mm, const FactorOptions& options, bool invert, int n_threads,
+                                const Callback& callback) {
     const Index m = K_mm.rows();
     const double rank_tol = options.rank_tol < 0 ? default_rank_tol<T>(m) : options.rank_tol;
     require(rank_tol < 1, "rank_tol must be < 1, got " + format_number(rank_tol));
@@ -331,10 +336,10 @@ NystromFactor<T> factor_checked(Matrix<T>&& K_mm, const FactorOptions& options, 
     check_allocation(2.0 * double(m) * double(m) * sizeof(T),
                      "the Nystrom factor of a " + shape_text<T>(m, m) + " K_mm");
     switch (options.method) {
-        case FactorMethod::pivoted: return pivoted_factor<T>(std::move(K_mm), rank_tol, invert, n_threads);
+        case FactorMethod::pivoted: return pivoted_factor<T>(std::move(K_mm), rank_tol, invert, n_threads, callback);
         case FactorMethod::cholesky:
             return jittered_cholesky_factor<T>(std::move(K_mm), options.jitter, invert, n_threads);
-        case FactorMethod::qr: return qr_factor<T>(K_mm, rank_tol, n_threads);
+        case FactorMethod::qr: return qr_factor<T>(K_mm, rank_tol, n_threads, callback);
     }
     throw std::invalid_argument("unknown factor method");
 }
@@ -342,8 +347,8 @@ NystromFactor<T> factor_checked(Matrix<T>&& K_mm, const FactorOptions& options, 
 }  // namespace
 
 template <class T>
-NystromFactor<T> nystrom_factor(const MatrixCRef<T>& K_mm, const FactorOptions& options,
-                                int n_threads) {
+NystromFactor<T> nystrom_factor(const MatrixCRef<T>& K_mm, const FactorOptions& options, int n_threads,
+                                const Callback& callback) {
     const Index m = K_mm.rows();
     require(m >= 1 && K_mm.cols() == m, "K_mm must be a non-empty square matrix, got " +
                                             std::to_string(K_mm.rows()) + " x " +
@@ -351,25 +356,29 @@ NystromFactor<T> nystrom_factor(const MatrixCRef<T>& K_mm, const FactorOptions& 
     require(K_mm.allFinite(), "K_mm contains NaN or infinity");
     require(is_symmetric<T>(K_mm), "K_mm must be symmetric");
     check_allocation(double(m) * double(m) * sizeof(T), "a copy of K_mm (" + shape_text<T>(m, m) + ")");
-    return factor_checked<T>(Matrix<T>(K_mm), options, /*invert=*/true, n_threads);
+    return factor_checked<T>(Matrix<T>(K_mm), options, /*invert=*/true, n_threads, callback);
 }
 
 namespace detail {
 
 template <class T>
-FitFactor<T> factor_of_kernel(Matrix<T>&& K_mm, const FactorOptions& options, int n_threads) {
+FitFactor<T> factor_of_kernel(Matrix<T>&& K_mm, const FactorOptions& options, int n_threads,
+                              const Callback& callback) {
     const bool triangular = options.method != FactorMethod::qr;
-    return FitFactor<T>(factor_checked<T>(std::move(K_mm), options, /*invert=*/!triangular, n_threads), triangular);
+    return FitFactor<T>(factor_checked<T>(std::move(K_mm), options, /*invert=*/!triangular, n_threads, callback),
+                        triangular);
 }
 
-template FitFactor<float> factor_of_kernel<float>(Matrix<float>&&, const FactorOptions&, int);
-template FitFactor<double> factor_of_kernel<double>(Matrix<double>&&, const FactorOptions&, int);
+template FitFactor<float> factor_of_kernel<float>(Matrix<float>&&, const FactorOptions&, int, const Callback&);
+template FitFactor<double> factor_of_kernel<double>(Matrix<double>&&, const FactorOptions&, int, const Callback&);
 
 }  // namespace detail
 
 template struct NystromFactor<float>;
 template struct NystromFactor<double>;
-template NystromFactor<float> nystrom_factor<float>(const MatrixCRef<float>&, const FactorOptions&, int);
-template NystromFactor<double> nystrom_factor<double>(const MatrixCRef<double>&, const FactorOptions&, int);
+template NystromFactor<float> nystrom_factor<float>(const MatrixCRef<float>&, const FactorOptions&, int,
+                                                     const Callback&);
+template NystromFactor<double> nystrom_factor<double>(const MatrixCRef<double>&, const FactorOptions&, int,
+                                                       const Callback&);
 
 }  // namespace nytro

@@ -9,7 +9,8 @@ template <class T>
 NystromSetup<T> prepare_nystrom(const MatrixCRef<T>& centers, double sigma, const FactorOptions& factor, int threads,
                                 const Callback& callback) {
     NystromSetup<T> setup;
-    setup.factor = factor_of_kernel<T>(gaussian_kernel<T>(centers, centers, sigma, threads), factor, threads);
+    setup.factor = factor_of_kernel<T>(gaussian_kernel<T>(centers, centers, sigma, threads), factor, threads,
+                                       callback);
     if (callback) callback({"factor", 1, 1});
     const auto& support = setup.factor.support();
     setup.used.resize(static_cast<Index>(support.size()), centers.cols());

@@ -23,7 +23,8 @@ struct NystromSetup {
 // symmetric), which it overwrites instead of copying; the triangular factors are kept
 // as U (FitFactor).
 template <class T>
-FitFactor<T> factor_of_kernel(Matrix<T>&& K_mm, const FactorOptions& options, int n_threads);
+FitFactor<T> factor_of_kernel(Matrix<T>&& K_mm, const FactorOptions& options, int n_threads,
+                              const Callback& callback = {});
 
 template <class T>
 NystromSetup<T> prepare_nystrom(const MatrixCRef<T>& centers, double sigma, const FactorOptions& factor, int threads,

@@ -175,7 +175,7 @@ struct SpectralSolver {
                                                callback, low, true,
                                                setup.kernel_first);
         Matrix<T> V;
-        symmetric_eigen<T>(normal.H, values, V);
+        symmetric_eigen<T>(normal.H, values, V, callback);
         values = values.cwiseMax(T(0));  // rounding-level negative eigenvalues of A^T A
         if (callback) callback({"eigendecomposition", 1, 1});
         problem.dim = values.size();

@@ -1,5 +1,6 @@
 #include "nytro/pivoted_qr.hpp"
 
+#include "abandonable.hpp"
 #include "nytro/errors.hpp"
 
 #include <Eigen/QR>
@@ -7,6 +8,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -81,9 +83,11 @@ void set_lapack_qr(dgeqp3_fn dgeqp3, sgeqp3_fn sgeqp3, dorgqr_fn dorgqr, sorgqr_
 
 bool has_lapack_qr() { return lapack_dgeqp3.load() != nullptr && lapack_dorgqr.load() != nullptr; }
 
+namespace {
+
+// K's range by pivoted QR: LAPACK's where registered, else Eigen's.
 template <class T>
-ColMatrix<T> pivoted_qr_range(const MatrixCRef<T>& K, double rank_tol) {
-    require(K.rows() == K.cols() && K.rows() > 0, "a pivoted QR here needs a non-empty square matrix");
+ColMatrix<T> range_of(const MatrixCRef<T>& K, double rank_tol) {
     ColMatrix<T> Q;
     bool by_lapack = false;
     if constexpr (std::is_same_v<T, double>)
@@ -100,8 +104,21 @@ ColMatrix<T> pivoted_qr_range(const MatrixCRef<T>& K, double rank_tol) {
     return Q;
 }
 
-template Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic> pivoted_qr_range<float>(const MatrixCRef<float>&, double);
+}  // namespace
+
+template <class T>
+ColMatrix<T> pivoted_qr_range(const MatrixCRef<T>& K, double rank_tol, const Callback& callback) {
+    require(K.rows() == K.cols() && K.rows() > 0, "a pivoted QR here needs a non-empty square matrix");
+    if (!callback) return range_of<T>(K, rank_tol);
+    check_allocation(double(K.rows()) * double(K.rows()) * sizeof(T),
+                     "a copy of K_mm (" + shape_text<T>(K.rows(), K.rows()) + ") for its pivoted QR");
+    auto input = std::make_shared<const Matrix<T>>(K);
+    return detail::run_abandonable(callback, "factor", [input, rank_tol] { return range_of<T>(*input, rank_tol); });
+}
+
+template Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic> pivoted_qr_range<float>(const MatrixCRef<float>&, double,
+                                                                                        const Callback&);
 template Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic> pivoted_qr_range<double>(const MatrixCRef<double>&,
-                                                                                          double);
+                                                                                          double, const Callback&);
 
 }  // namespace nytro

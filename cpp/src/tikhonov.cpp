@@ -31,15 +31,15 @@ struct Eigenbasis {
 };
 
 template <class T>
-Eigenbasis eigenbasis(const Matrix<T>& H) {
+Eigenbasis eigenbasis(const Matrix<T>& H, const Callback& callback) {
     Eigenbasis basis;
     if constexpr (std::is_same_v<T, double>) {
-        symmetric_eigen<double>(H, basis.values, basis.vectors);
+        symmetric_eigen<double>(H, basis.values, basis.vectors, callback);
     } else {
         check_allocation(double(H.size()) * sizeof(double),
                          "the float64 copy of " + shape_text<T>(H.rows(), H.cols()));
         const Matrix<double> wide = H.template cast<double>();
-        symmetric_eigen<double>(wide, basis.values, basis.vectors);
+        symmetric_eigen<double>(wide, basis.values, basis.vectors, callback);
     }
     return basis;
 }
@@ -74,7 +74,7 @@ public:
                     }
                 }
             }
-            decompose();
+            decompose(callback);
             Matrix<double> scaled = projected_;
             for (Index i = 0; i < k; ++i) scaled.row(i) /= basis_.values[i] + shifts[l];
             block = (basis_.vectors * scaled).template cast<T>();
@@ -84,9 +84,9 @@ public:
     }
 
 private:
-    void decompose() {
+    void decompose(const Callback& callback) {
         if (decomposed_) return;
-        basis_ = eigenbasis<T>(H_);
+        basis_ = eigenbasis<T>(H_, callback);
         basis_.values = basis_.values.cwiseMax(0.0);
         projected_ = basis_.vectors.transpose() * C_.template cast<double>();
         decomposed_ = true;
@@ -207,14 +207,15 @@ TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, doub
 }
 
 template <class T>
-Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma, double rcond, int n_threads) {
+Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma, double rcond, int n_threads,
+               const Callback& callback) {
     const Matrix<T> none(0, X.cols()), none_y(0, Y.cols());
     detail::check_training_data<T>(X, Y, none, none_y);
     const Index n = X.rows();
     const double cut_ratio = rcond < 0 ? double(n) * std::numeric_limits<T>::epsilon() : rcond;
     require(cut_ratio < 1, "rcond must be < 1, got " + format_number(rcond));
     const Matrix<T> K = gaussian_kernel<T>(X, X, sigma, detail::resolve_threads(n_threads));
-    const auto [w, V] = eigenbasis<T>(K);  // float64, as for the Tikhonov solves
+    const auto [w, V] = eigenbasis<T>(K, callback);  // float64, as for the Tikhonov solves
     const double cut = cut_ratio * w.cwiseAbs().maxCoeff();
     Matrix<double> projected = V.transpose() * Y.template cast<double>();
     for (Index i = 0; i < n; ++i) {
@@ -234,7 +235,7 @@ Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma, dou
     template TikhonovResult<T> krls_path<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double,             \
                                             const std::vector<double>&, const MatrixCRef<T>&,                \
                                             const MatrixCRef<T>&, const TikhonovOptions&);                   \
-    template Matrix<T> kols<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double, double, int);
+    template Matrix<T> kols<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double, double, int, const Callback&);
 NYTRO_INSTANTIATE(float)
 NYTRO_INSTANTIATE(double)
 #undef NYTRO_INSTANTIATE  // unity builds put several sources in one unit

@@ -167,6 +167,20 @@ NYTRO_TEST(lanczos_diagonal_closed_form) {
     }
 }
 
+NYTRO_TEST(unstable_step_is_an_error_not_a_model) {
+    // lambda_max = 1 and a step of 2.5: the top mode grows as 1.5^t, still finite after 100
+    // iterations (4e17), and was returned as the model. The residual c - H beta exceeds
+    // |c| as soon as the step is unstable, on the stepwise path and on the projected one.
+    Eigen::VectorXd h(10);
+    for (Index i = 0; i < h.size(); ++i) h[i] = double(i + 1) / double(h.size());
+    const Diagonal diagonal(h);
+    for (Iterates iterates : {Iterates::stepwise, Iterates::lanczos})
+        CHECK_THROWS_WITH(diagonal.run(2.5, 100, iterates), std::runtime_error, "diverged");
+    // A stable step up to the limit 2 / lambda_max passes (the top mode's factor is -1).
+    for (Iterates iterates : {Iterates::stepwise, Iterates::lanczos})
+        CHECK_CLOSE(diagonal.run(2.0, 100, iterates).coef, diagonal.beta(2.0, 100), 1e-9);
+}
+
 NYTRO_TEST(lanczos_flat_spectrum_falls_back_to_steps) {
     // Eigenvalues spread evenly over (0, 1]: 70 iterates need more than the 35 steps the
     // basis may take for them, so the path is stepped, and pays for the attempt.

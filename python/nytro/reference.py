@@ -197,12 +197,19 @@ def _iterates(apply, rhs, method, step, nu, max_iter):
     residual, direction = rhs.copy(), rhs.copy()
     rr = (residual.astype(np.float64) ** 2).sum(0)
     rayleigh_max = np.zeros(rhs.shape[1])
+    rhs_norm = np.linalg.norm(rhs.astype(np.float64))
     for k in range(1, max_iter + 1):
+        if method in ("gd", "nu"):
+            # With a stable step |c - H beta| <= |c|: a residual past 2 |c| is divergence.
+            gradient = rhs - apply(beta)
+            if np.linalg.norm(gradient.astype(np.float64)) > 2 * rhs_norm:
+                raise RuntimeError(f"the iterations diverged at t={k} (step_size={step:.6g}): a stable step is "
+                                   "below 2 / lambda_max(A^T A)")
         if method == "gd":
-            beta = beta + dt(step) * (rhs - apply(beta))
+            beta = beta + dt(step) * gradient
         elif method == "nu":
             mu, omega = _nu_coefficients(k, nu)
-            previous, beta = beta, beta + dt(mu) * (beta - previous) + dt(omega) * dt(step) * (rhs - apply(beta))
+            previous, beta = beta, beta + dt(mu) * (beta - previous) + dt(omega) * dt(step) * gradient
         else:
             product = apply(direction)
             beta = beta.copy()
@@ -250,8 +257,9 @@ def _hybrid_path(apply, rhs, to_alpha, n, max_iter, predict_val, Y_val, stopping
     """Tikhonov projected on the Krylov space of (H, c): at each k, beta_k(lambda) =
     V_k (T_k + lambda n I)^-1 |c| e_1 for the paper's 100 lambdas, the path value the best
     hold-out RMSE over them (one lambda for all columns); (alpha*, path, k*, k_run, lambda*).
-    Without a hold-out set: max_iter steps, smallest lambda. Past an invariant Krylov
-    space (k = dim at the latest) t repeats the last solution up to max_iter."""
+    Without a hold-out set: max_iter steps, smallest lambda. With one, the path ends where
+    the Krylov space becomes invariant (k = dim at the latest): later t would repeat its
+    last solution (t = 1 alone, the zero model, where c = 0)."""
     dt = rhs.dtype.type
     # The paper's grid with the core's rounding: 10 ** (15 i / 99 - 15) by C's pow (numpy's
     # logspace may differ in the last bit).
@@ -295,12 +303,9 @@ def _hybrid_path(apply, rhs, to_alpha, n, max_iter, predict_val, Y_val, stopping
         best = int(np.nanargmin(np.where(np.isfinite(errors), errors, np.nan)))
         path.append(float(np.sqrt(errors[best] / Y_val.size)))
         candidates.append((best, solutions))
-    # Past an invariant Krylov space every t repeats the last solution, up to max_iter.
-    last = path[-1] if path else float(np.sqrt(np.sum(Y_val.astype(np.float64) ** 2) / Y_val.size))
-    if not candidates:  # c = 0
+    if not candidates:  # c = 0: the Krylov space is {0}, t = 1 predicts 0
+        path.append(float(np.sqrt(np.sum(Y_val.astype(np.float64) ** 2) / Y_val.size)))
         candidates.append((0, [None] * rhs.shape[1]))
-    path += [last] * (max_iter - len(path))
-    candidates += [candidates[-1]] * (max_iter - len(candidates))
     selected, stopped = _select(path, stopping, tol, window, patience)
     best, solutions = candidates[selected - 1]
     beta = np.stack([np.zeros(rhs.shape[0]) if s is None else s[best] for s in solutions], axis=1)

@@ -29,8 +29,10 @@ struct NystromFactor {
     Matrix<T> dense(Index m) const;
 };
 
+// `callback` (may be empty) is called between panels of the pivoted factor and about
+// every 20 ms during the QR factor's LAPACK calls; it may throw to abort.
 template <class T>
 NystromFactor<T> nystrom_factor(const MatrixCRef<T>& K_mm, const FactorOptions& options = {},
-                                int n_threads = 0);
+                                int n_threads = 0, const Callback& callback = {});
 
 }  // namespace nytro

@@ -48,7 +48,8 @@ enum class Iterates {
                 // rounding per product the basis would amplify
     lanczos,    // from a Lanczos basis of the Krylov space of (A^T A, A^T y), each iterate
                 // within 64 eps of the stepwise one by a computed bound: tens of products
-                // with A^T A for hundreds of iterations (see src/lanczos_path.hpp)
+                // with A^T A for hundreds of iterations (see src/lanczos_path.hpp); paths
+                // longer than 2^17 iterations step (the bound's cost grows with max_iter)
     stepwise,   // one product with A^T A per iteration, as the paper writes it
 };
 

@@ -19,7 +19,8 @@ struct PathResult {
     Matrix<T> coef;                        // centres x q: alpha at the selected t
     std::vector<double> validation_rmse;   // RMSE after iterations 1..len (empty without hold-out)
     Index n_iter = 0;                      // the selected t (max_iter without hold-out)
-    Index iterations_run = 0;              // iterations computed (< max_iter after an early stop)
+    Index iterations_run = 0;              // iterations computed (< max_iter after an early stop,
+                                           // or for hybrid at an invariant Krylov space)
     Index products = 0;                    // products with A^T A (K for Landweber) taken: one
                                            // per iteration stepwise, far fewer by Lanczos
     double step_size = 0.0;                // the step actually used
@@ -65,8 +66,10 @@ TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, doub
                             const MatrixCRef<T>& Y_val, const TikhonovOptions& options = {});
 
 // KOLS: alpha = pinv(K) y, singular values below rcond * max cut (rcond < 0: n * eps).
+// `callback` (may be empty) is called about every 20 ms during the eigendecomposition and
+// may throw to abort it.
 template <class T>
 Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma, double rcond = -1.0,
-               int n_threads = 0);
+               int n_threads = 0, const Callback& callback = {});
 
 }  // namespace nytro
