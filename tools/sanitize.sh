@@ -5,7 +5,7 @@
 #
 #     source /work/venv/bin/activate      # or any environment with the build tools,
 #                                         # numpy, scipy, scikit-learn, pytest, hypothesis
-#     tools/sanitize.sh                   # build (once) + ctest + pytest subset
+#     tools/sanitize.sh                   # build + C++ suites + pytest subset
 #     tools/sanitize.sh --cpp-only        # build + C++ suites only
 #     tools/sanitize.sh --python-only     # build + pytest only
 #     tools/sanitize.sh -- tests/test_x.py -k name    # other pytest arguments
@@ -24,10 +24,10 @@
 #      package tree (NYTRO_SAN_BUILD/pkg), so python/nytro and its dev-build symlink are
 #      left alone.
 #
-# Time (2 cores): the first build compiles everything without the ccache hits of the
-# Release build (~20-25 min on a quiet 2-core machine; much longer on a shared one);
-# later runs are incremental. ctest under the sanitizers takes a few minutes, the pytest
-# subset a few more. Environment knobs:
+# Cost: the first build compiles everything without the ccache hits of the Release build,
+# several times the Release build's compile time; later runs are incremental. The C++
+# suites run several times slower than in Release (nytro.passes the longest), so this is a
+# pre-release check rather than a CI stage. Environment knobs:
 #   NYTRO_SAN_BUILD   build directory (default: <repo>/build-sanitize)
 #   NYTRO_SAN_JOBS    parallel compile jobs (default: nproc)
 #   NYTRO_SAN_TESTS   pytest paths for the Python stage (default: the fast subset below)
@@ -45,7 +45,7 @@ while (( $# )); do
         --cpp-only) do_python=0 ;;
         --python-only) do_cpp=0 ;;
         --) shift; pytest_args=("$@"); break ;;
-        -h|--help) sed -n '2,32p' "${BASH_SOURCE[0]}"; exit 0 ;;
+        -h|--help) sed -n '2,34p' "${BASH_SOURCE[0]}"; exit 0 ;;
         *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
