@@ -39,16 +39,22 @@ py::array_t<T> to_numpy(Matrix<T>&& m) {
 // Progress callback seen by the core: every 20 ms at most it takes the GIL, lets Python
 // run pending signal handlers (Ctrl-C raises here) and calls the user's progress
 // function, if any, with (stage, done, total).
+// The core copies its options, and the callback in them, with the GIL released: the
+// Python function is held through a shared_ptr, so that copying the callback touches no
+// Python reference count (a py::object copied there would be an unguarded inc_ref, a data
+// race with every other thread). The options given to the core outlive all its copies
+// and are destroyed with the GIL held, which releases the function.
 nytro::Callback make_callback(py::object progress) {
     using Clock = std::chrono::steady_clock;
     auto last = std::make_shared<Clock::time_point>(Clock::now());
-    return [progress, last](const nytro::Progress& p) {
+    auto function = std::make_shared<py::object>(std::move(progress));
+    return [function, last](const nytro::Progress& p) {
         const auto now = Clock::now();
         if (now - *last < std::chrono::milliseconds(20) && p.done != p.total) return;
         *last = now;
         py::gil_scoped_acquire gil;
         if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-        if (!progress.is_none()) progress(p.stage, p.done, p.total);
+        if (!function->is_none()) (*function)(p.stage, p.done, p.total);
     };
 }
 
