@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import nytro
+import nytro.reference
 
 # The comparison tests run the C++ core on one thread: on a busy 2-core machine every
 # parallel region of a tiny problem can wait a whole scheduler slice (tens of times the
@@ -96,24 +97,36 @@ def widened(problem: Problem) -> Problem:
                                                     problem.centers)), problem.sigma)
 
 
-def shifted_solve_tolerance(K: np.ndarray, x: np.ndarray, shift: float, dtype) -> float:
-    """Error to allow, as max|dx| / max|x|, in x = (K + shift I)^-1 y computed from K
-    formed in `dtype` and solved in float64 (as the core solves in every dtype), against
-    the float64 answer. First-order, with each rounding an independent relative error of
-    eps: K's entries (dK x has norm eps sqrt(sum_ij K_ij^2 x_j^2)) and the solver's
-    backward error (eps64 ||K|| ||x||), both mapped by (K + shift I)^-1, whose effect on
-    a vector of random direction is sqrt(mean_i 1 / (w_i + shift)^2) for K's eigenvalues
-    w; and the rounding of x itself. Twice that estimate: a norm of independent roundings
-    rarely exceeds twice its expected size (and the mean over K's eigenvalues, dominated
-    by its smallest, already overstates the typical gain)."""
+def shifted_solve_tolerance(X: np.ndarray, sigma: float, x: np.ndarray, shift: float, dtype) -> float:
+    """Error to allow, as column_error(computed, x), in x = (K + shift I)^-1 y with K the
+    Gaussian kernel of X computed in `dtype` and solved in float64 (as the core solves in
+    every dtype), against the float64 answer. First-order, each rounding an independent
+    relative error of eps: K's entries, where exp(-d2 / 2 sigma^2) with d2 = |x_i|^2 +
+    |x_j|^2 - 2 x_i.x_j inherits d2's rounding eps (|x_i|^2 + |x_j|^2), so that dK_ij ~
+    eps K_ij (1 + (|x_i|^2 + |x_j|^2) / 2 sigma^2) and |dK x| ~ sqrt(sum_ij dK_ij^2 x_j^2);
+    the float64 solver's backward error, eps64 ||K|| |x|; both mapped by (K + shift I)^-1,
+    which scales a vector of random direction by sqrt(mean_i 1 / (w_i + shift)^2) over K's
+    eigenvalues w; and the rounding of x itself, eps |x|. Twice that estimate: a norm of
+    independent roundings rarely exceeds twice its expected size."""
+    X = np.asarray(X, dtype=np.float64)
+    K = nytro.reference.gaussian_kernel(X, X, sigma)
     x = np.asarray(x, dtype=np.float64).reshape(K.shape[0], -1)
     eps, eps64 = float(np.finfo(dtype).eps), float(np.finfo(np.float64).eps)
     w = np.maximum(np.linalg.eigvalsh(K), 0) + shift
     gain = np.sqrt(np.mean(1 / w**2))
-    entries = eps * np.sqrt(((K**2) @ (x**2)).sum(axis=0)).max()
-    backward = eps64 * (w.max() - shift) * np.linalg.norm(x, axis=0).max()
-    estimate = eps * np.abs(x).max() + gain * (entries + backward)
-    return 2 * estimate / np.abs(x).max()
+    norms = (X**2).sum(axis=1)
+    dK = K * (1 + (norms[:, None] + norms[None, :]) / (2 * sigma**2))  # per eps
+    entries = eps * np.sqrt(((dK**2) @ (x**2)).sum(axis=0))
+    size = np.linalg.norm(x, axis=0)
+    backward = eps64 * (w.max() - shift) * size
+    return float(2 * ((eps * size + gain * (entries + backward)) / size).max())
+
+
+def column_error(actual, expected) -> float:
+    """max over columns of |a - b| / |b| (Euclidean norms)."""
+    expected = np.asarray(expected, dtype=np.float64).reshape(len(expected), -1)
+    actual = np.asarray(actual, dtype=np.float64).reshape(expected.shape)
+    return float((np.linalg.norm(actual - expected, axis=0) / np.linalg.norm(expected, axis=0)).max())
 
 
 def relative_error(actual, expected) -> float:

@@ -217,8 +217,8 @@ detail::MemoryPlan plan_nytro(Index n, Index d, Index m, Index n_val, Index q, c
     detail::MemoryPlan plan("a NYTRO fit of " + std::to_string(n) + " rows on m = " + std::to_string(m) +
                             " centres (n_centers), solver '" + std::string(to_string(options.solver)) +
                             "', storage " + (stored < computed ? (stored < 4 ? "'float16'" : "'float32'") : "None"));
-    plan.add(detail::MemoryPlan::factor, "K_mm and its factor (2 x " + shape_text<double>(mm, mm) + ")",
-             2.0 * m2 * computed);
+    const std::string square = computed < 8 ? shape_text<float>(mm, mm) : shape_text<double>(mm, mm);
+    plan.add(detail::MemoryPlan::factor, "K_mm and its factor (2 x " + square + ")", 2.0 * m2 * computed);
     // Stage 2 keeps the factor (m x m) beside what the solver builds.
     const double factor_kept = m2 * computed;
     const double direct = nn * mm * stored + (stored < computed ? nn * double(d) * 4.0 : 0.0);
@@ -241,7 +241,7 @@ detail::MemoryPlan plan_nytro(Index n, Index d, Index m, Index n_val, Index q, c
         what = "K_nm or, where it does not fit, R and A^T A (solver 'auto')";
         bytes = std::min(direct, gram);
     }
-    plan.add(detail::MemoryPlan::solve, "the factor kept (" + shape_text<double>(mm, mm) + ")", factor_kept);
+    plan.add(detail::MemoryPlan::solve, "the factor kept (" + square + ")", factor_kept);
     plan.add(detail::MemoryPlan::solve, what, bytes);
     plan.add(detail::MemoryPlan::solve, "the Krylov basis (at most)", basis);
 
