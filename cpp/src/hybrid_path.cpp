@@ -62,15 +62,15 @@ struct HoldoutImages {
         for (Index k = size - 1; k >= have; --k) residual[std::size_t(k)] = residual[std::size_t(k + 1)] + g[k] * g[k];
     }
 
-    // ||y - P_k z_l||^2 for the columns z_l of Z (k x L), added to `squared`; work has at
-    // least k rows and L columns.
-    void add_errors(const Eigen::Ref<const Eigen::MatrixXd>& Z, Eigen::ArrayXd& squared,
+    // ||y - P_k z_l||^2 times `weight` (the column's, Validation::weight) for the columns
+    // z_l of Z (k x L), added to `squared`; work has at least k rows and L columns.
+    void add_errors(const Eigen::Ref<const Eigen::MatrixXd>& Z, double weight, Eigen::ArrayXd& squared,
                     Eigen::MatrixXd& work) const {
         const Index k = Z.rows();
         auto top = work.topRows(k);
         top.noalias() = S.topLeftCorner(k, k).triangularView<Eigen::Upper>() * Z;
         top.colwise() -= g.head(k);
-        squared += top.colwise().squaredNorm().transpose().array() + residual[std::size_t(k)];
+        squared += weight * (top.colwise().squaredNorm().transpose().array() + residual[std::size_t(k)]);
     }
 };
 
@@ -182,13 +182,13 @@ void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<
             for (std::size_t c = 0; c < columns.size(); ++c) {
                 const Index kc = std::min(size, columns[c].size());
                 if (kc == 0) {  // c = 0: every prediction is 0
-                    squared += targets.col(Index(c)).squaredNorm();
+                    squared += validation->weight(Index(c)) * targets.col(Index(c)).squaredNorm();
                     continue;
                 }
                 for (Index l = 0; l < L; ++l)
                     solve_shifted(columns[c].process, kc, grid[std::size_t(l)] * double(n), columns[c].norm_c,
                                   Z.col(l).data(), work);
-                images[c].add_errors(Z.topRows(kc), squared, errors);
+                images[c].add_errors(Z.topRows(kc), validation->weight(Index(c)), squared, errors);
             }
             Index best = -1;
             for (Index l = 0; l < L; ++l)
@@ -215,9 +215,10 @@ void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<
     // the path goes on to max_iter at the last value, without products, so that t means
     // what it means for the other methods (max_iter iterations, patience counted in t).
     if (validation && !stop) {
-        const double last = rule.path().empty()  // c = 0: every prediction is 0
-                                ? std::sqrt(targets.squaredNorm() / (double(n_val) * double(q)))
-                                : rule.path().back();
+        double zero_error = 0.0;  // c = 0: every prediction is 0
+        for (Index j = 0; j < q; ++j) zero_error += validation->weight(j) * targets.col(j).squaredNorm();
+        const double last = rule.path().empty() ? std::sqrt(zero_error / (double(n_val) * double(q)))
+                                                : rule.path().back();
         for (Index t = Index(rule.path().size()) + 1; t <= options.max_iter && !stop; ++t) stop = rule.push(last).stop;
     }
     if (!validation) {

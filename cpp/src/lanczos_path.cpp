@@ -243,7 +243,7 @@ bool LanczosGradient<T>::run(const Validation<T>* validation, const IterativeOpt
                 errors.noalias() = images[c] * chunk[c];
                 errors.colwise() -= targets.col(j);
             }
-            squared.head(count) += errors.colwise().squaredNorm().transpose().array();
+            squared.head(count) += validation->weight(j) * errors.colwise().squaredNorm().transpose().array();
         }
         for (Index i = 0; i < count && !stop; ++i) {
             ++t;
