@@ -188,8 +188,9 @@ def _nu_coefficients(k, nu):
     """mu_k, omega_k of Brakhage's nu-method (Engl, Hanke, Neubauer, sec. 6.3)."""
     if k == 1:
         return 0.0, (4 * nu + 2) / (4 * nu + 1)
-    mu = (k - 1) * (2 * k - 3) * (2 * k + 2 * nu - 1) / ((k + 2 * nu - 1) * (2 * k + 4 * nu - 1) * (2 * k + 2 * nu - 3))
-    omega = 4 * (2 * k + 2 * nu - 1) * (k + nu - 1) / ((k + 2 * nu - 1) * (2 * k + 4 * nu - 1))
+    # Products of ratios, as the core: the quotient of products overflows for large nu.
+    mu = ((k - 1) / (k + 2 * nu - 1)) * ((2 * k - 3) / (2 * k + 4 * nu - 1)) * ((2 * k + 2 * nu - 1) / (2 * k + 2 * nu - 3))
+    omega = 4 * ((2 * k + 2 * nu - 1) / (2 * k + 4 * nu - 1)) * ((k + nu - 1) / (k + 2 * nu - 1))
     return mu, omega
 
 
