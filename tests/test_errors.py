@@ -557,3 +557,150 @@ def test_low_level_huge_problem_raises_memory_error(name):
     with pytest.raises(MemoryError, match="GB"):
         call()
     assert time.perf_counter() - start < 1.0
+
+
+# ====================================== NumPy scalars, C++ type limits, misleading messages
+@pytest.mark.parametrize("cls", ALL)
+def test_numpy_scalars_are_accepted_where_python_numbers_are(cls):
+    """n_threads=np.int64(1) was refused by the estimators that capped the BLAS pool (the cap
+    came before the check, and threadpoolctl takes only Python ints); validation_fraction
+    np.float32(0.2) was refused outright."""
+    X, y = data()
+    numbers = dict(n_threads=1, sigma=0.5, max_iter=20, n_centers=5, nu=1.0, window=10, validation_fraction=0.25)
+    numpy = dict(n_threads=np.int64(1), sigma=np.float32(0.5), max_iter=np.int32(20), n_centers=np.uint16(5),
+                 nu=np.float64(1.0), window=np.int64(10), validation_fraction=np.float32(0.25))
+    want = make_estimator(cls, **numbers).fit(X, y)
+    got = make_estimator(cls, **numpy).fit(X, y)
+    np.testing.assert_array_equal(got.predict(X), want.predict(X))
+
+
+def test_numpy_scalars_are_accepted_by_the_functions():
+    X, y = data()
+    K = nytro.gaussian_kernel(X[:10], X[:10], np.float32(1.0), n_threads=np.int64(1))
+    np.testing.assert_array_equal(nytro.nystrom_factor(K, n_threads=np.int64(1)), nytro.nystrom_factor(K, n_threads=1))
+    np.testing.assert_array_equal(nytro.kols(X, y, 0.5, n_threads=np.int64(1)), nytro.kols(X, y, 0.5, n_threads=1))
+    np.testing.assert_array_equal(nytro.sample_centers(np.int64(50), np.int32(5), np.uint64(2**64 - 1)),
+                                  nytro.sample_centers(50, 5, 2**64 - 1))
+
+
+def _functions_with(name, value):
+    """Every public function taking argument `name`, called on small valid data with it."""
+    X, y = data()
+    C = X[:5]
+    K = nytro.gaussian_kernel(C, C, 1.0)
+    calls = {
+        "gaussian_kernel": lambda **kw: nytro.gaussian_kernel(X, C, **{"sigma": 1.0, **kw}),
+        "kernel_predict": lambda **kw: nytro.kernel_predict(X, C, np.ones(5), **{"sigma": 1.0, **kw}),
+        "nystrom_factor": lambda **kw: nytro.nystrom_factor(K, **kw),
+        "nytro_path": lambda **kw: nytro.nytro_path(X, y, C, **{"sigma": 1.0, "max_iter": 5, **kw}),
+        "landweber_path": lambda **kw: nytro.landweber_path(X, y, **{"sigma": 1.0, "max_iter": 5, **kw}),
+        "nkrls_path": lambda **kw: nytro.nkrls_path(X, y, C, **{"sigma": 1.0, "lambdas": [1e-3], **kw}),
+        "krls_path": lambda **kw: nytro.krls_path(X, y, **{"sigma": 1.0, "lambdas": [1e-3], **kw}),
+        "kols": lambda **kw: nytro.kols(X, y, **{"sigma": 1.0, **kw}),
+    }
+    import inspect
+    out = []
+    for fname, call in calls.items():
+        if name in inspect.signature(getattr(nytro, fname)).parameters:
+            out.append(pytest.param(functools.partial(call, **{name: value}), id=f"{fname}-{name}={value!r}"[:80]))
+    return out
+
+
+BAD_ARGUMENTS = [
+    ("n_threads", "2"), ("n_threads", 2**31), ("n_threads", 2.0), ("n_threads", np.bool_(True)),
+    ("max_iter", 2**63), ("window", 2**63), ("n_iter_no_change", 2**63), ("max_iter", "10"),
+    ("sigma", 10**400), ("sigma", "1"), ("nu", 10**400), ("tol", 10**400), ("step_size", 10**400),
+    ("rank_tol", 10**400), ("jitter", 10**400), ("rcond", 10**400), ("lambdas", [10**400]),
+    ("lambdas", ["a"]), ("progress", 3),
+]
+
+
+@pytest.mark.parametrize("call", [p for name, value in BAD_ARGUMENTS for p in _functions_with(name, value)])
+def test_function_arguments_past_their_type_name_the_argument(call):
+    """Past the C++ type (2**63, 2**31 for n_threads), past a float (10**400), the wrong
+    kind: a ValueError naming the argument, not pybind11's "incompatible function
+    arguments" dump, an OverflowError or a TypeError from inside a comparison."""
+    name = next(iter(call.keywords))
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+BAD_PARAMETERS = [
+    ("n_threads", "2"), ("n_threads", 2**31), ("max_iter", 2**63), ("window", 2**63), ("n_iter_no_change", 2**63),
+    ("n_centers", 2**63), ("sigma", 10**400), ("nu", 10**400), ("tol", 10**400), ("step_size", 10**400),
+    ("rcond", 10**400), ("validation_fraction", 10**400), ("validation_fraction", "0.2"),
+    ("validation_fraction", np.float32(1.5)), ("lambdas", [10**400]),
+]
+
+
+@pytest.mark.parametrize("cls, name, value", [
+    pytest.param(cls, name, value, id=f"{cls.__name__}-{name}={value!r}"[:80])
+    for cls in ALL for name, value in BAD_PARAMETERS if name in cls().get_params()])
+def test_estimator_parameters_past_their_type_name_the_parameter(cls, name, value):
+    X, y = data()
+    with pytest.raises(ValueError, match=name):
+        make_estimator(cls, **{name: value}).fit(X, y)
+
+
+def test_sample_centers_past_int64_names_the_argument():
+    for args, name in (((2**63, 5, 0), "n"), ((50, 2**63, 0), "n_centers"), ((50, 5, 2**64), "seed")):
+        with pytest.raises(ValueError, match=name):
+            nytro.sample_centers(*args)
+
+
+@pytest.mark.parametrize("cls", ITERATIVE)
+def test_nu_method_with_a_huge_nu_fits(cls):
+    """nu=1e300: the nu-method's coefficients, a quotient of products, overflowed to
+    inf / inf and the fit blamed the step. As products of ratios they are finite for
+    any nu (mu -> 0, omega -> 1: gradient descent), and the core follows its twin."""
+    X, y = data(200)
+    est = make_estimator(cls, method="nu", nu=1e300, step_size="auto", max_iter=30).fit(X, y)
+    assert np.all(np.isfinite(est.coef_))
+    X_tr, y_tr, X_val, y_val = X[:150], y[:150], X[150:], y[150:]
+    got = nytro.nytro_path(X_tr, y_tr, X_tr[:20], 0.5, X_val=X_val, y_val=y_val, method="nu", nu=1e300, max_iter=30)
+    want = nytro.reference.nytro_path(X_tr, y_tr, X_tr[:20], 0.5, X_val=X_val, y_val=y_val, method="nu", nu=1e300,
+                                      max_iter=30)
+    assert got.n_iter == want.n_iter
+    np.testing.assert_allclose(got.validation_rmse, want.validation_rmse, rtol=1e-8)
+
+
+def test_float32_targets_that_overflow_float32_say_so():
+    """Finite y = 1e300 computed in float32 is not "NaN or infinity": it overflows float32."""
+    X, y = data()
+    with pytest.raises(ValueError, match=r"y overflows float32.*float64"):
+        nytro.nytro_path(X.astype(np.float32), y * 1e300, X[:5].astype(np.float32), 1.0, max_iter=5)
+    with pytest.raises(ValueError, match=r"y overflows float32.*float64"):
+        nytro.kols(X, y * 1e300, 1.0, dtype="float32")
+    with pytest.raises(ValueError, match=r"X overflows float32"):
+        nytro.gaussian_kernel(X * 1e300, X, 1.0, dtype="float32")
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_estimators_with_float32_dtype_and_huge_finite_y_say_it_overflows(cls):
+    X, y = data()
+    with pytest.raises(ValueError, match=r"(?i)float32") as info:
+        make_estimator(cls, dtype="float32").fit(X, y * 1e300)
+    assert "NaN or infinity" not in str(info.value)
+
+
+@pytest.mark.parametrize("method", ["pivoted", "qr", "cholesky"])
+def test_nystrom_factor_of_an_indefinite_matrix_is_refused(method):
+    """-I gave R with 0 columns, silently: a K_mm that is not positive semidefinite is no
+    kernel matrix."""
+    with pytest.raises(ValueError, match="K_mm"):
+        nytro.nystrom_factor(-np.eye(4), method=method)
+
+
+@pytest.mark.parametrize("cls, params", [(KOLSRegressor, {}), (KRLSRegressor, {"validation_fraction": None,
+                                                                              "lambdas": [1e-3]}),
+                                         (LandweberRegressor, {"validation_fraction": None})])
+def test_centers_are_not_a_view_of_the_callers_X(cls, params):
+    """Without a hold-out split the training rows are the centres: they were the caller's X
+    itself, so mutating X after fit changed predict."""
+    X, y = data()
+    est = make_estimator(cls, sigma=0.5, **params).fit(X, y)
+    X_test = X[:7].copy()
+    before = est.predict(X_test)
+    X += 1.0
+    np.testing.assert_array_equal(est.predict(X_test), before)
+    assert not np.shares_memory(est.centers_, X)

@@ -152,3 +152,96 @@ def test_spectral_estimators(small, make):
     fitted = per_thread_count(lambda k: fit_predict(make, k, small))
     assert_all_close([coef for coef, _ in fitted])
     assert_all_close([predictions for _, predictions in fitted])
+
+
+# ------------------------------------------------- fits running at once in several threads
+def _blas_limits():
+    from threadpoolctl import threadpool_info
+    return sorted(pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas")
+
+
+@pytest.mark.parametrize("make", [
+    lambda: nytro.NystromKRLSRegressor(n_centers=200, sigma=SIGMA, n_threads=1, random_state=0),
+    lambda: nytro.KRLSRegressor(sigma=SIGMA, n_threads=np.int64(1)),
+    lambda: nytro.KOLSRegressor(sigma=SIGMA, n_threads=1),
+])
+def test_concurrent_fits_leave_the_blas_pool_as_they_found_it(make):
+    """Four threads each fitting with n_threads=1: each fit capped the process-wide BLAS
+    pool while it ran and restored the limit it had found when it ended, so overlapping
+    fits left the pool at 1 thread for the rest of the process. Fits now leave it alone."""
+    import threading
+    before = _blas_limits()
+    if not before or max(before) < 2:
+        pytest.skip("needs a BLAS pool of 2 threads or more to see it shrink")
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-1, 1, (400, 3))
+    y = np.sin(3 * X[:, 0])
+    errors = []
+
+    def fit():
+        try:
+            for _ in range(6):
+                make().fit(X, y)
+        except Exception as error:  # reported below, in the test's thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=fit) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    assert _blas_limits() == before
+
+
+def test_a_fit_leaves_the_blas_pool_alone():
+    """The BLAS pool is process-wide: a fit with n_threads=1 neither changes it while it
+    runs (seen from its progress callback) nor after."""
+    before = _blas_limits()
+    seen = []
+    rng = np.random.RandomState(1)
+    X = rng.uniform(-1, 1, (300, 3))
+    nytro.krls_path(X, np.sin(X[:, 0]), SIGMA, lambdas=[1e-3], n_threads=1,
+                    progress=lambda stage, done, total: seen.append(_blas_limits()))
+    assert seen and all(limits == before for limits in seen)
+    assert _blas_limits() == before
+
+
+def test_one_estimator_fitted_from_two_threads_at_once_gets_a_clear_error():
+    """An estimator object is not thread-safe (fit sets its attributes one by one): a
+    second fit of the same object while one runs raised an internal AttributeError; it now
+    says what happened, and the first fit completes."""
+    import threading
+    rng = np.random.RandomState(2)
+    X = rng.uniform(-1, 1, (3000, 3))
+    y = np.sin(3 * X[:, 0])
+    est = nytro.NytroRegressor(n_centers=200, sigma=SIGMA, method="gd", max_iter=300, n_iter_no_change=None,
+                               iterates="stepwise", random_state=0)
+    started, release = threading.Event(), threading.Event()
+    main = threading.current_thread()
+
+    def progress(stage, done, total):
+        if threading.current_thread() is not main:  # hold the first fit until the second has run
+            started.set()
+            release.wait(timeout=30)
+
+    est._progress = lambda: progress  # the fit reports (and here waits) through it
+    errors = []
+
+    def first():
+        try:
+            est.fit(X, y)
+        except Exception as error:
+            errors.append(error)
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    assert started.wait(timeout=60)
+    try:
+        with pytest.raises(RuntimeError, match="not thread-safe.*clone"):
+            est.fit(X, y)
+    finally:
+        release.set()
+        thread.join()
+    assert not errors, errors
+    assert est.coef_.shape == (200,)

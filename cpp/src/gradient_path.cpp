@@ -160,9 +160,11 @@ private:
         const double k = double(t_), v = nu_;
         double mu = 0, omega = (4 * v + 2) / (4 * v + 1);
         if (t_ > 1) {
-            mu = (k - 1) * (2 * k - 3) * (2 * k + 2 * v - 1) /
-                 ((k + 2 * v - 1) * (2 * k + 4 * v - 1) * (2 * k + 2 * v - 3));
-            omega = 4 * (2 * k + 2 * v - 1) * (k + v - 1) / ((k + 2 * v - 1) * (2 * k + 4 * v - 1));
+            // As products of ratios, each at most about 1: the quotient of the products
+            // overflowed (inf / inf) from nu of about 1e102 on.
+            mu = ((k - 1) / (k + 2 * v - 1)) * ((2 * k - 3) / (2 * k + 4 * v - 1)) *
+                 ((2 * k + 2 * v - 1) / (2 * k + 2 * v - 3));
+            omega = 4 * ((2 * k + 2 * v - 1) / (2 * k + 4 * v - 1)) * ((k + v - 1) / (k + 2 * v - 1));
         }
         problem_.apply(beta_, product_);
         residual_from_product();

@@ -84,15 +84,15 @@ struct HoldoutImages {
         for (Index k = size - 1; k >= have; --k) residual[std::size_t(k)] = residual[std::size_t(k + 1)] + g[k] * g[k];
     }
 
-    // ||y - P_k z_l||^2 for the columns z_l of Z (k x L), added to `squared`; work has at
-    // least k rows and L columns.
-    void add_errors(const Eigen::Ref<const Eigen::MatrixXd>& Z, Eigen::ArrayXd& squared,
+    // ||y - P_k z_l||^2 times `weight` (the column's, Validation::weight) for the columns
+    // z_l of Z (k x L), added to `squared`; work has at least k rows and L columns.
+    void add_errors(const Eigen::Ref<const Eigen::MatrixXd>& Z, double weight, Eigen::ArrayXd& squared,
                     Eigen::MatrixXd& work) const {
         const Index k = Z.rows();
         auto top = work.topRows(k);
         top.noalias() = S.topLeftCorner(k, k).triangularView<Eigen::Upper>() * Z;
         top.colwise() -= g.head(k);
-        squared += top.colwise().squaredNorm().transpose().array() + residual[std::size_t(k)];
+        squared += weight * (top.colwise().squaredNorm().transpose().array() + residual[std::size_t(k)]);
     }
 };
 
@@ -204,13 +204,13 @@ void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<
             for (std::size_t c = 0; c < columns.size(); ++c) {
                 const Index kc = std::min(size, columns[c].size());
                 if (kc == 0) {  // c = 0: every prediction is 0
-                    squared += targets.col(Index(c)).squaredNorm();
+                    squared += validation->weight(Index(c)) * targets.col(Index(c)).squaredNorm();
                     continue;
                 }
                 for (Index l = 0; l < L; ++l)
                     solve_shifted(columns[c].process, kc, grid[std::size_t(l)] * double(n), columns[c].norm_c,
                                   Z.col(l).data(), work);
-                images[c].add_errors(Z.topRows(kc), squared, errors);
+                images[c].add_errors(Z.topRows(kc), validation->weight(Index(c)), squared, errors);
             }
             Index best = -1;
             for (Index l = 0; l < L; ++l)
@@ -239,8 +239,11 @@ void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<
     // max_iter would take no products but one value per t: unbounded memory and time for
     // a large max_iter. Where every column of c is 0 the space is {0} from the start, and
     // the path holds t = 1 alone (every prediction 0).
-    if (validation && rule.path().empty())
-        rule.push(std::sqrt(targets.squaredNorm() / (double(n_val) * double(q))));
+    if (validation && rule.path().empty()) {
+        double zero_error = 0.0;
+        for (Index j = 0; j < q; ++j) zero_error += validation->weight(j) * targets.col(j).squaredNorm();
+        rule.push(std::sqrt(zero_error / (double(n_val) * double(q))));
+    }
     if (!validation) {
         for (std::size_t c = 0; c < columns.size(); ++c) {
             selected[c].resize(columns[c].size());

@@ -55,11 +55,12 @@ void check_kernel_arguments(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, doub
     check_features(X.cols(), Z.cols());
 }
 
-// The data in units of sqrt(2) sigma, so that K = exp(-||x' - z'||^2): the squares then
-// stay finite for data of any magnitude comparable to sigma (1e200 and 1e200 included).
+// The data less `shift` (the centres' mean, PackedCenters::shift) in units of sqrt(2)
+// sigma, so that K = exp(-||x' - z'||^2): the squares then stay finite for data of any
+// magnitude comparable to sigma (1e200 and 1e200 included).
 template <class T>
-Matrix<T> scaled(const MatrixCRef<T>& A, double inverse, const char* name, double sigma) {
-    Matrix<T> out = A * static_cast<T>(inverse);
+Matrix<T> scaled(const MatrixCRef<T>& A, const Vector<T>& shift, double inverse, const char* name, double sigma) {
+    Matrix<T> out = (A.rowwise() - shift.transpose()) * static_cast<T>(inverse);
     if (!out.allFinite() || !out.rowwise().squaredNorm().allFinite())
         throw std::invalid_argument(std::string(name) + " / sigma overflows (sigma=" + format_number(sigma) +
                                     "): rescale the features or use a larger sigma");
@@ -228,7 +229,12 @@ PackedCenters<T>::PackedCenters(const MatrixCRef<T>& Z, double sigma)
     check_sigma(sigma);
     require(std::isfinite(inverse_) && static_cast<T>(inverse_) < std::numeric_limits<T>::infinity(),
             "sigma=" + format_number(sigma) + " is too small to represent 1 / (2 sigma^2)");
-    const Matrix<T> Zs = scaled<T>(Z, inverse_, "Z", sigma);
+    // The mean accumulated in double (float32 centres) and rounded once to T: any shift
+    // leaves the kernel unchanged, the nearer the mean the smaller the rounding.
+    shift_ = Z.rows() > 0 ? Vector<T>(Z.template cast<double>().colwise().mean().transpose().template cast<T>())
+                          : Vector<T>(Vector<T>::Zero(Z.cols()));
+    if (!shift_.allFinite()) shift_.setZero();  // a sum past the range: unshifted, and checked below
+    const Matrix<T> Zs = scaled<T>(Z, shift_, inverse_, "Z", sigma);
     const Index groups = (count_ + kCols - 1) / kCols;
     panels_.resize(std::size_t(groups * kCols * std::max<Index>(depth_, 1)));
     norms_.assign(std::size_t(groups * kCols), T(0));
@@ -264,7 +270,7 @@ void gaussian_kernel_packed(const MatrixCRef<T>& X, const PackedCenters<T>& cent
     parallel_for(row_blocks * col_blocks, threads, [&](Index task, int thread) {
         const Index r0 = (task / col_blocks) * kRowBlock, c0 = (task % col_blocks) * block_cols;
         const Index rows = std::min(kRowBlock, n - r0), cols = std::min(block_cols, m - c0);
-        const Matrix<T> Xs = scaled<T>(X.middleRows(r0, rows), inverse, "X", sigma);
+        const Matrix<T> Xs = scaled<T>(X.middleRows(r0, rows), centers.shift(), inverse, "X", sigma);
         const Vector<T> x_norms = Xs.rowwise().squaredNorm();
         Scratch& own = scratch[std::size_t(thread)];
         Tile tile;

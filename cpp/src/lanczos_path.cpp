@@ -272,7 +272,7 @@ bool LanczosGradient<T>::run(const Validation<T>* validation, const IterativeOpt
                 errors.noalias() = images[c] * chunk[c];
                 errors.colwise() -= targets.col(j);
             }
-            squared.head(count) += errors.colwise().squaredNorm().transpose().array();
+            squared.head(count) += validation->weight(j) * errors.colwise().squaredNorm().transpose().array();
         }
         if (diverging(z)) throw_diverged(t + count, step_);
         for (Index i = 0; i < count && !stop; ++i) {

@@ -23,6 +23,7 @@ PathResult<T> landweber_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, dou
     const Matrix<T> K = gaussian_kernel<T>(X, X, sigma, threads);
     const Matrix<T> centers = X;
     const auto validation = detail::make_validation<T>(X_val, Y_val, centers, sigma, threads, false, 0.0);
+    if (validation) validation->set_weights(options.validation_weights);
 
     // The iterations solve K alpha = y directly (K is symmetric positive semidefinite).
     detail::LinearProblem<T> problem;

@@ -158,6 +158,7 @@ TikhonovResult<T> nkrls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, con
         const double k = double(setup.factor.rank());
         setup.validation = detail::make_validation<T>(X_val, Y_val, setup.used, sigma, threads, low,
                                                       4.0 * k * k * sizeof(T));  // H, its eigenvectors, solves
+        if (setup.validation) setup.validation->set_weights(options.validation_weights);
         const auto normal =
             detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads), sigma, threads,
                                                options.callback, low);
@@ -199,6 +200,7 @@ TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, doub
         const Matrix<T> alphas = solves.solve_all(scaled(lambdas, X.rows()), options.callback);
         const Matrix<T> centers = X;
         const auto validation = detail::make_validation<T>(X_val, Y_val, centers, sigma, threads, false, 0.0);
+        if (validation) validation->set_weights(options.validation_weights);
         TikhonovResult<T> result;
         result.rank = X.rows();
         select<T>(alphas, Y.cols(), validation.get(), threads, result);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <type_traits>
 
 namespace nytro::detail {
@@ -50,11 +51,23 @@ void Validation<T>::store(int n_threads) const {
 }
 
 template <class T>
+void Validation<T>::set_weights(const std::vector<double>& weights) {
+    if (weights.empty()) return;
+    require(Index(weights.size()) == Y_val_.cols(), "validation_weights has " + std::to_string(weights.size()) +
+                                                        " entries but y_val has " + std::to_string(Y_val_.cols()) +
+                                                        " columns");
+    for (double w : weights)
+        require(std::isfinite(w) && w >= 0, "validation_weights must be finite and >= 0, got " + format_number(w));
+    weights_ = weights;
+}
+
+template <class T>
 void Validation<T>::add_squared_errors(const Matrix<T>& predictions, Index r0, Index q,
                                        std::vector<double>& squared) const {
     const auto targets = Y_val_.middleRows(r0, predictions.rows());
     for (Index col = 0; col < predictions.cols(); ++col)
-        squared[col / q] += (predictions.col(col) - targets.col(col % q)).template cast<double>().squaredNorm();
+        squared[col / q] +=
+            weight(col % q) * (predictions.col(col) - targets.col(col % q)).template cast<double>().squaredNorm();
 }
 
 template <class T>

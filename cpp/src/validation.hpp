@@ -38,6 +38,12 @@ public:
 
     const Matrix<T>& targets() const { return Y_val_; }
 
+    // Weights of the output columns' squared errors in every pooled RMSE (empty: all 1;
+    // see TikhonovOptions::validation_weights). Throws unless there is one per column,
+    // finite and >= 0.
+    void set_weights(const std::vector<double>& weights);
+    double weight(Index column) const { return weights_.empty() ? 1.0 : weights_[std::size_t(column)]; }
+
     bool stored() const { return K_val_.size() > 0 || K_val_low_.size() > 0; }
 
     // Bytes one call reads: the stored kernel (or the one a deferred store will keep),
@@ -74,6 +80,7 @@ private:
     Index store_after_ = 0;
     mutable Index streamed_calls_ = 0;
     Matrix<T> X_val_, Y_val_;  // kept for the streamed form and the targets
+    std::vector<double> weights_;
     Matrix<T> centers_;       // the streamed form recomputes k(X_val, centres)
     Matrix<float> X_val_low_, centers_low_;  // low_: both in float32, for the float32 kernel
     double sigma_;

@@ -93,18 +93,21 @@ NYTRO_TEST(kernel_float_matches_definition) { kernel_matches_definition<float>(4
 
 // Relative accuracy down to the smallest values the double kernel keeps: one point at 0
 // and centres at distances that put the exponent t on [0, 700], against std::exp(-t)
-// of the very t the core forms (z scaled by 1 / (sqrt(2) sigma), then squared), so
-// that only the exp's own error is left: a few ulp (its polynomial is written here,
-// not Eigen's: a wrong coefficient shows as 1e-10 and more).
+// of the very t the core forms (x and z less the centres' mean, scaled by
+// 1 / (sqrt(2) sigma), t = x'^2 + z'^2 - 2 x' z' in the core's order), so that only the
+// exp's own error is left: a few ulp (its polynomial is written here, not Eigen's: a
+// wrong coefficient shows as 1e-10 and more).
 NYTRO_TEST(kernel_double_exp_relative_accuracy) {
     const Index count = 7001;
     MatrixD Z(count, 1), X = MatrixD::Zero(1, 1);
     const double sigma = 0.8, inverse = 1.0 / (std::sqrt(2.0) * sigma);
     for (Index j = 0; j < count; ++j) Z(j, 0) = std::sqrt(700.0 * double(j) / double(count - 1)) / inverse;
     const MatrixD K = nytro::gaussian_kernel<double>(X, Z, sigma, 2);
+    const double shift = Z.colwise().mean()(0), x = (0.0 - shift) * inverse;
     double worst = 0;
     for (Index j = 0; j < count; ++j) {
-        const double scaled = Z(j, 0) * inverse, expected = std::exp(-(scaled * scaled));
+        const double z = (Z(j, 0) - shift) * inverse;
+        const double t = std::max(-((2.0 * (x * z) - z * z) - x * x), 0.0), expected = std::exp(-t);
         worst = std::max(worst, std::abs(K(0, j) - expected) / expected);
     }
     CHECK_MSG(worst <= 8 * std::numeric_limits<double>::epsilon(), "relative error " + check::str(worst));

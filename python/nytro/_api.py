@@ -2,8 +2,6 @@
 wrap the results. nytro.reference has the same functions written in plain NumPy."""
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 
 from . import _checks as chk
@@ -15,16 +13,12 @@ def _native(name: str, dtype: np.dtype):
     return getattr(_core, f"{name}_{dtype.name}")
 
 
-@contextlib.contextmanager
-def _blas_threads(n_threads):
-    """Cap the LAPACK/BLAS pool (SciPy's, used for eigendecompositions) at n_threads."""
-    if n_threads is None:
-        yield
-        return
-    from threadpoolctl import threadpool_limits
-    # Never more than the cores: an oversubscribed OpenBLAS pool runs many times slower.
-    with threadpool_limits(limits=min(n_threads, chk.available_cores()), user_api="blas"):
-        yield
+# The LAPACK/BLAS pool (SciPy's OpenBLAS, which runs the core's eigendecompositions) is
+# process-wide state and is left as the caller set it: n_threads counts the core's own
+# threads. Capping the pool from a fit and restoring it after left it shrunk for good when
+# fits overlapped in several threads (each restored what another had set), and even
+# serialised under a lock OpenBLAS did not reliably take a limit set while other threads
+# ran BLAS calls. A caller who wants it capped uses threadpoolctl around the fit.
 
 
 def default_n_threads() -> int:
@@ -46,39 +40,41 @@ def _training_data(X, y, X_val, y_val, dtype, centers=None):
             raise ValueError(f"centers have {centers.shape[1]} features but X has {X.shape[1]}")
         if centers.shape[0] > X.shape[0]:
             raise ValueError(f"there are more centres ({centers.shape[0]}) than training rows ({X.shape[0]})")
-    # Targets near the ends of the dtype's range go to the core divided by a power of two
-    # (exact), so that their squared errors neither underflow nor overflow; the results
-    # are scaled back (_scaled_back). scale is 1 for targets of ordinary size.
-    scale = chk.target_scale(Y, Yv)
-    if scale != 1.0:
-        Y = Y / dt.type(scale)
-        Yv = None if Yv is None else Yv / dt.type(scale)
-    return dt, X, Y, one_d, Xv, Yv, centers, scale
+    # Targets near the ends of the dtype's range go to the core divided, column by column,
+    # by powers of two (exact), so that their squared errors neither underflow nor
+    # overflow; the results are scaled back (_scaled_back). See TargetScales.
+    scales = chk.TargetScales(Y, Yv)
+    return dt, X, scales.scaled(Y), one_d, Xv, scales.scaled(Yv), centers, scales
 
 
 def _coef(coef: np.ndarray, one_d: bool) -> np.ndarray:
     return coef[:, 0] if one_d else coef
 
 
-def _scaled_coef(coef: np.ndarray, scale: float) -> np.ndarray:
-    if scale == 1.0:
+def _scaled_coef(coef: np.ndarray, scales: chk.TargetScales) -> np.ndarray:
+    if not scales.active:
         return coef
-    coef = coef * coef.dtype.type(scale)
+    coef = scales.unscaled(coef)
     if not np.all(np.isfinite(coef)):
-        raise ValueError(f"the coefficients overflow {coef.dtype} at the scale of y (max |y| about {scale:.3g}): "
-                         "compute in float64 (dtype='float64') or rescale y")
+        advice = "compute in float64 (dtype='float64') or rescale y" if coef.dtype == np.float32 else "rescale y"
+        raise ValueError(f"the coefficients overflow {coef.dtype} in units of y (max |y| about "
+                         f"2^{scales.top}): {advice}")
     return coef
 
 
-def _scaled_back(raw: dict, scale: float) -> dict:
-    """The core's coef and validation_rmse for targets divided by `scale`, in units of y
-    (the same arrays where scale is 1)."""
-    if scale == 1.0:
+def _scaled_back(raw: dict, scales: chk.TargetScales) -> dict:
+    """The core's coef and validation_rmse for the scaled targets, in units of y (the same
+    arrays where nothing was scaled)."""
+    if not scales.active:
         return raw
-    return {**raw, "coef": _scaled_coef(raw["coef"], scale), "validation_rmse": raw["validation_rmse"] * scale}
+    # The selection was made on the scaled path; an entry whose RMSE in units of y lies
+    # beyond float64 (y near its top, a poor t or lambda) is inf, as IEEE overflow gives.
+    with np.errstate(over="ignore"):
+        unscaled_path = np.ldexp(raw["validation_rmse"], scales.top)
+    return {**raw, "coef": _scaled_coef(raw["coef"], scales), "validation_rmse": unscaled_path}
 
 
-def _path_result(raw: dict, one_d: bool, scale: float) -> PathResult:
+def _path_result(raw: dict, one_d: bool, scale: chk.TargetScales) -> PathResult:
     raw = _scaled_back(raw, scale)
     return PathResult(coef=_coef(raw["coef"], one_d), validation_rmse=raw["validation_rmse"],
                       n_iter=int(raw["n_iter"]), iterations_run=int(raw["iterations_run"]),
@@ -86,7 +82,7 @@ def _path_result(raw: dict, one_d: bool, scale: float) -> PathResult:
                       products=int(raw["products"]), lambda_=float(raw["lambda"]))
 
 
-def _tikhonov_result(raw: dict, lambdas: list, one_d: bool, scale: float) -> TikhonovResult:
+def _tikhonov_result(raw: dict, lambdas: list, one_d: bool, scale: chk.TargetScales) -> TikhonovResult:
     raw = _scaled_back(raw, scale)
     selected = int(raw["selected"])
     return TikhonovResult(coef=_coef(raw["coef"], one_d), validation_rmse=raw["validation_rmse"],
@@ -127,6 +123,7 @@ def kernel_predict(X, centers, coef, sigma, *, n_threads=None, progress=None):
         raise ValueError(f"X has {X.shape[1]} features but the centres have {centers.shape[1]}")
     if coef.shape[0] != centers.shape[0]:
         raise ValueError(f"coef has {coef.shape[0]} rows but there are {centers.shape[0]} centres")
+    chk.check_progress(progress)
     out = _native("kernel_predict", dt)(X, centers, coef, chk.check_sigma(sigma),
                                         chk.check_n_threads(n_threads), progress)
     return out[:, 0] if one_d else out
@@ -138,9 +135,7 @@ def sample_centers(n, m, seed):
     m = chk.check_int("n_centers", m, 1)
     if m > n:
         raise ValueError(f"n_centers={m} must be <= n={n}")
-    seed = chk.check_int("seed", seed, 0)
-    if seed >= 2**64:
-        raise ValueError(f"seed must be < 2**64, got {seed}")
+    seed = chk.check_int("seed", seed, 0, 2**64 - 1)
     return _core.sample_centers(n, m, seed)
 
 
@@ -153,8 +148,18 @@ def nystrom_factor(K_mm, *, method="pivoted", rank_tol=None, jitter=1e-10, n_thr
     chk.check_choice("method", method, chk.FACTOR_METHODS)
     rank_tol = chk.check_optional_positive("rank_tol", rank_tol, -1.0)
     jitter = chk.check_optional_positive("jitter", jitter, 1e-10)
-    with _blas_threads(n_threads):
-        return _native("nystrom_factor", dt)(K_mm, method, rank_tol, jitter, chk.check_n_threads(n_threads))
+    n_threads = chk.check_n_threads(n_threads)
+    # A kernel matrix is positive semidefinite: its diagonal is >= 0, and a factor of
+    # rank 0 (every pivot <= 0) means an indefinite or negative K_mm, not an empty model.
+    diagonal = np.diagonal(K_mm)
+    if K_mm.shape[0] > 0 and np.min(diagonal) < 0:
+        i = int(np.argmin(diagonal))
+        raise ValueError(f"K_mm must be positive semidefinite (a kernel matrix), but K_mm[{i}, {i}] = "
+                         f"{float(diagonal[i]):.6g} < 0")
+    R = _native("nystrom_factor", dt)(K_mm, method, rank_tol, jitter, n_threads)
+    if K_mm.shape[0] > 0 and R.shape[1] == 0 and np.any(K_mm != 0):
+        raise ValueError("K_mm has no positive pivot: it is not positive semidefinite (not a kernel matrix)")
+    return R
 
 
 def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
@@ -180,13 +185,15 @@ def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=
     chk.check_choice("factor", factor, chk.FACTOR_METHODS)
     chk.check_choice("solver", solver, chk.NYTRO_SOLVERS)
     chk.check_choice("iterates", iterates, chk.GD_ITERATES)
+    chk.check_progress(progress)
     raw = _native("nytro_path", dt)(
         X, Y, centers, chk.check_sigma(sigma), Xv, Yv, method, chk.check_nu(nu),
         chk.check_int("max_iter", max_iter, 1), step_rule,
         step_value, stopping, chk.tol_for_scaled_targets(tol, stopping, scale), chk.check_int("window", window, 2),
         chk.check_patience(n_iter_no_change), iterates, factor,
         chk.check_optional_positive("rank_tol", rank_tol, -1.0), chk.check_optional_positive("jitter", jitter, 1e-10),
-        solver, chk.check_storage(storage, chk.NYTRO_STORAGES), chk.check_n_threads(n_threads), progress)
+        solver, chk.check_storage(storage, chk.NYTRO_STORAGES), chk.check_n_threads(n_threads), progress,
+        scale.weights())
     return _path_result(raw, one_d, scale)
 
 
@@ -200,11 +207,12 @@ def landweber_path(X, y, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, 
     step_rule, step_value = chk.check_step_size(step_size)
     chk.check_choice("stopping", stopping, chk.STOPPING_RULES)
     chk.check_choice("iterates", iterates, chk.GD_ITERATES)
+    chk.check_progress(progress)
     raw = _native("landweber_path", dt)(
         X, Y, chk.check_sigma(sigma), Xv, Yv, method, chk.check_nu(nu), chk.check_int("max_iter", max_iter, 1),
         step_rule, step_value,
         stopping, chk.tol_for_scaled_targets(tol, stopping, scale), chk.check_int("window", window, 2),
-        chk.check_patience(n_iter_no_change), iterates, chk.check_n_threads(n_threads), progress)
+        chk.check_patience(n_iter_no_change), iterates, chk.check_n_threads(n_threads), progress, scale.weights())
     return _path_result(raw, one_d, scale)
 
 
@@ -217,12 +225,13 @@ def nkrls_path(X, y, centers, sigma, *, lambdas=None, X_val=None, y_val=None, fa
     lambdas = chk.check_lambdas(lambdas)
     chk.check_choice("factor", factor, chk.FACTOR_METHODS)
     chk.check_choice("solver", solver, chk.TIKHONOV_SOLVERS)
-    with _blas_threads(n_threads):
-        raw = _native("nkrls_path", dt)(
-            X, Y, centers, chk.check_sigma(sigma), lambdas, Xv, Yv, factor,
-            chk.check_optional_positive("rank_tol", rank_tol, -1.0),
-            chk.check_optional_positive("jitter", jitter, 1e-10), solver, chk.check_storage(storage),
-            chk.check_n_threads(n_threads), progress)
+    sigma, n_threads = chk.check_sigma(sigma), chk.check_n_threads(n_threads)
+    rank_tol = chk.check_optional_positive("rank_tol", rank_tol, -1.0)
+    jitter = chk.check_optional_positive("jitter", jitter, 1e-10)
+    storage = chk.check_storage(storage)
+    chk.check_progress(progress)
+    raw = _native("nkrls_path", dt)(X, Y, centers, sigma, lambdas, Xv, Yv, factor, rank_tol, jitter, solver,
+                                    storage, n_threads, progress, scale.weights())
     return _tikhonov_result(raw, lambdas, one_d, scale)
 
 
@@ -232,9 +241,9 @@ def krls_path(X, y, sigma, *, lambdas=None, X_val=None, y_val=None, solver="eigh
     dt, X, Y, one_d, Xv, Yv, _, scale = _training_data(X, y, X_val, y_val, dtype)
     lambdas = chk.check_lambdas(lambdas)
     chk.check_choice("solver", solver, chk.TIKHONOV_SOLVERS)
-    with _blas_threads(n_threads):
-        raw = _native("krls_path", dt)(X, Y, chk.check_sigma(sigma), lambdas, Xv, Yv, solver,
-                                       chk.check_n_threads(n_threads), progress)
+    sigma, n_threads = chk.check_sigma(sigma), chk.check_n_threads(n_threads)
+    chk.check_progress(progress)
+    raw = _native("krls_path", dt)(X, Y, sigma, lambdas, Xv, Yv, solver, n_threads, progress, scale.weights())
     return _tikhonov_result(raw, lambdas, one_d, scale)
 
 
@@ -242,6 +251,6 @@ def kols(X, y, sigma, *, rcond=None, n_threads=None, dtype=None):
     """KOLS: alpha = pinv(K) y (eigenvalues below rcond * max dropped; rcond=None: n * eps)."""
     dt, X, Y, one_d, _, _, _, scale = _training_data(X, y, None, None, dtype)
     rcond = chk.check_optional_positive("rcond", rcond, -1.0)
-    with _blas_threads(n_threads):
-        coef = _native("kols", dt)(X, Y, chk.check_sigma(sigma), rcond, chk.check_n_threads(n_threads))
+    sigma, n_threads = chk.check_sigma(sigma), chk.check_n_threads(n_threads)
+    coef = _native("kols", dt)(X, Y, sigma, rcond, n_threads)
     return _coef(_scaled_coef(coef, scale), one_d)

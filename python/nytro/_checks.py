@@ -1,7 +1,8 @@
 """Argument checks shared by the functions and the estimators.
 
 Every failure is a ValueError (TypeError for a wrong kind of object) whose message
-names the argument and the offending value.
+names the argument and the offending value. NumPy scalars are accepted wherever Python
+numbers are, and numbers past what the core's C++ types hold are refused here, by name.
 """
 from __future__ import annotations
 
@@ -64,10 +65,22 @@ def as_matrix(a, name: str, dtype: np.dtype, *, allow_empty: bool = False) -> np
         raise ValueError(f"{name} must be a 2-D array (n_samples, n_features), got shape {arr.shape}")
     if not allow_empty and (arr.shape[0] == 0 or arr.shape[1] == 0):
         raise ValueError(f"{name} is empty (shape {arr.shape})")
-    arr = np.ascontiguousarray(arr, dtype=dtype)
+    given = arr
+    with np.errstate(over="ignore"):
+        arr = np.ascontiguousarray(arr, dtype=dtype)
     if not np.isfinite(arr).all():
+        check_finite_before_cast(given, name, arr.dtype)
         raise ValueError(f"{name} contains NaN or infinity")
     return arr
+
+
+def check_finite_before_cast(given: np.ndarray, name: str, dtype: np.dtype) -> None:
+    """Raises for finite values that became infinite in the conversion to `dtype`: such data
+    are not "NaN or infinity", they overflow the compute precision."""
+    if np.issubdtype(given.dtype, np.floating) and np.isfinite(given).all():
+        peak = float(np.max(np.abs(given)))
+        raise ValueError(f"{name} overflows {np.dtype(dtype).name} (max |value| {peak:.6g} > "
+                         f"{float(np.finfo(dtype).max):.6g}): compute in float64 (dtype='float64') or rescale {name}")
 
 
 def check_output_array(out, name: str, shape: tuple, dtype: np.dtype) -> None:
@@ -97,21 +110,41 @@ def as_targets(y, name: str, n_rows: int, dtype: np.dtype):
     return arr, one_d
 
 
+# The largest values the core's C++ types hold: Index (int64) and int (n_threads).
+INDEX_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
+
+
+def real_number(name: str, value, requirement: str) -> float:
+    """float(value) for a real number (Python's or NumPy's, not a bool); otherwise, or for
+    an integer too large for a float, a ValueError naming `name` and saying `requirement`."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be {requirement}, got {value!r}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"{name} must be {requirement}, got {value!r} (too large for a float)") from None
+
+
 def check_sigma(sigma) -> float:
-    if isinstance(sigma, bool) or not isinstance(sigma, numbers.Real):
-        raise ValueError(f"sigma must be a real number, got {sigma!r}")
-    sigma = float(sigma)
+    sigma = real_number("sigma", sigma, "a real number")
     if not np.isfinite(sigma) or sigma <= 0:
         raise ValueError(f"sigma must be a finite number > 0, got {sigma}")
     return sigma
 
 
-def check_int(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+def check_int(name: str, value, minimum: int, maximum: int = INDEX_MAX) -> int:
+    """int(value) for an integer (Python's or NumPy's, not a bool) in [minimum, maximum]:
+    the maximum is what the core's C++ type holds."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    value = int(value)
     if value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
-    return int(value)
+    if value > maximum:
+        bound = f"< 2**{maximum.bit_length()}" if (maximum + 1) & maximum == 0 else f"<= {maximum}"
+        raise ValueError(f"{name} must be {bound} (the core's integer type), got {value}")
+    return value
 
 
 def check_choice(name: str, value, choices) -> None:
@@ -125,9 +158,7 @@ def check_step_size(step_size):
     if isinstance(step_size, str):
         check_choice("step_size", step_size, STEP_RULES)
         return step_size, 0.0
-    if isinstance(step_size, bool) or not isinstance(step_size, numbers.Real):
-        raise ValueError(f"step_size must be 'auto', 'paper' or a positive float, got {step_size!r}")
-    value = float(step_size)
+    value = real_number("step_size", step_size, "'auto', 'paper' or a positive float")
     if not np.isfinite(value) or value <= 0:
         raise ValueError(f"step_size must be a finite number > 0, got {value}")
     return "fixed", value
@@ -140,9 +171,10 @@ def check_storage(storage, choices=STORAGES) -> str:
 
 
 def check_nu(nu) -> float:
-    if isinstance(nu, bool) or not isinstance(nu, numbers.Real) or not np.isfinite(nu) or nu <= 0:
+    value = real_number("nu", nu, "a finite number > 0")
+    if not np.isfinite(value) or value <= 0:
         raise ValueError(f"nu must be a finite number > 0, got {nu!r}")
-    return float(nu)
+    return value
 
 
 def check_patience(n_iter_no_change) -> int:
@@ -152,21 +184,56 @@ def check_patience(n_iter_no_change) -> int:
     return check_int("n_iter_no_change", n_iter_no_change, 1)
 
 
-def target_scale(*targets) -> float:
-    """1.0 for targets of ordinary size; otherwise the power of two s with max|Y| / s in
-    [1, 2) over the arrays given (None skipped). The path functions hand the core Y / s
-    and scale its results back, which is exact (a power of two), so targets near the ends
-    of the dtype's range, whose squares would underflow to 0 or overflow to inf in the
-    hold-out errors, get the same model as any others. Ordinary: max|Y| within 2^+-128 in
-    float64, 2^+-32 in float32."""
-    arrays = [Y for Y in targets if Y is not None and Y.size]
-    peak = max((float(np.max(np.abs(Y))) for Y in arrays), default=0.0)
-    if peak == 0.0 or not math.isfinite(peak):
-        return 1.0
-    limit = 2.0 ** (32 if arrays[0].dtype == np.float32 else 128)
-    if 1.0 / limit <= peak <= limit:
-        return 1.0
-    return math.ldexp(1.0, math.frexp(peak)[1] - 1)
+class TargetScales:
+    """How the path functions hand targets of any magnitude to the core: output column j
+    divided by its own power of two 2^e_j (exact), so that squares of targets near the
+    ends of the dtype's range, which would underflow to 0 or overflow to inf in the
+    hold-out errors and the Krylov methods' norms, stay in range, column by column (a
+    column of 1e300 beside one of 1 gets each its model). The problem is linear in each
+    column: coef column j is scaled back by 2^e_j. The hold-out RMSE pools all columns, so
+    the core weights column j's squared errors by (2^e_j / 2^E)^2 (E = max e_j) and its
+    path, times 2^E, is the unscaled path: the same selected t and lambda. A weight below
+    the smallest double is 0: that column's errors are then below the rounding of the
+    others' in any exact computation rounded to float64.
+
+    Columns of ordinary size (max |y_j| within 2^+-128 in float64, 2^+-32 in float32) or
+    all zero keep e_j = 0; where all are, nothing is scaled (`active` is False)."""
+
+    def __init__(self, Y: np.ndarray, Y_val: np.ndarray | None):
+        q = Y.shape[1]
+        peaks = np.zeros(q)
+        for A in (Y, Y_val):
+            if A is not None and A.size:
+                peaks = np.maximum(peaks, np.max(np.abs(A), axis=0).astype(np.float64))
+        limit = 2.0 ** (32 if Y.dtype == np.float32 else 128)
+        self.exponents = [0 if p == 0.0 or not math.isfinite(p) or 1.0 / limit <= p <= limit
+                          else math.frexp(float(p))[1] - 1 for p in peaks]
+        self.active = any(e != 0 for e in self.exponents)
+        self.top = max(self.exponents)
+
+    def scaled(self, Y: np.ndarray | None) -> np.ndarray | None:
+        """Y with column j divided by 2^e_j: exact (ldexp, where 2^-e_j itself may lie
+        beyond the range, as for a column of subnormal numbers)."""
+        if not self.active or Y is None:
+            return Y
+        return np.ascontiguousarray(np.ldexp(Y, -np.asarray(self.exponents, dtype=np.int32)))
+
+    def unscaled(self, coef: np.ndarray) -> np.ndarray:
+        """coef (m, q) with column j times 2^e_j (inf where it overflows the dtype)."""
+        if not self.active:
+            return coef
+        with np.errstate(over="ignore"):
+            return np.ldexp(coef, np.asarray(self.exponents, dtype=np.int32))
+
+    def weights(self) -> list:
+        """The core's validation_weights: (2^e_j / 2^E)^2, or [] (all 1) when inactive."""
+        if not self.active:
+            return []
+        return [math.ldexp(1.0, 2 * (e - self.top)) for e in self.exponents]
+
+    def path_factor(self) -> float:
+        """The core's pooled hold-out RMSE times this is in units of y."""
+        return math.ldexp(1.0, self.top)
 
 
 # The core's tol for stopping="window" when tol is None (cpp/src/stopping.cpp); a test
@@ -174,37 +241,61 @@ def target_scale(*targets) -> float:
 WINDOW_DEFAULT_TOL = 1e-4
 
 
-def tol_for_scaled_targets(tol, stopping: str, scale: float) -> float:
-    """check_tol(tol) as the core must see it for targets divided by `scale`: the "window"
-    rule's tol is absolute, in units of y; the other rules' are relative."""
+def tol_for_scaled_targets(tol, stopping: str, scales: TargetScales) -> float:
+    """check_tol(tol) as the core must see it for the scaled targets: the "window" rule's
+    tol is absolute, in units of y (the core's path is in units of 2^E, see TargetScales);
+    the other rules' are relative."""
     value = check_tol(tol)
-    if scale == 1.0 or stopping != "window":
+    if not scales.active or stopping != "window":
         return value
-    return (WINDOW_DEFAULT_TOL if value < 0 else value) / scale
+    value = WINDOW_DEFAULT_TOL if value < 0 else value
+    try:
+        in_core_units = math.ldexp(value, -scales.top)
+    except OverflowError:  # beyond any path's fall in these units: the rule stops at once either way
+        return float(np.finfo(np.float64).max)
+    if value > 0 and in_core_units == 0.0:
+        raise ValueError(f"tol={value!r} is below what float64 holds in units of max |y| (2^{scales.top}): "
+                         "the window rule cannot apply it; rescale y or raise tol")
+    return in_core_units
 
 
 def check_tol(tol) -> float:
     """-1.0 (the rule's default) for None."""
-    if tol is None:
-        return -1.0
-    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not np.isfinite(tol) or tol < 0:
-        raise ValueError(f"tol must be None or a finite number >= 0, got {tol!r}")
-    return float(tol)
+    return check_optional_positive("tol", tol, -1.0)
 
 
 def check_optional_positive(name: str, value, default: float) -> float:
     """`default` for None; otherwise a finite number >= 0."""
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) or value < 0:
+    number = real_number(name, value, "None or a finite number >= 0")
+    if not np.isfinite(number) or number < 0:
         raise ValueError(f"{name} must be None or a finite number >= 0, got {value!r}")
-    return float(value)
+    return number
+
+
+def check_fraction(name: str, value):
+    """None, or a number in (0, 1) (Python's or NumPy's) as a float."""
+    if value is None:
+        return None
+    number = real_number(name, value, "None or a number in (0, 1)")
+    if not 0 < number < 1:
+        raise ValueError(f"{name} must be None or a number in (0, 1), got {value!r}")
+    return number
+
+
+def check_progress(progress) -> None:
+    if progress is not None and not callable(progress):
+        raise ValueError(f"progress must be None or a callable progress(stage, done, total), got {progress!r}")
 
 
 def check_lambdas(lambdas) -> list:
     if lambdas is None:
         return paper_lambdas().tolist()
-    arr = np.atleast_1d(np.asarray(lambdas, dtype=float) if not isinstance(lambdas, str) else np.nan)
+    try:
+        arr = np.atleast_1d(np.asarray(lambdas, dtype=float) if not isinstance(lambdas, str) else np.nan)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"lambdas must be a non-empty 1-D sequence of numbers > 0, got {lambdas!r}") from None
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"lambdas must be a non-empty 1-D sequence of numbers > 0, got {lambdas!r}")
     if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
@@ -216,7 +307,7 @@ def check_n_threads(n_threads) -> int:
     """0 (nytro.default_n_threads(), resolved by the core) for None."""
     if n_threads is None:
         return 0
-    return check_int("n_threads", n_threads, 1)
+    return check_int("n_threads", n_threads, 1, INT_MAX)
 
 
 def available_cores() -> int:

@@ -27,11 +27,19 @@ CG_CURVATURE_FLOOR = 4.0
 
 # --------------------------------------------------------------------------- kernel
 def gaussian_kernel(X, Z, sigma, *, n_threads=None, dtype=None):
-    """K[i, j] = exp(-||X[i] - Z[j]||^2 / (2 sigma^2))."""
+    """K[i, j] = exp(-||X[i] - Z[j]||^2 / (2 sigma^2)), with the distances from the norms
+    and the products, as the core: both sides first shifted by the mean of Z (which leaves
+    the kernel unchanged), else a common offset c cancels away everything below
+    eps ||c||^2 of the distances."""
     dt = chk.compute_dtype(dtype, X, Z)
     X = chk.as_matrix(X, "X", dt)
     Z = chk.as_matrix(Z, "Z", dt)
     sigma = chk.check_sigma(sigma)
+    with np.errstate(over="ignore", invalid="ignore"):
+        shift = Z.astype(np.float64).mean(0).astype(dt) if len(Z) else np.zeros(Z.shape[1], dt)
+    if not np.all(np.isfinite(shift)):
+        shift = np.zeros(Z.shape[1], dt)
+    X, Z = X - shift, Z - shift
     squared = (X * X).sum(1)[:, None] + (Z * Z).sum(1)[None, :] - 2 * X @ Z.T
     return np.exp(-np.maximum(squared, 0) / dt.type(2 * sigma * sigma)).astype(dt, copy=False)
 
@@ -183,8 +191,9 @@ def _nu_coefficients(k, nu):
     """mu_k, omega_k of Brakhage's nu-method (Engl, Hanke, Neubauer, sec. 6.3)."""
     if k == 1:
         return 0.0, (4 * nu + 2) / (4 * nu + 1)
-    mu = (k - 1) * (2 * k - 3) * (2 * k + 2 * nu - 1) / ((k + 2 * nu - 1) * (2 * k + 4 * nu - 1) * (2 * k + 2 * nu - 3))
-    omega = 4 * (2 * k + 2 * nu - 1) * (k + nu - 1) / ((k + 2 * nu - 1) * (2 * k + 4 * nu - 1))
+    # Products of ratios, as the core: the quotient of products overflows for large nu.
+    mu = ((k - 1) / (k + 2 * nu - 1)) * ((2 * k - 3) / (2 * k + 4 * nu - 1)) * ((2 * k + 2 * nu - 1) / (2 * k + 2 * nu - 3))
+    omega = 4 * ((2 * k + 2 * nu - 1) / (2 * k + 4 * nu - 1)) * ((k + nu - 1) / (k + 2 * nu - 1))
     return mu, omega
 
 

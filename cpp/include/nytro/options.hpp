@@ -4,6 +4,7 @@
 #include "nytro/types.hpp"
 
 #include <string>
+#include <vector>
 
 namespace nytro {
 
@@ -97,6 +98,7 @@ struct IterativeOptions {
     Index patience = 0;                    // best: end the path this many iterations after
                                            // its last improvement (0: run to max_iter)
     Iterates iterates = Iterates::automatic;  // see Iterates (method gd only)
+    std::vector<double> validation_weights;  // see TikhonovOptions::validation_weights
     int n_threads = 0;                     // <= 0: nytro::default_threads()
     Callback callback;                     // progress / interruption, may be empty
 };
@@ -117,6 +119,11 @@ struct TikhonovOptions {
     FactorOptions factor;                  // Nystrom factor (NKRLS only)
     TikhonovSolver solver = TikhonovSolver::eigh;  // see TikhonovSolver
     Storage storage = Storage::same;       // K_val and the kernel blocks of A^T A (NKRLS only)
+    // Weight of each output column's squared hold-out errors in the pooled RMSE (empty:
+    // all 1). Targets whose columns were divided by different powers of two s_j (the
+    // Python API, for targets near the ends of the range) are weighted (s_j / max s)^2,
+    // so that the path is the unscaled one divided by max s.
+    std::vector<double> validation_weights;
     int n_threads = 0;                     // <= 0: nytro::default_threads()
     Callback callback;                     // progress / interruption, may be empty
 };

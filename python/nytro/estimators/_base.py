@@ -3,6 +3,7 @@ dtype, progress reporting and prediction as k(X, centers_) @ coef_."""
 from __future__ import annotations
 
 import sys
+import threading
 import time
 import warnings
 
@@ -34,6 +35,13 @@ class ProgressPrinter:
             print(f"[{self.name}] {stage} {done}/{total}", file=sys.stderr, flush=True)
 
 
+# The estimator objects whose fit is running, by id: an object is not thread-safe (as in
+# scikit-learn, fit sets its attributes one by one), and a second fit of the same object
+# from another thread is refused with a clear error instead of mixing two fits' attributes.
+_FITTING_LOCK = threading.Lock()
+_FITTING: set = set()
+
+
 class KernelRegressorBase(RegressorMixin, BaseEstimator):
     """Base of the estimators; subclasses implement `_fit_path(X, Y, rng)`."""
 
@@ -47,9 +55,11 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
     def _validated(self, X, y):
         dtype = chk.compute_dtype(getattr(self, "dtype", None), X if hasattr(X, "dtype") else None)
         X, y = validate_data(self, X, y, dtype=dtype, multi_output=True, y_numeric=True, order="C")
-        Y = np.ascontiguousarray(y.reshape(-1, 1) if y.ndim == 1 else y, dtype=dtype)
-        self._one_output = y.ndim == 1
-        return X, Y
+        with np.errstate(over="ignore"):  # finite y beyond float32: said below, by name
+            Y = np.ascontiguousarray(y.reshape(-1, 1) if y.ndim == 1 else y, dtype=dtype)
+        if not np.isfinite(Y).all():
+            chk.check_finite_before_cast(y, "y", Y.dtype)
+        return X, Y, y.ndim == 1
 
     def _progress(self):
         return ProgressPrinter(type(self).__name__) if self.verbose else None
@@ -57,11 +67,9 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
     def _split(self, X, Y, rng, needed_train: int = 1):
         """(X_train, Y_train, X_val, Y_val); validation parts have 0 rows without hold-out."""
         n = X.shape[0]
-        fraction = self.validation_fraction
+        fraction = chk.check_fraction("validation_fraction", self.validation_fraction)
         if fraction is None:
             return X, Y, X[:0], Y[:0]
-        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction < 1:
-            raise ValueError(f"validation_fraction must be None or in (0, 1), got {fraction!r}")
         n_val = int(round(fraction * n))
         if n_val < 1 or n - n_val < needed_train:
             raise ValueError(
@@ -89,10 +97,16 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
                 "better (validation_rmse_ holds the path).", ConvergenceWarning, stacklevel=4)
         return result.coef
 
-    def _finish(self, coef):
-        self.coef_ = coef[:, 0] if self._one_output else coef
-        del self._one_output
-        return self
+    @staticmethod
+    def _own_rows(rows, X):
+        """rows as centers_: a copy where they are the caller's X itself (fit without a
+        hold-out split, whose X may be the caller's array: mutating it after fit must not
+        change predict)."""
+        try:
+            shares = np.may_share_memory(rows, X)
+        except Exception:  # an object NumPy cannot look into: copy to be safe
+            shares = True
+        return rows.copy() if shares else rows
 
     def fit(self, X, y):
         """Fit on (X, y), selecting the regularisation on a hold-out part of them.
@@ -100,9 +114,23 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
         if _is_dask_array(X):
             from ..dask import fit_estimator
             return fit_estimator(self, X, y)
-        X, Y = self._validated(X, y)
-        rng = check_random_state(getattr(self, "random_state", None))
-        return self._finish(self._fit_path(X, Y, rng))
+        key = id(self)
+        with _FITTING_LOCK:
+            if key in _FITTING:
+                raise RuntimeError(
+                    f"this {type(self).__name__} is being fitted in another thread: an estimator object is "
+                    "not thread-safe; fit a separate copy in each thread (sklearn.base.clone(estimator))")
+            _FITTING.add(key)
+        try:
+            X_checked, Y, one_output = self._validated(X, y)
+            rng = check_random_state(getattr(self, "random_state", None))
+            coef = self._fit_path(X_checked, Y, rng)
+            self.centers_ = self._own_rows(self.centers_, X)
+            self.coef_ = coef[:, 0] if one_output else coef
+            return self
+        finally:
+            with _FITTING_LOCK:
+                _FITTING.discard(key)
 
     # -- prediction --------------------------------------------------------------
     def predict(self, X):
