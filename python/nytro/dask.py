@@ -47,7 +47,7 @@ import dask.array as da
 
 from . import _checks as chk
 from . import reference
-from ._api import _blas_threads, gaussian_kernel, kernel_predict, nystrom_factor, sample_centers
+from ._api import gaussian_kernel, kernel_predict, nystrom_factor, sample_centers
 from ._results import PathResult, TikhonovResult
 
 __all__ = ["DaskFit", "holdout_mask", "nytro_path", "nkrls_path", "predict", "fit_estimator"]
@@ -58,7 +58,9 @@ _MASK64 = np.uint64((1 << 64) - 1)
 _BLOCK_ELEMENTS = 1 << 22
 # One C++ / BLAS call at a time per worker process, each with all the worker's threads:
 # the worker may run several tasks at once, and their threads must not add up past the
-# worker's share of the cores.
+# worker's share of the cores. The BLAS pool itself is left as the worker set it
+# (distributed's nanny starts workers with OPENBLAS/MKL/OMP_NUM_THREADS=1): a fit never
+# changes process-wide state.
 _CORE_LOCK = threading.Lock()
 
 
@@ -251,7 +253,7 @@ def _gram_part(X, Y, start, stop, fraction, seed, C, R, sigma, dtype, estimator,
     k, q = R.shape[1], Y.shape[1]
     H, c = np.zeros((k, k), dtype), np.zeros((k, q), dtype)
     threads = _task_threads(n_threads)
-    with _CORE_LOCK, _blas_threads(threads):
+    with _CORE_LOCK:
         for r0, r1 in _row_blocks(len(X), max(C.shape[0], k)):
             A = gaussian_kernel(X[r0:r1], C, sigma, n_threads=threads) @ R
             H += A.T @ A
@@ -269,7 +271,7 @@ def _holdout_part(X, Y, start, stop, fraction, seed, C, alphas, sigma, dtype, es
     L = alphas.shape[1] // q
     errors = np.zeros(L)
     threads = _task_threads(n_threads)
-    with _CORE_LOCK, _blas_threads(threads):
+    with _CORE_LOCK:
         for r0, r1 in _row_blocks(len(X), max(C.shape[0], alphas.shape[1])):
             predictions = (gaussian_kernel(X[r0:r1], C, sigma, n_threads=threads) @ alphas).astype(np.float64)
             residual = predictions.reshape(r1 - r0, L, q) - Y[r0:r1, None, :]
@@ -290,7 +292,7 @@ def _images_part(X, Y, start, stop, fraction, seed, C, bases, sizes, sigma, dtyp
     threads = _task_threads(n_threads)
     # Row blocks of the chunk, each folded into the running factors (a TSQR inside the
     # chunk), so that a task holds O(block x K) of images whatever the chunk's size.
-    with _CORE_LOCK, _blas_threads(threads):
+    with _CORE_LOCK:
         for r0, r1 in _row_blocks(len(X), max(C.shape[0], bases.shape[1], K + 1)):
             images = gaussian_kernel(X[r0:r1], C, sigma, n_threads=threads) @ bases
             first = 0
