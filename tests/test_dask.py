@@ -125,6 +125,27 @@ def test_direct_several_outputs_and_stopping(client, dtype):
     assert fit.result.iterations_run < 60
 
 
+def _log_read(block, log, block_info=None):
+    """The block, after appending its chunk index to the file `log` (one line per read)."""
+    with open(log, "a") as f:
+        f.write(f"{block_info[0]['chunk-location'][0]}\n")
+    return block
+
+
+def test_direct_reads_each_chunk_a_bounded_number_of_times(client, tmp_path):
+    """The A_i blocks stay on the workers: with 40 products, each chunk is still read 2
+    or 3 times (its training rows' blocks, its hold-out rows, and its centres if it holds
+    any), not once per product."""
+    X, y, sigma = data()
+    log = str(tmp_path / "reads")
+    Xd = da.from_array(X, chunks=60).map_blocks(_log_read, log, meta=np.empty((0, 0), X.dtype))
+    fit = nd.nytro_path(Xd, da.from_array(y, chunks=60), sigma, n_centers=40, seed=SEED, validation_fraction=FRACTION,
+                        method="nu", max_iter=40, solver="direct")
+    assert fit.result.products >= 40
+    reads = np.bincount(np.loadtxt(log, dtype=int), minlength=5)
+    assert (reads >= 2).all() and (reads <= 3).all(), reads
+
+
 def test_auto_chooses_by_the_cost_model():
     """gram: 2 n k^2 + k^3 flops; direct: 4 n k per product, max_iter products, and
     n k values per worker within half its memory_limit."""
