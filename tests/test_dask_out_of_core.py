@@ -45,6 +45,7 @@ def _memory_report(dask_worker):
     return record, len(getattr(dask_worker.data, "slow", {})), logs
 
 
+@pytest.mark.slow  # 50-80 s on 2 shared cores: 3 GiB written, then read twice
 def test_fit_from_a_zarr_store_four_times_the_workers_memory(tmp_path):
     rng = np.random.default_rng(0)
     B = rng.standard_normal((ROWS, FEATURES)).astype(np.float32)
