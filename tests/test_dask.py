@@ -51,10 +51,10 @@ def assert_close(actual, expected, dtype, what):
     assert err <= RTOL[np.dtype(dtype)], f"{what}: relative error {err:.3e}"
 
 
-def in_memory_path(X, y, sigma, fit, **kwargs):
+def in_memory_path(X, y, sigma, fit, solver="gram", **kwargs):
     train, held = split(len(X))
     return nytro.nytro_path(X[train], y[train], X[fit.center_rows], sigma, X_val=X[held], y_val=y[held],
-                            solver="gram", n_threads=1, **kwargs)
+                            solver=solver, n_threads=1, **kwargs)
 
 
 def check_path(fit, expected, dtype):
@@ -93,6 +93,81 @@ def test_path_equals_in_memory(client, method, max_iter, chunks):
     expected = in_memory_path(X, y, sigma, fit, method=method, max_iter=max_iter)
     check_path(fit, expected, X.dtype)
     assert 1 < fit.result.n_iter < max_iter  # the selection is inside the path, not at an end
+
+
+@pytest.mark.parametrize("method, max_iter", [("gd", 80), ("nu", 40), ("cg", 8)])
+@pytest.mark.parametrize("chunks", [50, 300], ids=["uneven", "chunk-past-n"])
+def test_direct_path_equals_in_memory_direct(client, method, max_iter, chunks):
+    """solver="direct": A_i kept on the workers, each product a map-reduce of m-vectors;
+    the same answer as the in-memory direct solver (gd's step from the same Lanczos
+    estimate of lambda_max, made of distributed products)."""
+    X, y, sigma = data()
+    fit = nd.nytro_path(da.from_array(X, chunks=(chunks, 2)), da.from_array(y, chunks=chunks), sigma,
+                        n_centers=40, validation_fraction=FRACTION, seed=SEED, method=method, max_iter=max_iter,
+                        solver="direct")
+    assert fit.result.solver == "direct"
+    assert fit.result.products >= max_iter  # every iterate took a distributed product
+    expected = in_memory_path(X, y, sigma, fit, solver="direct", method=method, max_iter=max_iter)
+    check_path(fit, expected, X.dtype)
+    assert 1 < fit.result.n_iter < max_iter
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_direct_several_outputs_and_stopping(client, dtype):
+    X, y, sigma = data(dtype=dtype, n_outputs=2)
+    fit = nd.nytro_path(da.from_array(X, chunks=70), da.from_array(y, chunks=(70, 2)), sigma, n_centers=40,
+                        seed=SEED, validation_fraction=FRACTION, method="nu", max_iter=60, stopping="relative",
+                        tol=0.002, solver="direct")
+    assert fit.result.coef.dtype == dtype
+    expected = in_memory_path(X, y, sigma, fit, solver="direct", method="nu", max_iter=60, stopping="relative",
+                              tol=0.002)
+    check_path(fit, expected, dtype)
+    assert fit.result.iterations_run < 60
+
+
+def _log_read(block, log, block_info=None):
+    """The block, after appending its chunk index to the file `log` (one line per read)."""
+    with open(log, "a") as f:
+        f.write(f"{block_info[0]['chunk-location'][0]}\n")
+    return block
+
+
+def test_direct_reads_each_chunk_a_bounded_number_of_times(client, tmp_path):
+    """The A_i blocks stay on the workers: with 40 products, each chunk is still read 2
+    or 3 times (its training rows' blocks, its hold-out rows, and its centres if it holds
+    any), not once per product."""
+    X, y, sigma = data()
+    log = str(tmp_path / "reads")
+    Xd = da.from_array(X, chunks=60).map_blocks(_log_read, log, meta=np.empty((0, 0), X.dtype))
+    fit = nd.nytro_path(Xd, da.from_array(y, chunks=60), sigma, n_centers=40, seed=SEED, validation_fraction=FRACTION,
+                        method="nu", max_iter=40, solver="direct")
+    assert fit.result.products >= 40
+    reads = np.bincount(np.loadtxt(log, dtype=int), minlength=5)
+    assert (reads >= 2).all() and (reads <= 3).all(), reads
+
+
+def test_auto_chooses_by_the_cost_model():
+    """gram: 2 n k^2 + k^3 flops; direct: 4 n k per product, max_iter products, and
+    n k values per worker within half its memory_limit."""
+    n, k = 10**6, 1000
+    assert nd._choose_solver("auto", "gd", n, k, 100, 8, [2**40, 2**40]) == "direct"   # 4T < 2k
+    assert nd._choose_solver("auto", "gd", n, k, 600, 8, [2**40, 2**40]) == "gram"     # 4T > 2k
+    assert nd._choose_solver("auto", "cg", n, k, 100, 8, [2**30, 2**30]) == "gram"     # 4 GB each > 0.5 GiB
+    assert nd._choose_solver("auto", "cg", n, k, 100, 8, [0, 0]) == "direct"           # no limit
+    assert nd._choose_solver("auto", "hybrid", n, k, 10, 8, [0]) == "gram"
+    assert nd._choose_solver("auto", "gd", n, k, 10, 8, None) == "gram"                # no cluster
+    assert nd._choose_solver("direct", "gd", n, k, 600, 8, None) == "direct"
+
+
+def test_auto_runs_direct_on_a_cluster(client):
+    X, y, sigma = data()
+    fit = nd.nytro_path(da.from_array(X, chunks=64), da.from_array(y, chunks=64), sigma, n_centers=40, seed=SEED,
+                        validation_fraction=FRACTION, method="cg", max_iter=8, solver="auto")
+    assert fit.result.solver == "direct"  # 4 x 8 < 2 x 40, and the blocks are small
+    check_path(fit, in_memory_path(X, y, sigma, fit, solver="direct", method="cg", max_iter=8), X.dtype)
+    fit = nd.nytro_path(da.from_array(X, chunks=64), da.from_array(y, chunks=64), sigma, n_centers=40, seed=SEED,
+                        validation_fraction=FRACTION, method="gd", max_iter=80, solver="auto")
+    assert fit.result.solver == "gram"
 
 
 @pytest.mark.parametrize("stopping, options", [("relative", {"tol": 0.002}), ("window", {"tol": 1e-3}),
@@ -161,8 +236,9 @@ def test_estimators_fit_and_predict_dask_arrays(client):
     train, held = (~nd.holdout_mask(np.arange(len(X)), FRACTION, seed), nd.holdout_mask(np.arange(len(X)),
                                                                                           FRACTION, seed))
     expected = nytro.nytro_path(X[train], y[train], est.centers_, sigma, X_val=X[held], y_val=y[held],
-                                method="cg", max_iter=8, n_threads=1)
-    assert est.n_iter_ == expected.n_iter and est.solver_ == "gram"
+                                method="cg", max_iter=8, solver="direct", n_threads=1)
+    # solver "auto": 8 products cost less than forming A^T A (4 x 8 < 2 x 40)
+    assert est.n_iter_ == expected.n_iter and est.solver_ == "direct"
     assert_close(est.coef_, expected.coef, X.dtype, "coef_")
     assert_close(est.validation_rmse_, expected.validation_rmse, X.dtype, "validation_rmse_")
     with_numpy_y = nytro.NytroRegressor(40, sigma, method="cg", max_iter=8, n_iter_no_change=None,
@@ -215,8 +291,10 @@ def test_what_is_not_supported_yet_says_so(client):
     Xd, yd = da.from_array(X, chunks=20), da.from_array(y, chunks=20)
     with pytest.raises(NotImplementedError, match="storage='float32' is not supported"):
         nytro.NytroRegressor(5, sigma, storage="float32").fit(Xd, yd)
-    with pytest.raises(NotImplementedError, match="solver='direct'.*'gram'"):
-        nytro.NytroRegressor(5, sigma, method="cg", solver="direct").fit(Xd, yd)
+    with pytest.raises(NotImplementedError, match="solver='spectral'.*'gram', 'direct'"):
+        nytro.NytroRegressor(5, sigma, method="cg", solver="spectral").fit(Xd, yd)
+    with pytest.raises(NotImplementedError, match="'hybrid' with solver='direct'"):
+        nytro.NytroRegressor(5, sigma, method="hybrid", solver="direct").fit(Xd, yd)
     with pytest.raises(NotImplementedError, match="KRLSRegressor does not take Dask arrays"):
         nytro.KRLSRegressor(sigma).fit(Xd, yd)
     with pytest.raises(ValueError, match="method='nope'"):

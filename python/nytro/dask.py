@@ -26,8 +26,12 @@ hash of (i, seed) falls below validation_fraction (see :func:`holdout_mask`). Th
 of hold-out rows is therefore binomial around validation_fraction * n, not its rounding,
 and the split differs from the in-memory estimators' permutation.
 
-Not done yet (issue 28): the "direct" mode (A_i kept on the workers, one map-reduce of
-m-vectors per product) and the cost model choosing it, float32 or float16 storage, gd's
+The "direct" mode (solver="direct", or "auto" by the cost model in :func:`nytro_path`)
+replaces step 2 for methods gd, nu and cg: each chunk's A_i (training rows) is computed
+once and persisted on its worker, and every product A^T A v of the path is a map over
+the chunks and a tree sum of k-vectors.
+
+Not done yet (issue 28): "hybrid" in direct mode, float32 or float16 storage, gd's
 Lanczos iterates (the client steps; the in-memory core's Lanczos iterates agree with
 stepping to 64 machine epsilons), progress reporting, measured out-of-core behaviour,
 and faults beyond one worker killed while computing a chunk (tested: its nanny restarts
@@ -72,7 +76,7 @@ class DaskFit:
     ----------
     result : PathResult or TikhonovResult
         As the in-memory ``nytro.nytro_path`` / ``nytro.nkrls_path`` return it
-        (solver "gram").
+        (solver "gram" or "direct").
     centers : ndarray (m, d)
         The Nystrom centres, rows of X.
     center_rows : ndarray (m,)
@@ -261,6 +265,33 @@ def _gram_part(X, Y, start, stop, fraction, seed, C, R, sigma, dtype, estimator,
     return np.hstack([H, c]).astype(np.float64)
 
 
+def _direct_block(X, Y, start, stop, fraction, seed, C, R, sigma, dtype, estimator, n_threads):
+    """(A_i, Y_i) of this chunk's training rows, A_i = k(X_i, C) R in the computation's
+    dtype: what a worker keeps in memory for the "direct" mode."""
+    X, Y = _validated_block(X, Y, dtype, estimator)
+    keep = ~holdout_mask(np.arange(start, stop), fraction, seed)
+    X, Y = X[keep], Y[keep]
+    A = np.empty((len(X), R.shape[1]), dtype)
+    threads = _task_threads(n_threads)
+    with _CORE_LOCK, _blas_threads(threads):
+        for r0, r1 in _row_blocks(len(X), max(C.shape[0], R.shape[1])):
+            A[r0:r1] = gaussian_kernel(X[r0:r1], C, sigma, n_threads=threads) @ R
+    return A, Y
+
+
+def _direct_rhs(block):
+    """This chunk's A_i^T Y_i (float64 for the reduction)."""
+    A, Y = block
+    return (A.T @ Y).astype(np.float64)
+
+
+def _direct_product(block, B, n_threads):
+    """This chunk's A_i^T (A_i B) (float64 for the reduction)."""
+    A, _ = block
+    with _CORE_LOCK, _blas_threads(_task_threads(n_threads)):
+        return (A.T @ (A @ B.astype(A.dtype))).astype(np.float64)
+
+
 def _holdout_part(X, Y, start, stop, fraction, seed, C, alphas, sigma, dtype, estimator, n_threads, scale):
     """Squared hold-out errors of this chunk for each of the L coefficient sets
     alphas[:, l q:(l + 1) q] (L,), from the predictions k(X_val, C) alpha_l."""
@@ -389,6 +420,55 @@ def _holdout_errors(data, fraction, seed, C, alphas, sigma, n_threads, split_eve
     return _tree_sum(parts, (L,), split_every).compute()
 
 
+class _DirectOperator:
+    """A^T A and A^T Y from the chunks' (A_i, Y_i), persisted where they were computed
+    (on the workers with a distributed client): each product is one map over the chunks
+    and a tree sum of k x q matrices."""
+
+    def __init__(self, data, fraction, seed, C, R, sigma, n_threads, split_every):
+        C_b, R_b = _broadcast(C, R)
+        blocks = [dask.delayed(_direct_block)(x, y, start, stop, fraction, seed, C_b, R_b, sigma, data.dtype,
+                                              data.estimator, n_threads) for x, y, start, stop in _blocks(data)]
+        self.blocks = dask.persist(*blocks)
+        self.k, self.q, self.dtype = R.shape[1], data.Y.shape[1], data.dtype
+        self.n_threads, self.split_every = n_threads, split_every
+        self.products = 0
+
+    def rhs(self):
+        parts = [dask.delayed(_direct_rhs)(b) for b in self.blocks]
+        return _tree_sum(parts, (self.k, self.q), self.split_every).compute().astype(self.dtype)
+
+    def __call__(self, B):
+        """A^T A B for B of shape (k,) or (k, p)."""
+        B = np.asarray(B)
+        matrix = B.reshape(self.k, -1)
+        parts = [dask.delayed(_direct_product)(b, matrix, self.n_threads) for b in self.blocks]
+        self.products += 1
+        out = _tree_sum(parts, matrix.shape, self.split_every).compute().astype(self.dtype)
+        return out.reshape(B.shape)
+
+
+def _worker_memory_limits():
+    """The memory_limit of each worker of the current client (0: none), or None without
+    a distributed client."""
+    client = _client()
+    if client is None:
+        return None
+    return [int(w.get("memory_limit") or 0) for w in client.scheduler_info(n_workers=-1)["workers"].values()]
+
+
+def _choose_solver(solver, method, n_train, k, max_iter, itemsize, limits=None):
+    """ "gram" or "direct" for solver "auto" (see nytro_path's docstring for the model)."""
+    if solver != "auto":
+        return solver
+    if method == "hybrid" or not 4 * max_iter * n_train * k < 2 * n_train * k * k + k ** 3:
+        return "gram"
+    if not limits:  # the local schedulers: the blocks would sit in this process
+        return "gram"
+    share = n_train * k * itemsize / len(limits)
+    return "direct" if all(limit == 0 or share <= limit / 2 for limit in limits) else "gram"
+
+
 def _setup(X, y, sigma, n_centers, validation_fraction, seed, factor, rank_tol, jitter, dtype, estimator):
     """The passes shared by both paths: data, split, centres, factor."""
     data = _as_dask_data(X, y, dtype, estimator)
@@ -412,12 +492,15 @@ def _setup(X, y, sigma, n_centers, validation_fraction, seed, factor, rank_tol, 
 
 
 # ------------------------------------------------------------------- top eigenvalue
-def _top_eigenvalue(H: np.ndarray) -> float:
-    """lambda_max(H) as the C++ core estimates it for step_size="auto" (Lanczos with full
+def _top_eigenvalue(H, dim=None, dtype=None) -> float:
+    """lambda_max(H) (a matrix, or a function applying it to a dim-vector of dtype) as the
+    C++ core estimates it for step_size="auto" (Lanczos with full
     reorthogonalisation from its fixed start vector, stopped when the top Ritz value moves
     by at most 1e-13 relative, 1e-6 in float32), so that the same step comes out."""
-    dim = H.shape[0]
-    tol = 1e-6 if H.dtype == np.float32 else 1e-13
+    if not callable(H):
+        matrix, dim, dtype = H, H.shape[0], H.dtype
+        H = lambda v: matrix @ v  # noqa: E731
+    tol = 1e-6 if dtype == np.float32 else 1e-13
     most = min(120, dim)
     v = np.fmod(0.6180339887498949 * np.arange(1, dim + 1, dtype=np.float64), 1.0) - 0.5
     V = np.zeros((dim, most + 1))
@@ -425,7 +508,7 @@ def _top_eigenvalue(H: np.ndarray) -> float:
     diagonal, off = [], []
     value, coupling = 0.0, 0.0
     for k in range(most):
-        w = (H @ V[:, k].astype(H.dtype)).astype(np.float64)
+        w = H(V[:, k].astype(dtype)).astype(np.float64)
         applied = np.linalg.norm(w)
         diagonal.append(float(w @ V[:, k]))
         if k > 0:
@@ -444,13 +527,13 @@ def _top_eigenvalue(H: np.ndarray) -> float:
     return value
 
 
-def _resolve_step(step_size, method, H, n_train):
+def _resolve_step(step_size, method, H, n_train, dim=None, dtype=None):
     if method == "cg":
         return 0.0
     rule, value = chk.check_step_size(step_size)
     if rule == "paper":
         return 1.0 / n_train
-    top = _top_eigenvalue(H)
+    top = _top_eigenvalue(H, dim, dtype)
     if rule == "auto":
         if not top > 0:
             raise RuntimeError(f"lambda_max(A^T A) = {top}: cannot set step_size='auto'")
@@ -564,16 +647,29 @@ def nytro_path(X, y, sigma, *, n_centers, validation_fraction=0.2, seed=0, metho
 
     Equals ``nytro.nytro_path(X[train], y[train], X[center_rows], sigma, X_val=X[val],
     y_val=y[val], solver="gram", ...)`` up to rounding, with train/val from
-    :func:`holdout_mask` (see the module's docstring for the passes). solver: "gram"
-    (or "auto", which is "gram" here); the other arguments as in ``nytro.nytro_path``
-    (every method). seed seeds the split and the centres. n_threads caps the threads of
-    each worker's C++ calls (default: the worker's nthreads). split_every: the fan-in of
-    the tree reductions (Dask's default when None; 8 for "hybrid"'s QR tree). estimator:
-    a scikit-learn estimator's name, to validate the chunks as it does (its error
-    messages).
+    :func:`holdout_mask` (see the module's docstring for the passes), with the same
+    solver. solver:
+
+    - "gram": one pass forms A^T A (2 n_train k^2 flops on the workers), then the path
+      runs in k dimensions on the client (k^3 for the step's estimate or eigenproblem);
+    - "direct" (methods gd, nu, cg): each chunk's A_i = k(X_i, C) R (n_i x k) is computed
+      once and persisted where it was computed (the workers' memory), and every product
+      A^T A v is one map over the chunks (4 n_train k flops) and a tree sum of
+      k-vectors; the step's estimate for step_size="auto" takes its Lanczos products the
+      same way;
+    - "auto": "direct" when 4 T n_train k < 2 n_train k^2 + k^3 for T = max_iter
+      products (so about T < k / 2), the method is not "hybrid", a distributed client is
+      running and the n_train k values of A, shared among its workers, fit within half of
+      each worker's memory_limit (no limit counts as fitting); "gram" otherwise.
+
+    The other arguments as in ``nytro.nytro_path`` (every method). seed seeds the split
+    and the centres. n_threads caps the threads of each worker's C++ calls (default: the
+    worker's nthreads). split_every: the fan-in of the tree reductions (Dask's default
+    when None; 8 for "hybrid"'s QR tree). estimator: a scikit-learn estimator's name, to
+    validate the chunks as it does (its error messages).
     """
     chk.check_choice("method", method, chk.METHODS)
-    _check_gram_solver(solver)
+    _check_dask_solver(solver)
     chk.check_nu(nu)
     max_iter = chk.check_int("max_iter", max_iter, 1)
     chk.check_step_size(step_size)
@@ -583,10 +679,19 @@ def nytro_path(X, y, sigma, *, n_centers, validation_fraction=0.2, seed=0, metho
     chk.check_tol(tol)
     data, sigma, fraction, seed, C, rows, R, n_train, n_val, scale = _setup(
         X, y, sigma, n_centers, validation_fraction, seed, factor, rank_tol, jitter, dtype, estimator)
-    H, c = _normal_equations(data, fraction, seed, C, R, sigma, n_threads, split_every)
+    k, q = R.shape[1], data.Y.shape[1]
+    mode = _choose_solver(solver, method, n_train, k, max_iter, data.dtype.itemsize,
+                          _worker_memory_limits() if solver == "auto" else None)
+    if mode == "direct" and method == "hybrid":
+        raise NotImplementedError("method='hybrid' with solver='direct' is not supported on Dask arrays yet; "
+                                  "use solver='gram' (or 'auto')")
+    if mode == "direct":
+        operator = _DirectOperator(data, fraction, seed, C, R, sigma, n_threads, split_every)
+        H, c = operator, operator.rhs()
+    else:
+        H, c = _normal_equations(data, fraction, seed, C, R, sigma, n_threads, split_every)
     if scale != 1.0:  # as nytro.nytro_path: Y / scale (exact) in the core, results scaled back
         c = c / data.dtype.type(scale)
-    q = c.shape[1]
     rule_tol = chk.tol_for_scaled_targets(tol, stopping, scale)
     rule_tol = None if rule_tol < 0 else rule_tol
     lam = 0.0
@@ -596,9 +701,12 @@ def nytro_path(X, y, sigma, *, n_centers, validation_fraction=0.2, seed=0, metho
             data, fraction, seed, C, R, H, c, sigma, n_train, n_val, max_iter, stopping, rule_tol, window, patience,
             n_threads, split_every, scale)
     else:
-        step = _resolve_step(step_size, method, H, n_train)
-        products = max_iter  # one product with A^T A per iterate, on the client
-        betas = list(reference._iterates(lambda b: H @ b, c, method, step, nu, max_iter))
+        apply = H if mode == "direct" else (lambda b: H @ b)
+        step = _resolve_step(step_size, method, H, n_train, k, data.dtype)
+        betas = list(reference._iterates(apply, c, method, step, nu, max_iter))
+        # gram: one product with A^T A per iterate, on the client; direct: each a pass
+        # over the workers' blocks (the step's estimate included)
+        products = H.products if mode == "direct" else max_iter
         if not np.all(np.isfinite(betas[-1])):
             raise RuntimeError(f"the iterations diverged (step_size={step}): a stable step is below "
                                "2 / lambda_max(A^T A)")
@@ -612,7 +720,7 @@ def nytro_path(X, y, sigma, *, n_centers, validation_fraction=0.2, seed=0, metho
             coef, path = alphas[:, (selected - 1) * q:selected * q], path[:stopped]
     coef = coef * data.dtype.type(scale) if scale != 1.0 else coef
     result = PathResult(coef=coef[:, 0] if data.one_d else coef, validation_rmse=path * scale, n_iter=selected,
-                        iterations_run=stopped, step_size=step, rank=R.shape[1], solver="gram",
+                        iterations_run=stopped, step_size=step, rank=R.shape[1], solver=mode,
                         products=products, lambda_=lam)
     return DaskFit(result, C, rows, n_train, n_val)
 
@@ -654,12 +762,12 @@ def nkrls_path(X, y, sigma, *, n_centers, lambdas=None, validation_fraction=0.2,
     return DaskFit(result, C, rows, n_train, n_val)
 
 
-def _check_gram_solver(solver):
-    if solver in ("gram", "auto"):
+def _check_dask_solver(solver):
+    if solver in ("gram", "direct", "auto"):
         return
     chk.check_choice("solver", solver, chk.NYTRO_SOLVERS)
-    raise NotImplementedError(f"solver={solver!r} is not supported on Dask arrays yet; supported: 'gram' "
-                              "(and 'auto', which is 'gram' on Dask arrays)")
+    raise NotImplementedError(f"solver={solver!r} is not supported on Dask arrays yet; supported: 'gram', "
+                              "'direct' and 'auto'")
 
 
 def predict(X, centers, coef, sigma, *, n_threads=None):
