@@ -273,7 +273,7 @@ def _direct_block(X, Y, start, stop, fraction, seed, C, R, sigma, dtype, estimat
     X, Y = X[keep], Y[keep]
     A = np.empty((len(X), R.shape[1]), dtype)
     threads = _task_threads(n_threads)
-    with _CORE_LOCK, _blas_threads(threads):
+    with _CORE_LOCK:
         for r0, r1 in _row_blocks(len(X), max(C.shape[0], R.shape[1])):
             A[r0:r1] = gaussian_kernel(X[r0:r1], C, sigma, n_threads=threads) @ R
     return A, Y
@@ -288,7 +288,7 @@ def _direct_rhs(block):
 def _direct_product(block, B, n_threads):
     """This chunk's A_i^T (A_i B) (float64 for the reduction)."""
     A, _ = block
-    with _CORE_LOCK, _blas_threads(_task_threads(n_threads)):
+    with _CORE_LOCK:
         return (A.T @ (A @ B.astype(A.dtype))).astype(np.float64)
 
 
