@@ -94,8 +94,10 @@ def test_columns_far_apart_pool_as_the_exact_computation(cls, params):
     got = make(cls, params).fit(X, np.c_[np.ldexp(y1, 1000), np.ldexp(y2, -1000)])
     if hasattr(want, "validation_rmse_"):
         # Not bit for bit: a zero column changes the control flow (an empty Krylov basis,
-        # the Lanczos certification's stretches), so column 1's rounding may differ.
-        np.testing.assert_allclose(got.validation_rmse_, np.ldexp(want.validation_rmse_, 1000), rtol=1e-13)
+        # the Lanczos certification's stretches), so column 1's rounding may differ: by
+        # the hold-out errors' rounding amplified by the Krylov basis' growing conditioning
+        # (hybrid's 20th step reaches ~1e-13), allowed up to 1e-11.
+        np.testing.assert_allclose(got.validation_rmse_, np.ldexp(want.validation_rmse_, 1000), rtol=1e-11)
     for name in ("n_iter_", "lambda_"):
         assert getattr(got, name, None) == getattr(want, name, None), name
     np.testing.assert_allclose(got.coef_[:, 0], np.ldexp(want.coef_[:, 0], 1000), rtol=1e-11,

@@ -211,6 +211,14 @@ class TargetScales:
         self.active = any(e != 0 for e in self.exponents)
         self.top = max(self.exponents)
 
+    @classmethod
+    def uniform(cls, scale: float) -> "TargetScales":
+        """The scales of targets whose every column was divided by one power of two."""
+        scales = cls.__new__(cls)
+        exponent = math.frexp(scale)[1] - 1
+        scales.exponents, scales.active, scales.top = [exponent], exponent != 0, exponent
+        return scales
+
     def scaled(self, Y: np.ndarray | None) -> np.ndarray | None:
         """Y with column j divided by 2^e_j: exact (ldexp, where 2^-e_j itself may lie
         beyond the range, as for a column of subnormal numbers)."""

@@ -232,8 +232,9 @@ def _count_and_peak(Y, start, stop, fraction, seed):
                                                                                       fraction, seed)))
     Y = np.asarray(Y)
     if not Y.size or not (np.issubdtype(Y.dtype, np.number) or Y.dtype == np.bool_):
-        return count, 0.0  # a wrong dtype is reported by the normal equations' pass, as in memory
-    return count, float(np.max(np.abs(Y)))
+        return count, None  # a wrong dtype is reported by the normal equations' pass, as in memory
+    peaks = np.max(np.abs(Y.reshape(len(Y), -1)), axis=0).astype(np.float64)
+    return count, peaks
 
 
 def _pick_rows(X, start, stop, fraction, seed, ordinals):
@@ -367,13 +368,26 @@ def _tree_r(parts, split_every):
 
 # ------------------------------------------------------------------ the passes
 def _split_counts(data: _Data, fraction, seed):
-    """Training rows per chunk, and the scale of the targets (chk.target_scale, from
-    the chunks' largest |y|)."""
+    """Training rows per chunk, and the one power of two the targets are divided by (as
+    chk.TargetScales, from the chunks' largest |y| per column). The in-memory functions
+    scale each column by its own power of two; here every column shares one, so columns
+    whose magnitudes need different ones are refused rather than fitted wrongly."""
     parts = [dask.delayed(_count_and_peak)(y, start, stop, fraction, seed) for _, y, start, stop in _blocks(data)]
     counts, peaks = zip(*dask.compute(*parts))
-    peak = max(peaks)
-    scale = chk.target_scale(np.array([[peak]], dtype=data.dtype)) if math.isfinite(peak) else 1.0
-    return np.array(counts, dtype=np.int64), scale
+    peaks = [p for p in peaks if p is not None and p.size]
+    if not peaks:
+        return np.array(counts, dtype=np.int64), 1.0
+    peak = np.max(np.vstack(peaks), axis=0)
+    if not np.all(np.isfinite(peak)):
+        return np.array(counts, dtype=np.int64), 1.0  # NaN: reported by the normal equations' pass
+    with np.errstate(over="ignore"):
+        exponents = set(chk.TargetScales(peak[None, :].astype(data.dtype), None).exponents)
+    if len(exponents) > 1:
+        raise NotImplementedError(
+            "y's columns differ in magnitude so much that each needs its own scale (a column beyond "
+            "2**+-128 beside an ordinary one): not supported on Dask arrays yet; fit the columns separately")
+    exponent = exponents.pop()
+    return np.array(counts, dtype=np.int64), math.ldexp(1.0, exponent)
 
 
 def _centers(data: _Data, counts, n_centers, fraction, seed, center_seed):
@@ -629,9 +643,10 @@ def _hybrid(data, fraction, seed, C, R, H, c, sigma, n_train, n_val, max_iter, s
         best = int(np.argmin(np.where(finite, squared, np.inf))) if finite.any() else 0
         path.append(float(np.sqrt(squared[best] / (n_val * q))) if finite.any() else np.inf)
         best_lambdas.append(best)
-    last = path[-1] if path else float(np.sqrt(sum(r[0] for _, _, r in images) / (n_val * q)))
-    path += [last] * (max_iter - len(path))
-    best_lambdas += [best_lambdas[-1] if best_lambdas else 0] * (max_iter - len(best_lambdas))
+    # As in memory, the path ends where every Krylov space is invariant (later t repeat the
+    # last solution); where every column of c is 0 it holds t = 1 alone (predictions 0).
+    if not path:
+        path, best_lambdas = [float(np.sqrt(sum(r[0] for _, _, r in images) / (n_val * q)))], [0]
     selected, stopped = reference._select(np.asarray(path), stopping, tol, window, patience)
     lam = best_lambdas[selected - 1]
     return (coef_at(min(selected, k_run), lam), np.asarray(path[:stopped]), selected, stopped, float(grid[lam]),
@@ -692,7 +707,7 @@ def nytro_path(X, y, sigma, *, n_centers, validation_fraction=0.2, seed=0, metho
         H, c = _normal_equations(data, fraction, seed, C, R, sigma, n_threads, split_every)
     if scale != 1.0:  # as nytro.nytro_path: Y / scale (exact) in the core, results scaled back
         c = c / data.dtype.type(scale)
-    rule_tol = chk.tol_for_scaled_targets(tol, stopping, scale)
+    rule_tol = chk.tol_for_scaled_targets(tol, stopping, chk.TargetScales.uniform(scale))
     rule_tol = None if rule_tol < 0 else rule_tol
     lam = 0.0
     if method == "hybrid":
