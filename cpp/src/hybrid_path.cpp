@@ -4,9 +4,12 @@
 #include "nytro/errors.hpp"
 #include "stopping.hpp"
 
+#include <Eigen/Eigenvalues>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 
 namespace nytro::detail {
@@ -116,6 +119,67 @@ void solve_shifted(const LanczosProcess& process, Index k, double shift, double 
     for (Index i = k - 2; i >= 0; --i) z[i] -= upper[std::size_t(i)] * z[i + 1];
 }
 
+// z = (T_k + shift I)^+ norm e_1 on the Ritz values of T_k above rounding, for a process
+// whose Krylov space is invariant (k = its size). A singular H (duplicate rows) with c
+// outside its range puts c's null-space part in the invariant space, and T_k then has a
+// Ritz value that is rounding (|T| times eps or below): solving through it returned the
+// null-space part over the shift (1e-15 n for the grid's first lambda), coefficients of
+// 1e12 whose rounding moved the predictions. Dropped, the solution is V T_k^+ V^T c =
+// H^+ c on the invariant space: the minimum-norm least-squares solution (shifted).
+// Otherwise (no such Ritz value) the shifted elimination below, as for every other k.
+class InvariantSolve {
+public:
+    // Decomposes T_k of a complete process; `singular()` says whether a Ritz value was dropped.
+    explicit InvariantSolve(const LanczosProcess& process, double norm) {
+        const Index k = process.size();
+        Eigen::VectorXd a = Eigen::Map<const Eigen::VectorXd>(process.diagonal().data(), k);
+        Eigen::VectorXd b = Eigen::Map<const Eigen::VectorXd>(process.off_diagonal().data(), k - 1);
+        // At unit scale (a power of two: exact), as top_ritz_value does for Eigen's
+        // tridiagonal QR, whose deflation test is not scale-invariant.
+        const double largest = std::max(a.cwiseAbs().maxCoeff(), b.size() ? b.cwiseAbs().maxCoeff() : 0.0);
+        if (!(largest > 0 && std::isfinite(largest))) return;
+        const double unit = std::ldexp(1.0, -std::ilogb(largest));
+        Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> ritz;
+        ritz.computeFromTridiagonal(a * unit, b * unit, Eigen::ComputeEigenvectors);
+        const Eigen::VectorXd theta = ritz.eigenvalues() / unit;
+        const double floor =
+            kBreakdown * std::numeric_limits<double>::epsilon() * std::sqrt(double(k)) * theta.cwiseAbs().maxCoeff();
+        Index kept = 0;
+        for (Index i = 0; i < k; ++i) kept += theta[i] > floor ? 1 : 0;
+        singular_ = kept < k;
+        if (!singular_) return;
+        theta_.resize(kept);
+        U_.resize(k, kept);
+        for (Index i = 0, j = 0; i < k; ++i)
+            if (theta[i] > floor) {
+                theta_[j] = theta[i];
+                U_.col(j++) = ritz.eigenvectors().col(i);
+            }
+        projected_ = norm * U_.row(0).transpose();  // U^T norm e_1
+    }
+
+    bool singular() const { return singular_; }
+
+    void solve(double shift, double* z) const {
+        Eigen::Map<Eigen::VectorXd>(z, U_.rows()) = U_ * (projected_.array() / (theta_.array() + shift)).matrix();
+    }
+
+private:
+    bool singular_ = false;
+    Eigen::VectorXd theta_, projected_;
+    Eigen::MatrixXd U_;
+};
+
+// The projected solution at k steps: through InvariantSolve where the column's space is
+// invariant at k and T_k singular, else solve_shifted.
+void solve_projected(const KrylovColumn& column, const std::optional<InvariantSolve>& invariant, Index k,
+                     double shift, double* z, std::vector<double>& upper) {
+    if (invariant && invariant->singular() && k == column.size())
+        invariant->solve(shift, z);
+    else
+        solve_shifted(column.process, k, shift, column.norm_c, z, upper);
+}
+
 }  // namespace
 
 std::vector<double> paper_lambda_grid() {
@@ -155,6 +219,7 @@ void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<
     }
     StoppingRule rule(options.stopping, options.tol, options.window, options.patience);
     std::vector<Eigen::VectorXd> selected(columns.size());  // z at the selected (k, lambda)
+    std::vector<std::optional<InvariantSolve>> invariant(columns.size());  // once a column's space is
     Index selected_lambda = 0, products = 0, k = 0;
     // The projected solutions for every lambda at one k, and the work of their errors: sized
     // once for the largest k (the first kc rows are used).
@@ -182,7 +247,11 @@ void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<
                 growing[i]->process.absorb(out.col(Index(i)).template cast<double>());
             if (options.callback) options.callback({"lanczos", products, capacity});
         }
-        for (const KrylovColumn& column : columns) reached = std::max(reached, column.size());
+        for (std::size_t c = 0; c < columns.size(); ++c) {
+            reached = std::max(reached, columns[c].size());
+            if (columns[c].norm_c > 0 && columns[c].process.complete() && !invariant[c])
+                invariant[c].emplace(columns[c].process, columns[c].norm_c);
+        }
         if (reached == k) break;  // every Krylov space is invariant: later t repeat the last solution
         // Coefficients and hold-out images of the new basis vectors.
         for (std::size_t c = 0; c < columns.size(); ++c) {
@@ -208,8 +277,8 @@ void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<
                     continue;
                 }
                 for (Index l = 0; l < L; ++l)
-                    solve_shifted(columns[c].process, kc, grid[std::size_t(l)] * double(n), columns[c].norm_c,
-                                  Z.col(l).data(), work);
+                    solve_projected(columns[c], invariant[c], kc, grid[std::size_t(l)] * double(n), Z.col(l).data(),
+                                    work);
                 images[c].add_errors(Z.topRows(kc), validation->weight(Index(c)), squared, errors);
             }
             Index best = -1;
@@ -224,8 +293,8 @@ void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<
                     const Index kc = std::min(size, columns[c].size());
                     selected[c].resize(kc);
                     if (kc > 0)
-                        solve_shifted(columns[c].process, kc, grid[std::size_t(best)] * double(n), columns[c].norm_c,
-                                      selected[c].data(), work);
+                        solve_projected(columns[c], invariant[c], kc, grid[std::size_t(best)] * double(n),
+                                        selected[c].data(), work);
                 }
             }
             stop = verdict.stop;
@@ -248,8 +317,8 @@ void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<
         for (std::size_t c = 0; c < columns.size(); ++c) {
             selected[c].resize(columns[c].size());
             if (columns[c].size() > 0)
-                solve_shifted(columns[c].process, columns[c].size(), grid[0] * double(n), columns[c].norm_c,
-                              selected[c].data(), work);
+                solve_projected(columns[c], invariant[c], columns[c].size(), grid[0] * double(n), selected[c].data(),
+                                work);
         }
     }
     Matrix<T> alpha = Matrix<T>::Zero(problem.alpha_rows, q);

@@ -15,18 +15,25 @@ void LanczosProcess::start(const Eigen::VectorXd& start, Index most_steps) {
     diagonal_.clear();
     off_.clear();
     coupling_ = 0;
+    scale_ = 0;
     complete_ = false;
 }
 
 void LanczosProcess::absorb(Eigen::VectorXd w) {
     const Index k = size(), dim = basis_.rows();
-    const double applied = w.stableNorm();
+    scale_ = std::max(scale_, w.stableNorm());
     diagonal_.push_back(w.dot(basis_.col(k)));
     if (k > 0) off_.push_back(coupling_);
     const auto V = basis_.leftCols(k + 1);
     for (int pass = 0; pass < 2; ++pass) w -= V * (V.transpose() * w);
     const double b = w.stableNorm();
-    if (!(b > 4 * std::numeric_limits<double>::epsilon() * applied) || k + 1 == dim) {
+    // What two passes of Gram-Schmidt leave of an H v in the span of V is rounding of the
+    // size of eps sqrt(k) |H|, whatever |H v_k| itself: measured against |H v_k| alone (tiny
+    // where v_k is near H's null space, past the Krylov space of a singular H) the noise
+    // passed for a direction and the process ran on it. |H| is estimated by the largest
+    // |H v_i| met (a lower bound, within a small factor once the top Ritz value settles).
+    if (!(b > kBreakdown * std::numeric_limits<double>::epsilon() * std::sqrt(double(k + 1)) * scale_) ||
+        k + 1 == dim) {
         complete_ = true;
         coupling_ = 0;
         return;

@@ -10,6 +10,10 @@
 
 namespace nytro::detail {
 
+// A remainder below kBreakdown eps sqrt(k) |H| after k steps is rounding: the Krylov space
+// is (numerically) invariant. Also the rank threshold of T's Ritz values (hybrid_path.cpp).
+inline constexpr double kBreakdown = 4.0;
+
 // Builds V (dim x k, orthonormal) and T (k x k, tridiagonal) with
 // H V = V T + coupling v' e_k^T, from a start vector.
 class LanczosProcess {
@@ -43,6 +47,7 @@ private:
     Eigen::MatrixXd basis_;             // dim x (most_steps + 1): v_1..v_k, the next vector, room
     std::vector<double> diagonal_, off_;
     double coupling_ = 0;
+    double scale_ = 0;  // the largest |H v_i| met: H's norm, from below
     bool complete_ = false;
 };
 

@@ -23,6 +23,8 @@ FLOAT16_RANK_TOL = 1e-4
 # CG stops on a direction whose curvature is below this many epsilons of the compute dtype
 # times the largest Rayleigh quotient seen (gradient_path.cpp's kCgCurvatureFloor).
 CG_CURVATURE_FLOOR = 4.0
+# Lanczos: a remainder below this many eps sqrt(k) |H| is rounding (the core's kBreakdown).
+LANCZOS_BREAKDOWN = 4.0
 
 
 # --------------------------------------------------------------------------- kernel
@@ -241,25 +243,41 @@ def _iterates(apply, rhs, method, step, nu, max_iter):
         yield beta
 
 
-def _lanczos(apply, c, steps):
+def _lanczos(apply, c, steps, with_complete=False):
     """Lanczos with full reorthogonalisation (twice) from c, at most `steps` steps:
-    (V dim x k, diagonal, off-diagonal), stopped early at an invariant subspace."""
+    (V dim x k, diagonal, off-diagonal[, complete]), stopped early at an invariant subspace."""
     dim = c.shape[0]
     V = np.zeros((dim, min(steps, dim) + 1))
     V[:, 0] = c / np.linalg.norm(c)
     diagonal, off = [], []
+    scale, complete = 0.0, False
     for k in range(min(steps, dim)):
         w = apply(V[:, k:k + 1].astype(c.dtype)).astype(np.float64)[:, 0]
-        applied = np.linalg.norm(w)
+        scale = max(scale, float(np.linalg.norm(w)))  # |H| from below, as the core's
         diagonal.append(float(w @ V[:, k]))
         for _ in range(2):
             w = w - V[:, :k + 1] @ (V[:, :k + 1].T @ w)
         b = np.linalg.norm(w)
-        if not b > 4 * np.finfo(np.float64).eps * applied or k + 1 == dim:
+        # The remainder against eps sqrt(k) |H| (rounding), not against |H v_k|.
+        if not b > LANCZOS_BREAKDOWN * np.finfo(np.float64).eps * np.sqrt(k + 1) * scale or k + 1 == dim:
+            complete = True
             break
         off.append(float(b))
         V[:, k + 1] = w / b
-    return V[:, :len(diagonal)], np.asarray(diagonal), np.asarray(off[:len(diagonal) - 1])
+    out = V[:, :len(diagonal)], np.asarray(diagonal), np.asarray(off[:len(diagonal) - 1])
+    return out + (complete,) if with_complete else out
+
+
+def _invariant_solver(T, norm):
+    """For T of an invariant Krylov space: shift -> (T + shift I)^+ norm e_1 on the Ritz
+    values above rounding (LANCZOS_BREAKDOWN eps sqrt(k) |T|), or None where none is that
+    small (the plain solve then). Drops c's null-space part, as the core's InvariantSolve."""
+    theta, U = np.linalg.eigh(T)
+    keep = theta > LANCZOS_BREAKDOWN * np.finfo(np.float64).eps * np.sqrt(len(theta)) * np.abs(theta).max()
+    if keep.all():
+        return None
+    theta, projected = theta[keep], norm * U[0, keep]
+    return lambda shift: U[:, keep] @ (projected / (theta + shift))
 
 
 def _hybrid_path(apply, rhs, to_alpha, n, max_iter, predict_val, Y_val, stopping, tol, window, patience):
@@ -279,17 +297,24 @@ def _hybrid_path(apply, rhs, to_alpha, n, max_iter, predict_val, Y_val, stopping
         if np.linalg.norm(c) == 0:
             bases.append(None)
             continue
-        V, a, b = _lanczos(apply, c, min(max_iter, rhs.shape[0]))
-        bases.append((V, np.diag(a) + np.diag(b, 1) + np.diag(b, -1), np.linalg.norm(c)))
+        V, a, b, complete = _lanczos(apply, c, min(max_iter, rhs.shape[0]), with_complete=True)
+        T = np.diag(a) + np.diag(b, 1) + np.diag(b, -1)
+        invariant = _invariant_solver(T, np.linalg.norm(c)) if complete else None
+        bases.append((V, T, np.linalg.norm(c), invariant))
+
+    def projected(basis, kc, lam):
+        V, T, norm, invariant = basis
+        if invariant is not None and kc == V.shape[1]:
+            return V @ invariant(lam * n)
+        e1 = np.zeros(kc)
+        e1[0] = norm
+        return V[:, :kc] @ np.linalg.solve(T[:kc, :kc] + lam * n * np.eye(kc), e1)
     k_run = max([0] + [basis[0].shape[1] for basis in bases if basis is not None])
     if predict_val is None:  # k_run steps, the grid's smallest lambda
         beta = np.zeros(rhs.shape, dtype=np.float64)
         for j, basis in enumerate(bases):
             if basis is not None:
-                V, T, norm = basis
-                e1 = np.zeros(V.shape[1])
-                e1[0] = norm
-                beta[:, j] = V @ np.linalg.solve(T + lambdas[0] * n * np.eye(V.shape[1]), e1)
+                beta[:, j] = projected(basis, basis[0].shape[1], lambdas[0])
         return to_alpha(beta.astype(dt)), np.zeros(0), max_iter, max_iter, float(lambdas[0])
     path, candidates = [], []
     for k in range(1, k_run + 1):
@@ -299,12 +324,8 @@ def _hybrid_path(apply, rhs, to_alpha, n, max_iter, predict_val, Y_val, stopping
             if basis is None:
                 solutions.append(None)
                 continue
-            V, T, norm = basis
-            kc = min(k, V.shape[1])
-            e1 = np.zeros(kc)
-            e1[0] = norm
-            solutions.append([V[:, :kc] @ np.linalg.solve(T[:kc, :kc] + lam * n * np.eye(kc), e1)
-                              for lam in lambdas])
+            kc = min(k, basis[0].shape[1])
+            solutions.append([projected(basis, kc, lam) for lam in lambdas])
         for i in range(len(lambdas)):
             beta = np.stack([np.zeros(rhs.shape[0]) if s is None else s[i] for s in solutions], axis=1)
             prediction = predict_val(to_alpha(beta.astype(dt)))

@@ -80,12 +80,13 @@ KNOWN_DEFECTS = {
         "issue 26 messages: an indefinite K_mm is factored silently (0 columns with qr)",
     "test_estimator_centers_are_not_the_callers_array":
         "issue 26 messages: KOLS, KRLS / Landweber without hold-out keep the caller's X as centers_",
-    # Found by this suite, not on the issue's list (see the report of branch habits):
-    # hybrid continues Lanczos past an invariant Krylov space (singular K: duplicate
-    # rows) on rounding noise; without a hold-out set its model then differs from CG's
-    # (predictions off by ~10%, coefficients ~1e12). Core and twin alike.
+    # Found by this suite, not on the issue's list: on a singular K (duplicate rows) with
+    # y outside K's range, T_k of the Krylov space becomes singular once the space is
+    # invariant. Hybrid now solves through T_k's pseudo-inverse there (the minimum-norm
+    # least-squares model: group means); CG still steps through the null Ritz direction
+    # or stops before it, so the two differ (CG is the one that is wrong).
     "test_hybrid_without_holdout_is_cg[landweber_path]":
-        "new defect: hybrid's Lanczos runs past an invariant Krylov space on rounding noise",
+        "open defect: CG past an invariant Krylov space with y outside K's range (not min-norm)",
 }
 
 
