@@ -373,5 +373,18 @@ PYBIND11_MODULE(_core, m) {
     m.def("has_lapack_qr", &nytro::has_lapack_qr);
     m.def("physical_memory_bytes", &nytro::physical_memory_bytes);
     m.def("default_threads", &nytro::default_threads);
+    m.def("isa_info", [] {
+        const nytro::IsaInfo info = nytro::isa_info();
+        py::dict d;
+        d["selected"] = info.selected;
+        d["reason"] = info.reason;
+        d["requested"] = info.requested;
+        d["dispatch"] = info.dispatch;
+        d["compiled"] = info.compiled;
+        d["runnable"] = info.runnable;
+        d["cpu_features"] = info.cpu_features;
+        return d;
+    });
+    m.def("select_isa", &nytro::select_isa, py::arg("name"));
     register_scipy_lapack();
 }

@@ -20,9 +20,36 @@ def _demo(args) -> int:
     return 0
 
 
+class _PrintAndExit(argparse.Action):
+    """An option that prints something and exits, like --version (no command needed)."""
+
+    def __init__(self, option_strings, dest, what, help=None):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+        self.what = what
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from ._config import get_cmake_dir, get_include, show_config
+        try:
+            if self.what == "cmake_dir":
+                print(get_cmake_dir())
+            elif self.what == "includes":
+                print(f"-I{get_include()}")
+            else:
+                show_config()
+        except FileNotFoundError as error:
+            parser.exit(2, f"nytro: error: {error}\n")
+        parser.exit(0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="nytro", description="NYTRO: Nystrom subsampling meets early stopping.")
     parser.add_argument("--version", action="version", version=f"nytro {__version__}")
+    parser.add_argument("--cmake-dir", action=_PrintAndExit, what="cmake_dir",
+                        help="print the folder of nytroConfig.cmake (for -Dnytro_DIR) and exit")
+    parser.add_argument("--includes", action=_PrintAndExit, what="includes",
+                        help="print -I flags for nytro's headers and exit")
+    parser.add_argument("--show-config", action=_PrintAndExit, what="config",
+                        help="print which instruction-set variant of the core runs, and why, and exit")
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="fit NYTRO and NKRLS on cpuSmall and plot their validation paths")
     demo.add_argument("--n-centers", type=int, default=1000, help="Nystrom centres m (default 1000)")

@@ -7,6 +7,7 @@
 #include "nytro/cholesky.hpp"
 #include "nytro/eigen_solver.hpp"
 #include "nytro/errors.hpp"
+#include "nytro/isa.hpp"
 #include "nytro/kernel.hpp"
 #include "nytro/nystrom.hpp"
 #include "nytro/pivoted_qr.hpp"
