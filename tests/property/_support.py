@@ -56,13 +56,16 @@ def exact_kernel(X, Z, sigma) -> np.ndarray:
     return np.exp(-squared / (2 * np.longdouble(sigma) ** 2))
 
 
-def kernel_tolerance(X, Z, sigma, dtype, exact, *, about="origin") -> float:
+def kernel_tolerance(X, Z, sigma, dtype, exact, *, about="mean") -> float:
     """Absolute error allowed in a kernel computed in `dtype`: a few ulps of the kernel,
     plus the rounding of the squared distance amplified by the exponential's slope
     k * d^2 / (2 sigma^2), with d^2's rounding taken relative to the spread of the data
     about the centres' mean (about="mean": what an offset-independent evaluation attains)
     or to the norms from the origin (about="origin": the bound of the expanded square
-    ||x||^2 + ||z||^2 - 2 x.z, whatever else the evaluation gets right)."""
+    ||x||^2 + ||z||^2 - 2 x.z, whatever else the evaluation gets right). The core and the
+    twin evaluate the kernel on the data less the centres' mean, so "mean" is their bound
+    (a pair close together but far from that mean keeps the expanded square's rounding
+    relative to its distance from it)."""
     X = np.asarray(X, dtype=np.float64)
     Z = np.asarray(Z, dtype=np.float64)
     mean = Z.mean(0) if about == "mean" else np.zeros(Z.shape[1])
