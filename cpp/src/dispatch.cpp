@@ -52,8 +52,9 @@ Matrix<T> kernel_predict(const MatrixCRef<T>& X, const MatrixCRef<T>& centers, c
 }
 
 template <class T>
-NystromFactor<T> nystrom_factor(const MatrixCRef<T>& K_mm, const FactorOptions& options, int n_threads) {
-    return NYTRO_ENTRY(T, nystrom_factor)(K_mm, options, n_threads);
+NystromFactor<T> nystrom_factor(const MatrixCRef<T>& K_mm, const FactorOptions& options, int n_threads,
+                                const Callback& callback) {
+    return NYTRO_ENTRY(T, nystrom_factor)(K_mm, options, n_threads, callback);
 }
 
 template <class T>
@@ -90,8 +91,9 @@ TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, doub
 }
 
 template <class T>
-Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma, double rcond, int n_threads) {
-    return NYTRO_ENTRY(T, kols)(X, Y, sigma, rcond, n_threads);
+Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma, double rcond, int n_threads,
+               const Callback& callback) {
+    return NYTRO_ENTRY(T, kols)(X, Y, sigma, rcond, n_threads, callback);
 }
 
 template <class T>
@@ -105,8 +107,14 @@ void symmetric_eigen(const MatrixCRef<T>& A, Vector<T>& w, Matrix<T>& V) {
 }
 
 template <class T>
-Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> pivoted_qr_range(const MatrixCRef<T>& K, double rank_tol) {
-    return NYTRO_ENTRY(T, pivoted_qr_range)(K, rank_tol);
+void symmetric_eigen(const MatrixCRef<T>& A, Vector<T>& w, Matrix<T>& V, const Callback& callback) {
+    NYTRO_ENTRY(T, symmetric_eigen_interruptible)(A, w, V, callback);
+}
+
+template <class T>
+Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> pivoted_qr_range(const MatrixCRef<T>& K, double rank_tol,
+                                                                   const Callback& callback) {
+    return NYTRO_ENTRY(T, pivoted_qr_range)(K, rank_tol, callback);
 }
 
 template <class T, class S>
@@ -147,12 +155,15 @@ void set_lapack_qr(dgeqp3_fn dgeqp3, sgeqp3_fn sgeqp3, dorgqr_fn dorgqr, sorgqr_
 }
 bool has_lapack_qr() { return api().has_lapack_qr(); }
 
+int default_threads() { return api().default_threads(); }
+int cgroup_cpu_limit() { return api().cgroup_cpu_limit(); }
+
 #define NYTRO_INSTANTIATE(T)                                                                                      \
     template Matrix<T> gaussian_kernel<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double, int);             \
     template void gaussian_kernel_into<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double, MatrixRef<T>, int); \
     template Matrix<T> kernel_predict<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, const MatrixCRef<T>&,      \
                                          double, int, const Callback&);                                        \
-    template NystromFactor<T> nystrom_factor<T>(const MatrixCRef<T>&, const FactorOptions&, int);              \
+    template NystromFactor<T> nystrom_factor<T>(const MatrixCRef<T>&, const FactorOptions&, int, const Callback&); \
     template Matrix<T> NystromFactor<T>::dense(Index) const;                                                    \
     template PathResult<T> nytro_path<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, const MatrixCRef<T>&,     \
                                          double, const MatrixCRef<T>&, const MatrixCRef<T>&,                  \
@@ -166,10 +177,12 @@ bool has_lapack_qr() { return api().has_lapack_qr(); }
     template TikhonovResult<T> krls_path<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double,                \
                                             const std::vector<double>&, const MatrixCRef<T>&,                 \
                                             const MatrixCRef<T>&, const TikhonovOptions&);                     \
-    template Matrix<T> kols<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double, double, int);               \
+    template Matrix<T> kols<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double, double, int, const Callback&); \
     template bool cholesky_lower_in_place<T>(Matrix<T>&);                                                       \
     template void symmetric_eigen<T>(const MatrixCRef<T>&, Vector<T>&, Matrix<T>&);                             \
-    template Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> pivoted_qr_range<T>(const MatrixCRef<T>&, double); \
+    template void symmetric_eigen<T>(const MatrixCRef<T>&, Vector<T>&, Matrix<T>&, const Callback&);            \
+    template Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> pivoted_qr_range<T>(const MatrixCRef<T>&, double,  \
+                                                                                  const Callback&);           \
     template double factor_seconds<T>(const MatrixCRef<T>&, int, int);                                          \
     template double rank_update_seconds<T>(const MatrixCRef<T>&, int, int);                                     \
     template double fused_pass_seconds<T, T>(const Matrix<T>&, const MatrixCRef<T>&, const MatrixCRef<T>&, int, \

@@ -8,10 +8,22 @@
 #pragma once
 
 #include "nytro/nytro.hpp"
+#include "nytro/resources.hpp"
 
 #include <vector>
 
 namespace nytro::detail {
+
+// symmetric_eigen is overloaded (with and without an interruption callback): these pick
+// one overload's address by its exact type.
+template <class T>
+using EigenPlain = void (*)(const MatrixCRef<T>&, Vector<T>&, Matrix<T>&);
+template <class T>
+using EigenInterruptible = void (*)(const MatrixCRef<T>&, Vector<T>&, Matrix<T>&, const Callback&);
+template <class T>
+constexpr EigenPlain<T> eigen_plain(EigenPlain<T> f) { return f; }
+template <class T>
+constexpr EigenInterruptible<T> eigen_interruptible(EigenInterruptible<T> f) { return f; }
 
 // X(member, address): every public function and member function whose definition lives
 // in a dispatched source, with each instantiation the library provides.
@@ -38,8 +50,10 @@ namespace nytro::detail {
     X(kols_d, &nytro::kols<double>)                                                              \
     X(cholesky_lower_in_place_f, &nytro::cholesky_lower_in_place<float>)                         \
     X(cholesky_lower_in_place_d, &nytro::cholesky_lower_in_place<double>)                        \
-    X(symmetric_eigen_f, &nytro::symmetric_eigen<float>)                                         \
-    X(symmetric_eigen_d, &nytro::symmetric_eigen<double>)                                        \
+    X(symmetric_eigen_f, nytro::detail::eigen_plain<float>(&nytro::symmetric_eigen<float>))              \
+    X(symmetric_eigen_d, nytro::detail::eigen_plain<double>(&nytro::symmetric_eigen<double>))            \
+    X(symmetric_eigen_interruptible_f, nytro::detail::eigen_interruptible<float>(&nytro::symmetric_eigen<float>)) \
+    X(symmetric_eigen_interruptible_d, nytro::detail::eigen_interruptible<double>(&nytro::symmetric_eigen<double>)) \
     X(pivoted_qr_range_f, &nytro::pivoted_qr_range<float>)                                       \
     X(pivoted_qr_range_d, &nytro::pivoted_qr_range<double>)                                      \
     X(fused_pass_seconds_ff, (&nytro::fused_pass_seconds<float, float>))                         \
@@ -57,7 +71,9 @@ namespace nytro::detail {
     X(set_lapack_syevd, &nytro::set_lapack_syevd)                                                \
     X(has_lapack_syevd, &nytro::has_lapack_syevd)                                                \
     X(set_lapack_qr, &nytro::set_lapack_qr)                                                      \
-    X(has_lapack_qr, &nytro::has_lapack_qr)
+    X(has_lapack_qr, &nytro::has_lapack_qr)                                                      \
+    X(default_threads, &nytro::default_threads)                                                  \
+    X(cgroup_cpu_limit, &nytro::cgroup_cpu_limit)
 
 struct ApiTable {
 #define NYTRO_TABLE_MEMBER(member, address) decltype(address) member;
