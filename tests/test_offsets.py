@@ -117,5 +117,8 @@ def test_float32_fit_with_a_year_offset_matches_the_offset_free_fit():
     params = dict(n_centers=100, sigma=0.3, random_state=0)
     plain = nytro.NytroRegressor(**params).fit(X, y)
     moved = nytro.NytroRegressor(**params).fit(X + np.float32(2000), y)
-    rmse = lambda model, shift: float(np.sqrt(np.mean((model.predict(X_test + np.float32(shift)) - y_test) ** 2)))
+
+    def rmse(model, shift):
+        return float(np.sqrt(np.mean((model.predict(X_test + np.float32(shift)) - y_test) ** 2)))
+
     assert rmse(moved, 2000) <= 1.05 * rmse(plain, 0) + 1e-4, (rmse(moved, 2000), rmse(plain, 0))

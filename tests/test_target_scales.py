@@ -113,8 +113,11 @@ def test_window_rule_tol_is_in_units_of_y_for_multi_output(cls):
     scaled) with tol 2^100 1e-3 does, with the same path up to 2^100."""
     X, y, y2 = data(200)
     params = dict(method="gd", stopping="window", window=5, step_size="auto", n_iter_no_change=None)
-    fit = lambda e: make(cls, params, max_iter=300, tol=np.ldexp(1e-3, e)).fit(
-        X, np.c_[np.ldexp(y, e), np.ldexp(y2, e - 20)])
+
+    def fit(e):
+        Y = np.c_[np.ldexp(y, e), np.ldexp(y2, e - 20)]
+        return make(cls, params, max_iter=300, tol=np.ldexp(1e-3, e)).fit(X, Y)
+
     plain, scaled = fit(100), fit(200)
     np.testing.assert_array_equal(scaled.validation_rmse_, np.ldexp(plain.validation_rmse_, 100))
     assert scaled.n_iter_ == plain.n_iter_ < 300

@@ -194,7 +194,8 @@ def _nu_coefficients(k, nu):
     if k == 1:
         return 0.0, (4 * nu + 2) / (4 * nu + 1)
     # Products of ratios, as the core: the quotient of products overflows for large nu.
-    mu = ((k - 1) / (k + 2 * nu - 1)) * ((2 * k - 3) / (2 * k + 4 * nu - 1)) * ((2 * k + 2 * nu - 1) / (2 * k + 2 * nu - 3))
+    mu = ((k - 1) / (k + 2 * nu - 1)) * ((2 * k - 3) / (2 * k + 4 * nu - 1)) \
+        * ((2 * k + 2 * nu - 1) / (2 * k + 2 * nu - 3))
     omega = 4 * ((2 * k + 2 * nu - 1) / (2 * k + 4 * nu - 1)) * ((k + nu - 1) / (k + 2 * nu - 1))
     return mu, omega
 
