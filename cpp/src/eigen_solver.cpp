@@ -1,6 +1,7 @@
 #include "nytro/eigen_solver.hpp"
 
 #include "abandonable.hpp"
+#include "owned_eigen.hpp"
 #include "nytro/errors.hpp"
 
 #include <Eigen/Eigenvalues>
@@ -73,18 +74,24 @@ void symmetric_eigen(const MatrixCRef<T>& A, Vector<T>& w, Matrix<T>& V) {
 }
 
 template <class T>
-void symmetric_eigen(const MatrixCRef<T>& A, Vector<T>& w, Matrix<T>& V, const Callback& callback) {
-    if (!callback) return symmetric_eigen<T>(A, w, V);
-    check_allocation(double(A.rows()) * double(A.rows()) * sizeof(T),
-                     "a copy of a " + shape_text<T>(A.rows(), A.rows()) + " matrix to eigendecompose");
-    auto input = std::make_shared<const Matrix<T>>(A);
-    auto result = detail::run_abandonable(callback, "eigendecomposition", [input] {
+void detail::symmetric_eigen_owned(std::shared_ptr<const Matrix<T>> A, Vector<T>& w, Matrix<T>& V,
+                                   const Callback& callback) {
+    if (!callback) return symmetric_eigen<T>(*A, w, V);
+    auto result = detail::run_abandonable(callback, "eigendecomposition", [A] {
         std::pair<Vector<T>, Matrix<T>> out;
-        symmetric_eigen<T>(*input, out.first, out.second);
+        symmetric_eigen<T>(*A, out.first, out.second);
         return out;
     });
     w = std::move(result.first);
     V = std::move(result.second);
+}
+
+template <class T>
+void symmetric_eigen(const MatrixCRef<T>& A, Vector<T>& w, Matrix<T>& V, const Callback& callback) {
+    if (!callback) return symmetric_eigen<T>(A, w, V);
+    check_allocation(double(A.rows()) * double(A.rows()) * sizeof(T),
+                     "a copy of a " + shape_text<T>(A.rows(), A.rows()) + " matrix to eigendecompose");
+    detail::symmetric_eigen_owned<T>(std::make_shared<const Matrix<T>>(A), w, V, callback);
 }
 
 template void symmetric_eigen<float>(const MatrixCRef<float>&, Vector<float>&, Matrix<float>&);
@@ -92,5 +99,9 @@ template void symmetric_eigen<float>(const MatrixCRef<float>&, Vector<float>&, M
 template void symmetric_eigen<double>(const MatrixCRef<double>&, Vector<double>&, Matrix<double>&,
                                       const Callback&);
 template void symmetric_eigen<double>(const MatrixCRef<double>&, Vector<double>&, Matrix<double>&);
+template void detail::symmetric_eigen_owned<float>(std::shared_ptr<const Matrix<float>>, Vector<float>&,
+                                                   Matrix<float>&, const Callback&);
+template void detail::symmetric_eigen_owned<double>(std::shared_ptr<const Matrix<double>>, Vector<double>&,
+                                                    Matrix<double>&, const Callback&);
 
 }  // namespace nytro

@@ -7,6 +7,7 @@
 #include "nystrom_setup.hpp"
 #include "nytro/cholesky.hpp"
 #include "nytro/eigen_solver.hpp"
+#include "owned_eigen.hpp"
 #include "nytro/errors.hpp"
 #include "nytro/kernel.hpp"
 #include "nytro/solvers.hpp"
@@ -38,8 +39,9 @@ Eigenbasis eigenbasis(const Matrix<T>& H, const Callback& callback) {
     } else {
         check_allocation(double(H.size()) * sizeof(double),
                          "the float64 copy of " + shape_text<T>(H.rows(), H.cols()));
-        const Matrix<double> wide = H.template cast<double>();
-        symmetric_eigen<double>(wide, basis.values, basis.vectors, callback);
+        // The widened copy is the one an interruptible worker needs: not copied again.
+        detail::symmetric_eigen_owned<double>(std::make_shared<const Matrix<double>>(H.template cast<double>()),
+                                              basis.values, basis.vectors, callback);
     }
     return basis;
 }
