@@ -44,8 +44,8 @@ def run(args) -> dict:
     options = dict(method=args.method, max_iter=args.max_iter, stopping="best")
     held = nd.holdout_mask(np.arange(args.n), args.fraction, args.seed)
     rows = {}
-    with LocalCluster(n_workers=args.threads, threads_per_worker=1, processes=True, dashboard_address=None,
-                      worker_dashboard_address=None) as cluster, Client(cluster) as client:
+    with LocalCluster(n_workers=args.threads, threads_per_worker=1, processes=True, dashboard_address=":0",
+                      worker_dashboard_address=":0") as cluster, Client(cluster) as client:
         Xd = da.from_array(X, chunks=(args.chunk, -1)).persist()
         yd = da.from_array(y, chunks=args.chunk).persist()
         client.wait_for_workers(args.threads)

@@ -1,13 +1,13 @@
 # Run-time dispatch over instruction sets (NYTRO_DISPATCH), for builds that must run on
 # any x86-64 machine and still use the one they land on: every source that computes is
 # compiled three times, for baseline x86-64, x86-64-v3 (AVX2, FMA) and x86-64-v4
-# (AVX-512), and the library picks one variant at first use (cpp/src/isa.cpp).
+# (AVX-512), and the library picks one variant at first use (cpp/src/dispatch/isa.cpp).
 #
 # The variants must not share code: the Eigen and standard-library templates each one
 # instantiates carry the same names, and a linker keeps one copy of each, which could
 # put AVX-512 instructions into the baseline variant. So each variant is partially
 # linked into one object (ld -r, its section groups resolved there) and every symbol it
-# defines is made local but its table of entry points (cpp/src/dispatch_table.cpp), by
+# defines is made local but its table of entry points (cpp/src/dispatch/dispatch_table.cpp), by
 # objcopy --keep-global-symbol; what it uses from elsewhere (libstdc++, OpenMP, the
 # sources compiled once) stays undefined and is resolved as usual. Hidden visibility
 # alone would not do: libstdc++ declares namespace std with default visibility.

@@ -10,6 +10,8 @@
 
 #include <nytro/nytro.hpp>
 
+#include "bench/timing.hpp"
+
 #include <chrono>
 #include <string>
 

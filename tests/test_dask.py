@@ -28,8 +28,8 @@ FRACTION = 0.25
 
 @pytest.fixture(scope="module")
 def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  worker_dashboard_address=None) as cluster, distributed.Client(cluster) as c:
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                                  worker_dashboard_address=":0") as cluster, distributed.Client(cluster) as c:
         yield c
 
 

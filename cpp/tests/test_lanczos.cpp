@@ -6,8 +6,8 @@
 #include "check.hpp"
 #include "support.hpp"
 
-#include "gradient_path.hpp"
-#include "validation.hpp"
+#include "paths/gradient_path.hpp"
+#include "paths/validation.hpp"
 
 #include <cmath>
 

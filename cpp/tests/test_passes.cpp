@@ -12,14 +12,14 @@
 #include "check.hpp"
 #include "support.hpp"
 
-#include "dense.hpp"
-#include "fused_pass.hpp"
-#include "gram.hpp"
-#include "packed_centers.hpp"
-#include "symmetric_pass.hpp"
-#include "triangular_solve.hpp"
-#include "row_kernels.hpp"
-#include "validation.hpp"
+#include "passes/dense.hpp"
+#include "passes/fused_pass.hpp"
+#include "passes/gram.hpp"
+#include "kernel/packed_centers.hpp"
+#include "passes/symmetric_pass.hpp"
+#include "factor/triangular_solve.hpp"
+#include "kernel/row_kernels.hpp"
+#include "paths/validation.hpp"
 
 #include <limits>
 #include <stdexcept>

@@ -244,7 +244,7 @@ class TargetScales:
         return math.ldexp(1.0, self.top)
 
 
-# The core's tol for stopping="window" when tol is None (cpp/src/stopping.cpp); a test
+# The core's tol for stopping="window" when tol is None (cpp/src/paths/stopping.cpp); a test
 # checks that the two agree.
 WINDOW_DEFAULT_TOL = 1e-4
 

@@ -2,13 +2,13 @@
 // paper's baselines. Include this one header to use the whole C++ core.
 #pragma once
 
-#include "nytro/benchmark.hpp"
 #include "nytro/centers.hpp"
 #include "nytro/cholesky.hpp"
 #include "nytro/eigen_solver.hpp"
 #include "nytro/errors.hpp"
 #include "nytro/isa.hpp"
 #include "nytro/kernel.hpp"
+#include "nytro/lapack.hpp"
 #include "nytro/nystrom.hpp"
 #include "nytro/pivoted_qr.hpp"
 #include "nytro/options.hpp"

@@ -38,7 +38,7 @@ enum class Method {
     cg,  // conjugate gradients on the normal equations (fastest, not a fixed linear filter)
     hybrid,  // Tikhonov projected onto the growing Krylov space of (A^T A, A^T y): every
              // lambda of the paper's grid at every basis size k, (k, lambda) picked on the
-             // hold-out set (NKRLS's accuracy in a few hundred products; src/hybrid_path.hpp)
+             // hold-out set (NKRLS's accuracy in a few hundred products; src/paths/hybrid_path.hpp)
 };
 
 // How the iterates of method gd are computed (the same iterates up to rounding; nu and
@@ -49,7 +49,7 @@ enum class Iterates {
                 // rounding per product the basis would amplify
     lanczos,    // from a Lanczos basis of the Krylov space of (A^T A, A^T y), each iterate
                 // within 64 eps of the stepwise one by a computed bound: tens of products
-                // with A^T A for hundreds of iterations (see src/lanczos_path.hpp); paths
+                // with A^T A for hundreds of iterations (see src/paths/lanczos_path.hpp); paths
                 // longer than 2^17 iterations step (the bound's cost grows with max_iter)
     stepwise,   // one product with A^T A per iteration, as the paper writes it
 };

@@ -1,0 +1,343 @@
+#include "paths/hybrid_path.hpp"
+
+#include "paths/lanczos_path.hpp"
+#include "nytro/errors.hpp"
+#include "paths/stopping.hpp"
+
+#include <Eigen/Eigenvalues>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+
+namespace nytro::detail {
+namespace {
+
+// Basis vectors added between two predictions of the hold-out set: the images of a
+// stretch are one product with K_val (a matrix product, not 16 matrix-vector ones), and a
+// stop wastes at most a stretch of products.
+constexpr Index kStretch = 16;
+
+// The hold-out images P = K_val R V of a column's basis, kept as P = Q S (S upper
+// triangular, Q's columns orthonormal or zero) with g = Q^T y, so that
+// ||y - P_k z||^2 = ||y - Q_k g_k||^2 + ||g_k - S_k z||^2: a sum of two nonnegative terms
+// (no cancellation), the second O(k^2) per z instead of O(n_val k). The identity needs
+// Q^T Q = I on the columns in use, and the images span at most n_val dimensions: past
+// n_val basis vectors (or earlier, where K_val R V is rank deficient) a new image lies in
+// the span of the previous ones, and what Gram-Schmidt leaves of it is rounding, which
+// normalised would be a column far from orthogonal to the others. Such a column is kept
+// as a zero column of Q with S(k, k) = 0 and g[k] = 0: row k of S is then zero too (it
+// holds Q_k^T of later images), Q^T Q is the identity on the rows of S that are not zero,
+// and the identity holds exactly. Q, S and g are allocated once for the basis' capacity,
+// as the basis itself is: resizing them at every stretch copied Q (n_val x k, 400 MB at
+// Covertype's k = 500) and briefly held it twice.
+struct HoldoutImages {
+    Eigen::MatrixXd Q, S;  // n_val x capacity, capacity x capacity: the first `size` columns in use
+    Eigen::VectorXd g;
+    Index size = 0;
+    std::vector<double> residual;  // residual[k] = ||y - Q_k g_k||^2
+
+    void reserve(Index rows, Index capacity) {
+        Q.resize(rows, capacity);
+        S.setZero(capacity, capacity);
+        g.resize(capacity);
+        residual.reserve(std::size_t(capacity + 1));
+    }
+
+    void append(const Eigen::MatrixXd& P, const Eigen::VectorXd& y) {
+        // Gram-Schmidt twice, and Kahan and Parlett's test of what it leaves: a pass that
+        // keeps more than 1/sqrt(2) of its input's norm has removed no more than rounding
+        // can corrupt, while two passes that each keep less show the image in the span of
+        // the previous ones to rounding (what remains is noise, not a direction).
+        const double keep = std::sqrt(0.5);
+        const Index have = size;
+        for (Index i = 0; i < P.cols(); ++i) {
+            const Index k = have + i;
+            Eigen::VectorXd w = P.col(i);
+            Eigen::VectorXd r = Eigen::VectorXd::Zero(k);
+            double norm = w.norm();
+            bool dependent = k > 0;
+            for (int pass = 0; pass < 2 && k > 0; ++pass) {
+                const Eigen::VectorXd h = Q.leftCols(k).transpose() * w;
+                w.noalias() -= Q.leftCols(k) * h;
+                r += h;
+                const double before = norm;
+                norm = w.norm();
+                if (norm >= keep * before) dependent = false;
+            }
+            if (!(norm > 0)) dependent = true;
+            S.col(k).head(k) = r;
+            if (dependent) {
+                S(k, k) = 0;
+                Q.col(k).setZero();
+                g[k] = 0;
+            } else {
+                S(k, k) = norm;
+                Q.col(k) = w / norm;
+                g[k] = Q.col(k).dot(y);
+            }
+        }
+        size = have + P.cols();
+        // ||y - Q g||^2 at the new size computed directly, then back to the first new size
+        // by adding the squares of g (nonnegative terms).
+        residual.resize(std::size_t(size + 1));
+        residual[std::size_t(size)] = (y - Q.leftCols(size) * g.head(size)).squaredNorm();
+        for (Index k = size - 1; k >= have; --k) residual[std::size_t(k)] = residual[std::size_t(k + 1)] + g[k] * g[k];
+    }
+
+    // ||y - P_k z_l||^2 times `weight` (the column's, Validation::weight) for the columns
+    // z_l of Z (k x L), added to `squared`; work has at least k rows and L columns.
+    void add_errors(const Eigen::Ref<const Eigen::MatrixXd>& Z, double weight, Eigen::ArrayXd& squared,
+                    Eigen::MatrixXd& work) const {
+        const Index k = Z.rows();
+        auto top = work.topRows(k);
+        top.noalias() = S.topLeftCorner(k, k).triangularView<Eigen::Upper>() * Z;
+        top.colwise() -= g.head(k);
+        squared += weight * (top.colwise().squaredNorm().transpose().array() + residual[std::size_t(k)]);
+    }
+};
+
+// z = (T_k + shift I)^-1 norm e_1 for the tridiagonal T_k of a Lanczos process (its first
+// k steps), by elimination without pivoting: T_k + shift I is symmetric positive definite
+// for shift > 0 (T_k is H's compression), so the pivots stay positive.
+void solve_shifted(const LanczosProcess& process, Index k, double shift, double norm, double* z,
+                   std::vector<double>& upper) {
+    const auto& a = process.diagonal();
+    const auto& b = process.off_diagonal();
+    upper.resize(std::size_t(k));
+    double pivot = a[0] + shift;
+    upper[0] = k > 1 ? b[0] / pivot : 0.0;
+    z[0] = norm / pivot;
+    for (Index i = 1; i < k; ++i) {
+        const std::size_t u = std::size_t(i);
+        pivot = a[u] + shift - b[u - 1] * upper[u - 1];
+        upper[u] = i + 1 < k ? b[u] / pivot : 0.0;
+        z[i] = -b[u - 1] * z[i - 1] / pivot;
+    }
+    for (Index i = k - 2; i >= 0; --i) z[i] -= upper[std::size_t(i)] * z[i + 1];
+}
+
+// z = (T_k + shift I)^+ norm e_1 on the Ritz values of T_k above rounding, for a process
+// whose Krylov space is invariant (k = its size). A singular H (duplicate rows) with c
+// outside its range puts c's null-space part in the invariant space, and T_k then has a
+// Ritz value that is rounding (|T| times eps or below): solving through it returned the
+// null-space part over the shift (1e-15 n for the grid's first lambda), coefficients of
+// 1e12 whose rounding moved the predictions. Dropped, the solution is V T_k^+ V^T c =
+// H^+ c on the invariant space: the minimum-norm least-squares solution (shifted).
+// Otherwise (no such Ritz value) the shifted elimination below, as for every other k.
+class InvariantSolve {
+public:
+    // Decomposes T_k of a complete process; `singular()` says whether a Ritz value was dropped.
+    explicit InvariantSolve(const LanczosProcess& process, double norm) {
+        const Index k = process.size();
+        Eigen::VectorXd a = Eigen::Map<const Eigen::VectorXd>(process.diagonal().data(), k);
+        Eigen::VectorXd b = Eigen::Map<const Eigen::VectorXd>(process.off_diagonal().data(), k - 1);
+        // At unit scale (a power of two: exact), as top_ritz_value does for Eigen's
+        // tridiagonal QR, whose deflation test is not scale-invariant.
+        const double largest = std::max(a.cwiseAbs().maxCoeff(), b.size() ? b.cwiseAbs().maxCoeff() : 0.0);
+        if (!(largest > 0 && std::isfinite(largest))) return;
+        const double unit = std::ldexp(1.0, -std::ilogb(largest));
+        Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> ritz;
+        ritz.computeFromTridiagonal(a * unit, b * unit, Eigen::ComputeEigenvectors);
+        const Eigen::VectorXd theta = ritz.eigenvalues() / unit;
+        const double floor =
+            kBreakdown * std::numeric_limits<double>::epsilon() * std::sqrt(double(k)) * theta.cwiseAbs().maxCoeff();
+        Index kept = 0;
+        for (Index i = 0; i < k; ++i) kept += theta[i] > floor ? 1 : 0;
+        singular_ = kept < k;
+        if (!singular_) return;
+        theta_.resize(kept);
+        U_.resize(k, kept);
+        for (Index i = 0, j = 0; i < k; ++i)
+            if (theta[i] > floor) {
+                theta_[j] = theta[i];
+                U_.col(j++) = ritz.eigenvectors().col(i);
+            }
+        projected_ = norm * U_.row(0).transpose();  // U^T norm e_1
+    }
+
+    bool singular() const { return singular_; }
+
+    void solve(double shift, double* z) const {
+        Eigen::Map<Eigen::VectorXd>(z, U_.rows()) = U_ * (projected_.array() / (theta_.array() + shift)).matrix();
+    }
+
+private:
+    bool singular_ = false;
+    Eigen::VectorXd theta_, projected_;
+    Eigen::MatrixXd U_;
+};
+
+// The projected solution at k steps: through InvariantSolve where the column's space is
+// invariant at k and T_k singular, else solve_shifted.
+void solve_projected(const KrylovColumn& column, const std::optional<InvariantSolve>& invariant, Index k,
+                     double shift, double* z, std::vector<double>& upper) {
+    if (invariant && invariant->singular() && k == column.size())
+        invariant->solve(shift, z);
+    else
+        solve_shifted(column.process, k, shift, column.norm_c, z, upper);
+}
+
+}  // namespace
+
+std::vector<double> paper_lambda_grid() {
+    // Exponents 15 i / 99 - 15: a quotient minus a constant, which no compiler contracts
+    // into a fused multiply-add, so the reference reproduces every bit. numpy.logspace's
+    // exponents and power may differ in the last bit (8 of the 100 values on an AVX-512
+    // machine), so lambda_ matches NystromKRLSRegressor's grid to rounding.
+    std::vector<double> grid(100);
+    for (std::size_t i = 0; i < grid.size(); ++i) grid[i] = std::pow(10.0, (15.0 * double(i)) / 99.0 - 15.0);
+    return grid;
+}
+
+template <class T>
+void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<T>* validation,
+                     const IterativeOptions& options, PathResult<T>& result) {
+    const Index q = problem.q, capacity = std::min(problem.dim, options.max_iter);
+    check_allocation(double(problem.dim) * double(capacity + 1) * double(q) * sizeof(double),
+                     "the Krylov basis of method 'hybrid'");
+    std::vector<KrylovColumn> columns = start_columns(problem.rhs, capacity);
+    const std::vector<double> grid = paper_lambda_grid();
+    const Index L = Index(grid.size());
+    // Without a hold-out set: max_iter steps, then the grid's smallest lambda (the
+    // projected least-squares solution, CG's max_iter-th iterate in exact arithmetic).
+    Eigen::MatrixXd targets;
+    if (validation) targets = validation->targets().template cast<double>();
+    const Index n_val = targets.rows();
+
+    // The basis as coefficients (alpha_rows x capacity) and their hold-out predictions, for
+    // the first described[c] basis vectors of column c; allocated once, like the basis.
+    std::vector<Matrix<T>> coefficients(columns.size(), Matrix<T>(problem.alpha_rows, capacity));
+    std::vector<Index> described(columns.size(), 0);
+    std::vector<HoldoutImages> images(columns.size());
+    if (validation) {
+        check_allocation(double(n_val) * double(capacity) * double(q) * sizeof(double),
+                         "the hold-out images of method 'hybrid'");
+        for (HoldoutImages& image : images) image.reserve(n_val, capacity);
+    }
+    StoppingRule rule(options.stopping, options.tol, options.window, options.patience);
+    std::vector<Eigen::VectorXd> selected(columns.size());  // z at the selected (k, lambda)
+    std::vector<std::optional<InvariantSolve>> invariant(columns.size());  // once a column's space is
+    Index selected_lambda = 0, products = 0, k = 0;
+    // The projected solutions for every lambda at one k, and the work of their errors: sized
+    // once for the largest k (the first kc rows are used).
+    Eigen::MatrixXd Z(capacity, L), errors(capacity, L);
+    Eigen::ArrayXd squared(L);
+    std::vector<double> work;
+    std::vector<KrylovColumn*> growing;
+    Matrix<T> vectors, out;
+    bool stop = false;
+    while (k < capacity && !stop) {
+        // Grow every open process by up to a stretch, one block product per step.
+        Index reached = k;
+        for (Index step = 0; step < kStretch; ++step) {
+            growing.clear();
+            for (KrylovColumn& column : columns)
+                if (!column.complete() && column.size() < capacity) growing.push_back(&column);
+            if (growing.empty()) break;
+            vectors.resize(problem.dim, Index(growing.size()));
+            out.resize(problem.dim, Index(growing.size()));
+            for (std::size_t i = 0; i < growing.size(); ++i)
+                vectors.col(Index(i)) = growing[i]->process.next_vector().template cast<T>();
+            problem.apply(vectors, out);
+            ++products;
+            for (std::size_t i = 0; i < growing.size(); ++i)
+                growing[i]->process.absorb(out.col(Index(i)).template cast<double>());
+            if (options.callback) options.callback({"lanczos", products, capacity});
+        }
+        for (std::size_t c = 0; c < columns.size(); ++c) {
+            reached = std::max(reached, columns[c].size());
+            if (columns[c].norm_c > 0 && columns[c].process.complete() && !invariant[c])
+                invariant[c].emplace(columns[c].process, columns[c].norm_c);
+        }
+        if (reached == k) break;  // every Krylov space is invariant: later t repeat the last solution
+        // Coefficients and hold-out images of the new basis vectors.
+        for (std::size_t c = 0; c < columns.size(); ++c) {
+            const Index have = described[c], size = columns[c].size();
+            if (size == have) continue;
+            const Matrix<T> added = basis_as_coefficients(problem, columns[c], have);
+            coefficients[c].middleCols(have, size - have) = added;
+            described[c] = size;
+            if (!validation) continue;
+            images[c].append(validation->predict(added, options.n_threads).template cast<double>(), targets.col(Index(c)));
+        }
+        if (!validation) {
+            k = reached;
+            continue;
+        }
+        // The path at every new k: the best lambda's hold-out RMSE.
+        for (Index size = k + 1; size <= reached && !stop; ++size) {
+            squared.setZero();
+            for (std::size_t c = 0; c < columns.size(); ++c) {
+                const Index kc = std::min(size, columns[c].size());
+                if (kc == 0) {  // c = 0: every prediction is 0
+                    squared += validation->weight(Index(c)) * targets.col(Index(c)).squaredNorm();
+                    continue;
+                }
+                for (Index l = 0; l < L; ++l)
+                    solve_projected(columns[c], invariant[c], kc, grid[std::size_t(l)] * double(n), Z.col(l).data(),
+                                    work);
+                images[c].add_errors(Z.topRows(kc), validation->weight(Index(c)), squared, errors);
+            }
+            Index best = -1;
+            for (Index l = 0; l < L; ++l)
+                if (std::isfinite(squared[l]) && (best < 0 || squared[l] < squared[best])) best = l;
+            const double rmse = best < 0 ? std::numeric_limits<double>::infinity()
+                                         : std::sqrt(squared[best] / (double(n_val) * double(q)));
+            const auto verdict = rule.push(rmse);
+            if (verdict.candidate && best >= 0) {
+                selected_lambda = best;
+                for (std::size_t c = 0; c < columns.size(); ++c) {
+                    const Index kc = std::min(size, columns[c].size());
+                    selected[c].resize(kc);
+                    if (kc > 0)
+                        solve_projected(columns[c], invariant[c], kc, grid[std::size_t(best)] * double(n),
+                                        selected[c].data(), work);
+                }
+            }
+            stop = verdict.stop;
+            if (options.callback) options.callback({"iterate", size, capacity});
+        }
+        k = reached;
+    }
+    // Past an invariant Krylov space (at the latest t = dim) every t gives the same solution
+    // and the same hold-out RMSE: the path ends there, as a rule's stop would end it (no
+    // later t can be selected over an earlier one with the same value). Running it on to
+    // max_iter would take no products but one value per t: unbounded memory and time for
+    // a large max_iter. Where every column of c is 0 the space is {0} from the start, and
+    // the path holds t = 1 alone (every prediction 0).
+    if (validation && rule.path().empty()) {
+        double zero_error = 0.0;
+        for (Index j = 0; j < q; ++j) zero_error += validation->weight(j) * targets.col(j).squaredNorm();
+        rule.push(std::sqrt(zero_error / (double(n_val) * double(q))));
+    }
+    if (!validation) {
+        for (std::size_t c = 0; c < columns.size(); ++c) {
+            selected[c].resize(columns[c].size());
+            if (columns[c].size() > 0)
+                solve_projected(columns[c], invariant[c], columns[c].size(), grid[0] * double(n), selected[c].data(),
+                                work);
+        }
+    }
+    Matrix<T> alpha = Matrix<T>::Zero(problem.alpha_rows, q);
+    for (Index j = 0; j < q; ++j) {
+        const auto& z = selected[std::size_t(j)];
+        if (z.size() > 0) alpha.col(j) = coefficients[std::size_t(j)].leftCols(z.size()) * z.template cast<T>();
+    }
+    result.coef = problem.finish ? problem.finish(alpha) : std::move(alpha);
+    result.validation_rmse = rule.path();
+    result.iterations_run = validation ? Index(rule.path().size()) : options.max_iter;
+    result.n_iter = validation ? rule.selected() : options.max_iter;
+    result.products = products;
+    result.step_size = 0.0;
+    result.lambda = grid[std::size_t(selected_lambda)];
+}
+
+template void run_hybrid_path<float>(const LinearProblem<float>&, Index, const Validation<float>*,
+                                     const IterativeOptions&, PathResult<float>&);
+template void run_hybrid_path<double>(const LinearProblem<double>&, Index, const Validation<double>*,
+                                      const IterativeOptions&, PathResult<double>&);
+
+}  // namespace nytro::detail

@@ -1,0 +1,166 @@
+#include "paths/validation.hpp"
+
+#include "passes/dense.hpp"
+#include "runtime/machine_rates.hpp"
+#include "nytro/errors.hpp"
+#include "nytro/kernel.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <type_traits>
+
+namespace nytro::detail {
+
+template <class T>
+Validation<T>::Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val, const Matrix<T>& centers,
+                          double sigma, int n_threads, bool low_precision, double budget_bytes, bool defer)
+    : X_val_(X_val), Y_val_(Y_val), centers_(centers), sigma_(sigma) {
+    low_ = low_precision && !std::is_same_v<T, float>;
+    if (low_) {  // cast once: the streamed form computes its float32 blocks from these
+        X_val_low_ = X_val.template cast<float>();
+        centers_low_ = centers.template cast<float>();
+    }
+    const double bytes = stored_bytes();
+    if (bytes > budget_bytes || defer) {  // streamed at each call, or until stored
+        if (low_) packed_low_ = std::make_unique<PackedCenters<float>>(centers_low_, sigma_);
+        else packed_ = std::make_unique<PackedCenters<T>>(centers_, sigma_);
+    }
+    if (bytes > budget_bytes) return;  // streamed at each call
+    if (defer) {
+        // One first touch of the stored kernel against one recomputation: its distance
+        // GEMM, and the exp and the write of each entry, which cost about as much as 50
+        // more features (measured, 2 threads: 2.7 ns per entry at d = 90, 1.5 at d = 22).
+        // Stored at once for d >= 84 in float64; Ijcnn (d = 22) after one recomputation.
+        // A float32 kernel (low_) is computed at about twice the rate.
+        const double first_touch = bytes / kFreshBytesPerSecond;
+        const double recompute = 2.0 * double(X_val.rows()) * double(centers.rows()) * double(X_val.cols() + 50) /
+                                 (kFlopsPerSecond * (low_ ? 2.0 : 1.0));
+        store_after_ = static_cast<Index>(std::floor(first_touch / recompute));
+    }
+    if (!deferred()) store(n_threads);
+}
+
+template <class T>
+void Validation<T>::store(int n_threads) const {
+    if (low_)  // computed in float32 directly: no float64 copy at the peak
+        K_val_low_ = gaussian_kernel<float>(X_val_low_, centers_low_, sigma_,
+                                            n_threads);
+    else
+        K_val_ = gaussian_kernel<T>(X_val_, centers_, sigma_, n_threads);
+}
+
+template <class T>
+void Validation<T>::set_weights(const std::vector<double>& weights) {
+    if (weights.empty()) return;
+    require(Index(weights.size()) == Y_val_.cols(), "validation_weights has " + std::to_string(weights.size()) +
+                                                        " entries but y_val has " + std::to_string(Y_val_.cols()) +
+                                                        " columns");
+    for (double w : weights)
+        require(std::isfinite(w) && w >= 0, "validation_weights must be finite and >= 0, got " + format_number(w));
+    weights_ = weights;
+}
+
+template <class T>
+void Validation<T>::add_squared_errors(const Matrix<T>& predictions, Index r0, Index q,
+                                       std::vector<double>& squared) const {
+    const auto targets = Y_val_.middleRows(r0, predictions.rows());
+    for (Index col = 0; col < predictions.cols(); ++col)
+        squared[col / q] +=
+            weight(col % q) * (predictions.col(col) - targets.col(col % q)).template cast<double>().squaredNorm();
+}
+
+template <class T>
+template <class Consumer>
+void Validation<T>::predict_blocks(const MatrixCRef<T>& alphas, int n_threads, Consumer&& consume) const {
+    const Index n_val = Y_val_.rows();
+    if (deferred() && !stored() && streamed_calls_++ == store_after_) {
+        // Stored only if it still fits: the solver and the path have allocated since.
+        if (stored_bytes() <= 0.8 * double(available_memory_bytes())) store(n_threads);
+    }
+    Matrix<T> predictions;
+    if (stored()) {
+        predictions.resize(n_val, alphas.cols());
+        if constexpr (std::is_same_v<T, double>) {
+            if (K_val_low_.size() > 0) multiply_widened<T, float>(K_val_low_, alphas, predictions, n_threads);
+            else multiply<T>(K_val_, alphas, predictions, n_threads);
+        } else {
+            multiply<T>(K_val_, alphas, predictions, n_threads);
+        }
+        consume(predictions, Index(0));
+        return;
+    }
+    const Index rows = std::max<Index>(256, (Index(1) << 22) / std::max<Index>(centers_.rows(), 1));
+    // The kernel of the rows block by block into K, each block multiplied by `product`.
+    auto stream = [&](auto& K, const auto& packed, const auto& X, auto&& product) {
+        using U = typename std::decay_t<decltype(K)>::Scalar;
+        for (Index r0 = 0; r0 < n_val; r0 += rows) {
+            const Index count = std::min(rows, n_val - r0);
+            auto block = K.topRows(count);
+            gaussian_kernel_packed<U>(X.middleRows(r0, count), packed, block, n_threads);
+            predictions.resize(count, alphas.cols());
+            product(block);
+            consume(predictions, r0);
+        }
+    };
+    if constexpr (std::is_same_v<T, double>) {
+        if (low_) {
+            // Computed in float32, as store() keeps it, and multiplied as the stored kernel
+            // is: the predictions do not depend on whether K_val fits (the same bits), and
+            // the distance GEMM and the exp run at float32's rate (Covertype's 104582 x
+            // 10000 hold-out kernel, streamed beside its 16.7 GB K_nm).
+            Matrix<float> low(std::min(rows, n_val), centers_.rows());
+            const WidenedProduct<T, float> by_alphas(alphas);  // alphas packed once for all blocks
+            stream(low, *packed_low_, X_val_low_,
+                   [&](const auto& block) { by_alphas.apply(block, predictions, n_threads); });
+            return;
+        }
+    }
+    Matrix<T> K(std::min(rows, n_val), centers_.rows());
+    stream(K, *packed_, X_val_, [&](const auto& block) { multiply<T>(block, alphas, predictions, n_threads); });
+}
+
+template <class T>
+void Validation<T>::rmse(const MatrixCRef<T>& alphas, Index q, std::vector<double>& out, int n_threads) const {
+    const Index n_val = Y_val_.rows(), blocks = alphas.cols() / q;
+    std::vector<double> squared(static_cast<std::size_t>(blocks), 0.0);
+    predict_blocks(alphas, n_threads,
+                   [&](const Matrix<T>& predictions, Index r0) { add_squared_errors(predictions, r0, q, squared); });
+    for (double s : squared) out.push_back(std::sqrt(s / (double(n_val) * double(q))));
+}
+
+template <class T>
+Matrix<T> Validation<T>::predict(const MatrixCRef<T>& alphas, int n_threads) const {
+    Matrix<T> out(Y_val_.rows(), alphas.cols());
+    predict_blocks(alphas, n_threads,
+                   [&](const Matrix<T>& predictions, Index r0) { out.middleRows(r0, predictions.rows()) = predictions; });
+    return out;
+}
+
+template <class T>
+double Validation<T>::bytes() const {
+    // A deferred kernel is stored after a few calls: counted at its stored size.
+    if (stored() || deferred()) return stored_bytes();
+    return 4.0 * double(Y_val_.rows()) * double(centers_.rows()) * sizeof(T);
+}
+
+template <class T>
+bool Validation<T>::change_basis(const Matrix<T>& W, int n_threads) {
+    if (!stored()) return false;
+    Matrix<T> projected(Y_val_.rows(), W.cols());
+    if constexpr (std::is_same_v<T, double>) {
+        if (K_val_low_.size() > 0) {
+            multiply_widened<T, float>(K_val_low_, W, projected, n_threads);
+            K_val_low_ = projected.template cast<float>();
+            return true;
+        }
+    }
+    multiply<T>(K_val_, W, projected, n_threads);
+    K_val_ = std::move(projected);
+    return true;
+}
+
+template class Validation<float>;
+template class Validation<double>;
+
+}  // namespace nytro::detail

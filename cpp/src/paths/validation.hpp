@@ -1,0 +1,93 @@
+// Validation RMSE of many coefficient vectors at once: predictions K_val a are formed
+// explicitly and compared with Y_val. K_val = k(X_val, centres) is stored when it fits
+// the memory budget the caller leaves it, and otherwise recomputed in row blocks at each
+// call (memory O(block x m) for any n_val).
+//
+// The tempting shortcut ||K_val a - y||^2 = a^T G_val a - 2 a^T b + y^T y (store only
+// the m x m Gram matrix) is not used: it cancels catastrophically when ||a|| is large,
+// which is exactly the case of the tiny lambdas and late iterations the selection has to
+// reject (seen on cpuSmall: a garbage lambda with test RMSE 6e6 looked best).
+#pragma once
+
+#include "nytro/types.hpp"
+#include "kernel/packed_centers.hpp"
+
+#include <memory>
+
+#include <vector>
+
+namespace nytro::detail {
+
+template <class T>
+class Validation {
+public:
+    // low_precision: K_val in float32 (a T = double computation only), stored or, when
+    // streamed, computed so block by block; it is stored only if it takes at most
+    // budget_bytes. defer: store it only once recomputing
+    // it has cost about what its first touch would (see store_after_), for callers that may
+    // validate only a few times (gd's Lanczos path: once per stretch of the basis).
+    Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val, const Matrix<T>& centers, double sigma,
+               int n_threads, bool low_precision, double budget_bytes, bool defer = false);
+
+    // alphas holds c coefficient blocks of q columns each (block j = columns [jq, jq+q));
+    // appends c RMSEs to `out`.
+    void rmse(const MatrixCRef<T>& alphas, Index q, std::vector<double>& out, int n_threads) const;
+
+    // The predictions K_val a themselves (n_val x c).
+    Matrix<T> predict(const MatrixCRef<T>& alphas, int n_threads) const;
+
+    const Matrix<T>& targets() const { return Y_val_; }
+
+    // Weights of the output columns' squared errors in every pooled RMSE (empty: all 1;
+    // see TikhonovOptions::validation_weights). Throws unless there is one per column,
+    // finite and >= 0.
+    void set_weights(const std::vector<double>& weights);
+    double weight(Index column) const { return weights_.empty() ? 1.0 : weights_[std::size_t(column)]; }
+
+    bool stored() const { return K_val_.size() > 0 || K_val_low_.size() > 0; }
+
+    // Bytes one call reads: the stored kernel (or the one a deferred store will keep),
+    // or, streamed, the kernel it recomputes counted at four times its size (a kernel
+    // entry costs more than reading one).
+    double bytes() const;
+
+    // Change of coordinates a = W b: later calls take b (K_val becomes K_val W, which has
+    // as many columns as W). Only for a stored K_val; returns false (nothing changed) for
+    // the streamed form.
+    bool change_basis(const Matrix<T>& W, int n_threads);
+
+private:
+    // consume(predictions, first_row) for the whole hold-out set, or row block by block
+    // when K_val is recomputed.
+    template <class Consumer>
+    void predict_blocks(const MatrixCRef<T>& alphas, int n_threads, Consumer&& consume) const;
+    void add_squared_errors(const Matrix<T>& predictions, Index r0, Index q, std::vector<double>& squared) const;
+
+    // Computes and stores K_val (in float32 when low_).
+    void store(int n_threads) const;
+    // What K_val takes stored: n_val x m entries, in float32 when low_.
+    double stored_bytes() const { return double(Y_val_.rows()) * double(centers_.rows()) * (low_ ? 4.0 : sizeof(T)); }
+    bool deferred() const { return store_after_ > 0; }
+
+    // K_val is a cache, filled by a const call once deferred storage pays (store_after_).
+    mutable Matrix<T> K_val_;          // n_val x m when stored in T, else empty
+    mutable Matrix<float> K_val_low_;  // n_val x m when stored in float32 for T = double, else empty
+    bool low_ = false;
+    // Deferred storage (store_after_ > 0): K_val is recomputed for the first store_after_
+    // calls and stored at the next, when the recomputations have cost about one first
+    // touch of the stored kernel (a rent-or-buy rule: at most about twice the better of
+    // the two in hindsight).
+    Index store_after_ = 0;
+    mutable Index streamed_calls_ = 0;
+    Matrix<T> X_val_, Y_val_;  // kept for the streamed form and the targets
+    std::vector<double> weights_;
+    Matrix<T> centers_;       // the streamed form recomputes k(X_val, centres)
+    Matrix<float> X_val_low_, centers_low_;  // low_: both in float32, for the float32 kernel
+    double sigma_;
+    // The centres packed once for the streamed form (in float32 when low_); null while
+    // K_val is stored from the start.
+    std::unique_ptr<PackedCenters<T>> packed_;
+    std::unique_ptr<PackedCenters<float>> packed_low_;
+};
+
+}  // namespace nytro::detail

@@ -1,0 +1,61 @@
+#include "runtime/input_checks.hpp"
+
+#include "nytro/errors.hpp"
+
+#include <cmath>
+#include <string>
+
+namespace nytro::detail {
+namespace {
+
+std::string shape(Index rows, Index cols) { return std::to_string(rows) + " x " + std::to_string(cols); }
+
+}  // namespace
+
+template <class T>
+void check_training_data(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const MatrixCRef<T>& X_val,
+                         const MatrixCRef<T>& Y_val) {
+    require(X.rows() >= 1 && X.cols() >= 1, "X must have at least one row and one column, got " +
+                                                shape(X.rows(), X.cols()));
+    require(Y.rows() == X.rows() && Y.cols() >= 1,
+            "y must have one row per row of X (" + std::to_string(X.rows()) + "), got " +
+                shape(Y.rows(), Y.cols()));
+    require(X.allFinite(), "X contains NaN or infinity");
+    require(Y.allFinite(), "y contains NaN or infinity");
+    if (X_val.rows() == 0 && Y_val.rows() == 0) return;
+    require(X_val.cols() == X.cols(), "X_val has " + std::to_string(X_val.cols()) +
+                                          " features but X has " + std::to_string(X.cols()));
+    require(Y_val.rows() == X_val.rows() && Y_val.cols() == Y.cols(),
+            "y_val must be " + shape(X_val.rows(), Y.cols()) + ", got " + shape(Y_val.rows(), Y_val.cols()));
+    require(X_val.allFinite(), "X_val contains NaN or infinity");
+    require(Y_val.allFinite(), "y_val contains NaN or infinity");
+}
+
+template <class T>
+void check_centers(const MatrixCRef<T>& centers, const MatrixCRef<T>& X) {
+    require(centers.rows() >= 1 && centers.rows() <= X.rows(),
+            "the number of centres must be between 1 and n = " + std::to_string(X.rows()) + ", got " +
+                std::to_string(centers.rows()));
+    require(centers.cols() == X.cols(), "centres have " + std::to_string(centers.cols()) +
+                                            " features but X has " + std::to_string(X.cols()));
+    require(centers.allFinite(), "centres contain NaN or infinity");
+}
+
+void check_lambdas(const std::vector<double>& lambdas, bool has_validation) {
+    require(!lambdas.empty(), "lambdas must not be empty");
+    for (double lambda : lambdas)
+        require(std::isfinite(lambda) && lambda > 0,
+                "every lambda must be a finite number > 0, got " + format_number(lambda));
+    require(has_validation || lambdas.size() == 1,
+            "without a hold-out set exactly one lambda is needed, got " + std::to_string(lambdas.size()) +
+                " in lambdas: pass lambdas=[value], or a hold-out set to select among them");
+}
+
+template void check_training_data<float>(const MatrixCRef<float>&, const MatrixCRef<float>&,
+                                         const MatrixCRef<float>&, const MatrixCRef<float>&);
+template void check_training_data<double>(const MatrixCRef<double>&, const MatrixCRef<double>&,
+                                          const MatrixCRef<double>&, const MatrixCRef<double>&);
+template void check_centers<float>(const MatrixCRef<float>&, const MatrixCRef<float>&);
+template void check_centers<double>(const MatrixCRef<double>&, const MatrixCRef<double>&);
+
+}  // namespace nytro::detail

@@ -1,0 +1,380 @@
+// NYTRO: an iterative regulariser on A = K_nm R (paper, eq. 13), by the direct or Gram
+// solver. Both present the same linear problem H beta = c with H = A^T A, c = A^T y.
+#include "passes/dense.hpp"
+#include "passes/fused_pass.hpp"
+#include "paths/gradient_path.hpp"
+#include "passes/gram.hpp"
+#include "runtime/input_checks.hpp"
+#include "runtime/machine_rates.hpp"
+#include "runtime/memory_plan.hpp"
+#include "solvers/nystrom_setup.hpp"
+#include "kernel/packed_centers.hpp"
+#include "nytro/eigen_solver.hpp"
+#include "nytro/errors.hpp"
+#include "nytro/kernel.hpp"
+#include "nytro/solvers.hpp"
+#include "runtime/parallel.hpp"
+#include "passes/symmetric_pass.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <type_traits>
+
+namespace nytro {
+namespace {
+
+using detail::kBytesPerSecond;
+using detail::kFlopsPerSecond;
+using detail::kFreshBytesPerSecond;
+
+// Products with H that gd's Lanczos basis takes for t_max iterates, at most k (a
+// complete basis); the stepwise path takes t_max. Since the basis grows only as far as
+// its bound needs, the counts grow about as t_max^(1/4) on kernel spectra: 26-34 for 500
+// on Adult, Insurance and Ijcnn in float64 (16-22 with float32 storage), 46 and 70 for
+// 20000 and 100000 on a 4000 x 1000 problem. A sqrt(t_max) model (41 at 500) sent Adult
+// to the slower gram solver.
+double lanczos_products(Index max_iter, Index k) {
+    const double t = double(max_iter);
+    return std::min({t, 8.0 + 4.0 * std::sqrt(std::sqrt(t)), double(k)});
+}
+
+// stored: bytes per stored K_nm or H entry; computed: sizeof(T). With float32 storage the
+// GEMMs of the normal equations run in float (about twice the flop rate), and the direct
+// pass pays for widening each float entry to double (see pass_bytes below). lanczos: gd's
+// iterates come from a Lanczos basis, so the path takes tens of products (above)
+// and validates the basis (k vectors) rather than every iterate. That makes the direct
+// solver's n k bytes per product cheaper than forming A^T A (2-3 n k^2 flops) wherever
+// K_nm fits in memory.
+// inverse_pending: the factor is held as U (FitFactor), and the solvers that need R as a
+// matrix (gram, spectral) pay for its k^3 / 3-flop inverse, which direct never forms.
+Solver choose_solver(Index n, Index n_val, Index k, Index max_iter, bool upper, bool inverse_pending, double stored,
+                     double computed, bool lanczos, bool kernel_first) {
+    const double t_max = double(max_iter), kk = double(k) * double(k);
+    const double products = lanczos ? lanczos_products(max_iter, k) : t_max;
+    const double flop_rate = stored < 8 ? 2.0 * kFlopsPerSecond : kFlopsPerSecond;
+    // Validation: about 2 n_val k flops (as GEMMs) per iterate, or per basis vector.
+    const double validation = products * 2.0 * double(n_val) * double(k) / kFlopsPerSecond;
+    // gram: A = K R per block (n k^2 triangular, 2 n k^2 dense) and A^T A (n k^2 with the
+    // symmetric half), or by the kernel-first route K^T K (n k^2) and two k^3 products;
+    // then one product with H per iteration, reading its lower half.
+    const double normal_equations =
+        (kernel_first ? double(n) * kk + 2.0 * kk * double(k) : (upper ? 2.0 : 3.0) * double(n) * kk) / flop_rate +
+        (inverse_pending ? kk * double(k) / 3.0 / kFlopsPerSecond : 0.0);
+    const double gram = normal_equations + products * 0.5 * kk * stored / kBytesPerSecond + validation;
+    // spectral: the same, an eigendecomposition (LAPACK's divide and conquer runs at
+    // about a tenth of the GEMM rate: ~9 k^3 flops at 1e10/s), then O(k) per iteration
+    // (it always steps: Lanczos would save nothing there).
+    const double spectral = normal_equations + 9.0 * kk * double(k) / 1e10 +
+                            t_max * 2.0 * double(n_val) * double(k) / kFlopsPerSecond;
+    // direct: a pass over the stored n x k kernel and two products with R (or solves
+    // with U, reading as much; kept in T) per product. A float32 pass with float64 sums
+    // widens each entry in registers, which costs it about 30% over a plain float32 pass
+    // (bench_kernels, 40000 x 5000).
+    const double pass_bytes = stored < computed ? 1.3 * stored : stored;
+    // The stored kernel is fresh memory, and its first touch costs (kFreshBytesPerSecond).
+    const double first_touch = double(n) * double(k) * stored / kFreshBytesPerSecond;
+    const double direct =
+        products * (double(n) * double(k) * pass_bytes + (upper ? 1.0 : 2.0) * kk * computed) / kBytesPerSecond +
+        validation + first_touch;
+    const bool direct_fits = double(n) * double(k) * stored <= 0.7 * double(available_memory_bytes());
+    if (spectral < gram && (!direct_fits || spectral < direct)) return Solver::spectral;
+    return direct_fits && direct <= gram ? Solver::direct : Solver::gram;
+}
+
+// Direct: K_nm stored (in precision S); H p = R^T K^T K R p with one fused pass over K.
+template <class T, class S>
+struct DirectSolver {
+    Matrix<S> K;
+    Matrix<T> lifted;
+    std::unique_ptr<detail::FusedPass<T, S>> pass;
+
+    void build(detail::LinearProblem<T>& problem, const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
+               const detail::NystromSetup<T>& setup, double sigma, int threads, const Callback&) {
+        const detail::FitFactor<T>& factor = setup.factor;
+        if constexpr (std::is_same_v<S, T>) {
+            K = gaussian_kernel<T>(X, setup.used, sigma, threads);
+        } else {
+            // Computed in float, stored as S (float or half); checked before X's float copy.
+            check_allocation(double(X.rows()) * double(setup.used.rows()) * sizeof(S),
+                             "K_nm (" + shape_text<S>(X.rows(), setup.used.rows()) + ")");
+            K = detail::gaussian_kernel_stored<float, S>(X.template cast<float>(), setup.used.template cast<float>(),
+                                                         sigma, threads);
+        }
+        pass = std::make_unique<detail::FusedPass<T, S>>(K, threads);
+        problem.dim = setup.factor.rank();
+        problem.iteration_bytes = double(K.size()) * sizeof(S) + 2.0 * factor.lift_bytes();
+        // R p and R^T g by solves with U where the factor holds it (R never formed).
+        // R is support x rank: the qr factor's support keeps every centre, whatever the rank.
+        const Index support_rows = Index(factor.support().size());
+        problem.apply = [this, &factor, support_rows, threads](const Matrix<T>& p, Matrix<T>& out) {
+            // p has q columns on the path but one in the Lanczos estimate of the step.
+            lifted.resize(support_rows, p.cols());
+            factor.lift(p, lifted, threads);
+            factor.lift_transposed(pass->normal(lifted), out, threads);
+        };
+        // c = R^T K^T y, from the pass with a zero iterate: K^T (K 0 - y) = -K^T y.
+        const Matrix<T> zero = Matrix<T>::Zero(support_rows, Y.cols());
+        problem.rhs.resize(problem.dim, Y.cols());
+        factor.lift_transposed(-pass->normal_residual(zero, Y), problem.rhs, threads);
+        problem.to_alpha = [&factor, threads](const MatrixCRef<T>& betas, MatrixRef<T> alphas) {
+            factor.lift(betas, alphas, threads);
+        };
+    }
+};
+
+// Gram: H = A^T A and C = A^T y accumulated once from streamed kernel blocks (K_nm never
+// stored), then every product is a k x k matrix-vector product with H kept in precision S,
+// reading only H's lower triangle.
+template <class T, class S>
+struct GramSolver {
+    Matrix<S> H;
+    std::unique_ptr<detail::SymmetricPass<T, S>> pass;
+
+    void build(detail::LinearProblem<T>& problem, const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
+               const detail::NystromSetup<T>& setup, double sigma, int threads, const Callback& callback) {
+        // The symmetric pass reads H's lower triangle only: it is not mirrored.
+        auto normal = [&] {
+            if constexpr (std::is_same_v<S, T>)
+                return detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads), sigma,
+                                                          threads, callback,
+                                                          false, /*mirror=*/false, setup.kernel_first);
+            else
+                return detail::stream_float_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads), sigma,
+                                                                threads,
+                                                                callback);
+        }();
+        H = std::move(normal.H);
+        problem.rhs = std::move(normal.C);
+        const detail::FitFactor<T>& factor = setup.factor;
+        problem.dim = H.rows();
+        pass = std::make_unique<detail::SymmetricPass<T, S>>(H, threads);
+        problem.iteration_bytes = 0.5 * double(H.size()) * sizeof(S);
+        problem.apply = [this](const Matrix<T>& p, Matrix<T>& out) { pass->apply(p, out); };
+        problem.to_alpha = [&factor, threads](const MatrixCRef<T>& betas, MatrixRef<T> alphas) {
+            factor.lift(betas, alphas, threads);
+        };
+    }
+};
+
+// Spectral: H = A^T A = V diag(s) V^T once, then the iterations run on the diagonal
+// system diag(s) b = V^T c (the same iterates, rotated: every method is invariant under
+// the change of orthonormal basis), O(k) each; the hold-out kernel is turned into
+// K_val R V so that each validation costs O(n_val k).
+template <class T, class S>
+struct SpectralSolver {
+    Vector<T> values;
+    Matrix<T> basis;  // W = R V: eigen-coordinates -> coefficients over the centres
+
+    void build(detail::LinearProblem<T>& problem, const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
+               const detail::NystromSetup<T>& setup, double sigma, int threads, const Callback& callback) {
+        constexpr bool low = !std::is_same_v<S, T>;
+        auto normal =
+            detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads), sigma, threads,
+                                               callback, low, true,
+                                               setup.kernel_first);
+        Matrix<T> V;
+        symmetric_eigen<T>(normal.H, values, V, callback);
+        values = values.cwiseMax(T(0));  // rounding-level negative eigenvalues of A^T A
+        if (callback) callback({"eigendecomposition", 1, 1});
+        problem.dim = values.size();
+        problem.rhs = V.transpose() * normal.C;
+        basis.resize(setup.used.rows(), problem.dim);
+        setup.factor.lift(V, basis, threads);
+        problem.apply = [this](const Matrix<T>& p, Matrix<T>& out) { out = values.asDiagonal() * p; };
+        problem.iteration_bytes = double(values.size()) * sizeof(T);
+        if (setup.validation && setup.validation->change_basis(basis, threads)) {
+            // Validate and select in eigen-coordinates; map only the selected iterate.
+            problem.alpha_rows = problem.dim;
+            problem.to_alpha = [](const MatrixCRef<T>& betas, MatrixRef<T> alphas) { alphas = betas; };
+            problem.finish = [this, threads](const Matrix<T>& coords) {
+                Matrix<T> alpha(basis.rows(), coords.cols());
+                detail::multiply<T>(basis, coords, alpha, threads);
+                return alpha;
+            };
+        } else {
+            problem.to_alpha = [this, threads](const MatrixCRef<T>& betas, MatrixRef<T> alphas) {
+                detail::multiply<T>(basis, betas, alphas, threads);
+            };
+        }
+    }
+};
+
+// The largest m with a m^2 + b m <= budget.
+double largest_m(double a, double b, double budget) {
+    if (budget <= 0) return 0;
+    return a > 0 ? (-b + std::sqrt(b * b + 4.0 * a * budget)) / (2.0 * a) : budget / b;
+}
+
+// The fit's peak memory, planned from the shapes before K_mm is formed. m is the
+// number of centres (the factor may keep fewer: the plan is then an upper bound).
+// stored: bytes per stored K_nm or A^T A entry; computed: sizeof(T).
+detail::MemoryPlan plan_nytro(Index n, Index d, Index m, Index n_val, Index q, const NytroOptions& options,
+                              double stored, double computed) {
+    const double nn = double(n), mm = double(m), m2 = mm * mm;
+    const Solver solver = options.storage == Storage::float16 ? Solver::direct : options.solver;
+    detail::MemoryPlan plan("a NYTRO fit of " + std::to_string(n) + " rows on m = " + std::to_string(m) +
+                            " centres (n_centers), solver '" + std::string(to_string(options.solver)) +
+                            "', storage " + (stored < computed ? (stored < 4 ? "'float16'" : "'float32'") : "None"));
+    const std::string square = computed < 8 ? shape_text<float>(mm, mm) : shape_text<double>(mm, mm);
+    plan.add(detail::MemoryPlan::factor, "K_mm and its factor (2 x " + square + ")", 2.0 * m2 * computed);
+    // Stage 2 keeps the factor (m x m) beside what the solver builds.
+    const double factor_kept = m2 * computed;
+    const double direct = nn * mm * stored + (stored < computed ? nn * double(d) * 4.0 : 0.0);
+    const double blocks = 16384.0 * mm * computed;  // the streamed kernel blocks, a few thousand rows in all
+    const double gram = m2 * (stored + computed) + blocks;  // R, A^T A
+    const double spectral = gram + 2.0 * m2 * computed + double(n_val) * mm * computed;  // V, workspace, K_val R V
+    const double basis = mm * double(std::min<Index>(options.max_iter, m) + 1) * double(q) * 8.0;
+    std::string what;
+    double bytes = 0;
+    if (solver == Solver::direct) {
+        what = "K_nm (" + std::to_string(n) + " x " + std::to_string(m) + ", " + format_number(stored) + " B each)";
+        bytes = direct;
+    } else if (solver == Solver::spectral) {
+        what = "R, A^T A, its eigenvectors and K_val R V (m x m and n_val x m)";
+        bytes = spectral;
+    } else if (solver == Solver::gram) {
+        what = "R and A^T A (m x m) and the streamed kernel blocks";
+        bytes = gram;
+    } else {
+        what = "K_nm or, where it does not fit, R and A^T A (solver 'auto')";
+        bytes = std::min(direct, gram);
+    }
+    plan.add(detail::MemoryPlan::solve, "the factor kept (" + square + ")", factor_kept);
+    plan.add(detail::MemoryPlan::solve, what, bytes);
+    plan.add(detail::MemoryPlan::solve, "the Krylov basis (at most)", basis);
+
+    // What fits instead: the largest m for each solver, and the cheaper storage.
+    const double budget = double(available_memory_bytes());
+    const double basis_per_m = double(std::min<Index>(options.max_iter, m) + 1) * double(q) * 8.0;
+    const double m_factor = std::sqrt(budget / (2.0 * computed));
+    const double m_gram =
+        std::min(m_factor, largest_m(2.0 * computed + stored, basis_per_m + blocks / mm, budget));
+    const double m_direct =
+        std::min(m_factor, largest_m(computed, nn * stored + basis_per_m, budget - (direct - nn * mm * stored)));
+    auto centres = [](double value) {
+        return std::to_string(static_cast<long long>(std::max(0.0, std::floor(value))));
+    };
+    if (options.storage != Storage::float16)
+        plan.advise("n_centers <= " + centres(m_gram) + " with solver='gram' (K_nm never stored)");
+    plan.advise("n_centers <= " + centres(m_direct) + " with solver='direct'");
+    if (stored == computed && computed == 8.0)
+        plan.advise("storage='float32' (K_nm or A^T A in 4 bytes an entry), or 'float16' (K_nm in 2, "
+                    "solver='direct')");
+    return plan;
+}
+
+// Builds the chosen solver into `problem`; the returned object owns what the problem's
+// functions refer to and must outlive them.
+template <class T, class S>
+std::shared_ptr<void> build_solver(Solver solver, detail::LinearProblem<T>& problem, const MatrixCRef<T>& X,
+                                   const MatrixCRef<T>& Y, const detail::NystromSetup<T>& setup, double sigma,
+                                   int threads, const Callback& callback) {
+    // Lanczos iterates to within 64 float32 epsilons of the stepwise ones in either low
+    // storage: float16's epsilon (2^-10) would let them drift by 6% of the iterate.
+    problem.storage_epsilon = std::is_same_v<S, T> ? 0.0 : double(std::numeric_limits<float>::epsilon());
+    auto built = [&](auto solver_object) -> std::shared_ptr<void> {
+        solver_object->build(problem, X, Y, setup, sigma, threads, callback);
+        return solver_object;
+    };
+    if constexpr (std::is_same_v<S, Eigen::half>) {
+        return built(std::make_shared<DirectSolver<T, S>>());  // float16: direct only (nytro_path checks)
+    } else {
+        if (solver == Solver::direct) return built(std::make_shared<DirectSolver<T, S>>());
+        if (solver == Solver::spectral) return built(std::make_shared<SpectralSolver<T, S>>());
+        return built(std::make_shared<GramSolver<T, S>>());
+    }
+}
+
+}  // namespace
+
+template <class T>
+PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const MatrixCRef<T>& centers,
+                         double sigma, const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val,
+                         const NytroOptions& options) {
+    detail::check_training_data<T>(X, Y, X_val, Y_val);
+    detail::check_centers<T>(centers, X);
+    detail::check_iterative_options(options);
+    const int threads = detail::resolve_threads(options.n_threads);
+    const bool half = options.storage == Storage::float16;
+    const bool low = (options.storage == Storage::float32 || half) && !std::is_same_v<T, float>;
+    FactorOptions factor_options = options.factor;
+    if (half) {
+        // K_nm in half precision: its rounding, 2^-11 relative, reaches A = K_nm R through
+        // R, whose columns grow as 1 / sqrt(Schur residual) of their pivot. With the
+        // default cut (m eps, about 1e-12) that amplified it 1000-fold: on Ijcnn (m = 5000)
+        // the validation path moved by 0.4 and on Covertype (120000 rows, m = 6000) by
+        // 0.025. Cut at kFloat16RankTol, the same paths agree with float32 storage at the
+        // full rank to 4e-5 and 2e-5 (the factor keeps 2537 and 4706 centres), and that
+        // K_nm has as many columns fewer.
+        require(options.solver == Solver::automatic || options.solver == Solver::direct,
+                "storage='float16' stores K_nm (solver 'direct' or 'auto'), got solver='" +
+                    std::string(to_string(options.solver)) + "'");
+        require(options.factor.method != FactorMethod::cholesky,
+                "storage='float16' needs a rank-revealing factor ('pivoted' or 'qr'), got factor='cholesky'");
+        if (factor_options.rank_tol < 0) factor_options.rank_tol = kFloat16RankTol;
+    }
+    const double stored = half ? 2.0 : low ? 4.0 : double(sizeof(T));  // bytes per stored K_nm or H entry
+    const detail::MemoryPlan plan = plan_nytro(X.rows(), X.cols(), centers.rows(), X_val.rows(), Y.cols(), options,
+                                               stored, double(sizeof(T)));
+    plan.check();
+    return plan.guard([&] {
+        auto setup = detail::prepare_nystrom<T>(centers, sigma, factor_options, threads, options.callback);
+        PathResult<T> result;
+        result.rank = setup.factor.rank();
+        result.solver = half ? Solver::direct : options.solver;
+        if (result.solver == Solver::automatic) {
+            // The kernel-first route halves the normal equations' flops but needs a check of
+            // cond(K_mm) (a Lanczos run on R^T R): made only when the choice hinges on it.
+            auto choose = [&](bool kernel_first) {
+                return choose_solver(X.rows(), X_val.rows(), setup.used.rows(), options.max_iter,
+                                     setup.factor.upper_triangular(), setup.factor.inverse_pending(), stored,
+                                     double(sizeof(T)),
+                                     detail::lanczos_applies<T>(options), kernel_first);
+            };
+            result.solver = choose(!low);
+            if (result.solver != Solver::direct && !low) {
+                setup.kernel_first = detail::kernel_first_is_accurate<T>(X.rows(), setup.factor.formed(threads), threads);
+                result.solver = choose(*setup.kernel_first);
+            }
+        }
+
+        // The solver's own big allocation comes first; the hold-out kernel is stored only if
+        // it fits beside it (else recomputed in blocks at each validation).
+        const double k_rows = double(setup.used.rows());
+        const double reserved = result.solver == Solver::direct ? double(X.rows()) * k_rows * stored
+                                                                : k_rows * k_rows * (stored + 2.0 * sizeof(T));
+        // The spectral solver turns K_val into K_val R V at once (it must be stored); the others
+        // may validate only a few times (gd's Lanczos path: once per stretch of its basis), so
+        // they store it only once recomputing it has cost about its first touch.
+        setup.validation = detail::make_validation<T>(X_val, Y_val, setup.used, sigma, threads, low, reserved,
+                                                      /*defer=*/result.solver != Solver::spectral);
+        if (setup.validation) setup.validation->set_weights(options.validation_weights);
+
+        detail::LinearProblem<T> problem;
+        problem.q = Y.cols();
+        problem.alpha_rows = setup.used.rows();
+        const auto solver = half  ? build_solver<T, Eigen::half>(result.solver, problem, X, Y, setup, sigma, threads,
+                                                                options.callback)
+                            : low ? build_solver<T, float>(result.solver, problem, X, Y, setup, sigma, threads,
+                                                           options.callback)
+                                  : build_solver<T, T>(result.solver, problem, X, Y, setup, sigma, threads,
+                                                       options.callback);
+
+        IterativeOptions loop = options;
+        loop.n_threads = threads;
+        detail::run_path_with_step<T>(problem, X.rows(), setup.validation.get(), loop, result);
+        result.coef = detail::scatter_rows<T>(result.coef, setup.factor.support(), centers.rows());
+        return result;
+    });
+}
+
+template PathResult<float> nytro_path<float>(const MatrixCRef<float>&, const MatrixCRef<float>&,
+                                             const MatrixCRef<float>&, double, const MatrixCRef<float>&,
+                                             const MatrixCRef<float>&, const NytroOptions&);
+template PathResult<double> nytro_path<double>(const MatrixCRef<double>&, const MatrixCRef<double>&,
+                                               const MatrixCRef<double>&, double, const MatrixCRef<double>&,
+                                               const MatrixCRef<double>&, const NytroOptions&);
+
+}  // namespace nytro

@@ -1,0 +1,247 @@
+// Tikhonov regularisation along a lambda grid: NKRLS (paper, eq. 12), KRLS (eq. 6), and
+// KOLS (eq. 3) as the pseudo-inverse limit.
+#include "passes/dense.hpp"
+#include "runtime/input_checks.hpp"
+#include "runtime/memory_plan.hpp"
+#include "passes/gram.hpp"
+#include "solvers/nystrom_setup.hpp"
+#include "nytro/cholesky.hpp"
+#include "nytro/eigen_solver.hpp"
+#include "solvers/owned_eigen.hpp"
+#include "nytro/errors.hpp"
+#include "nytro/kernel.hpp"
+#include "nytro/solvers.hpp"
+#include "runtime/parallel.hpp"
+
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+namespace nytro {
+namespace {
+
+// The eigendecomposition behind the eigh solves, always in float64. A float32 ?syevd is
+// only backward stable to a few float32 epsilons of ||H||, and (H + shift I)^-1 amplifies
+// that by up to cond(H + shift I): on a kernel with cond ~ 1e5 the coefficients then
+// drift 10-40x further from the float64 answer than the rounding of H itself implies
+// (and than NumPy's float32 eigh), by an amount that depends on the LAPACK's kernels and
+// so on the CPU. In float64 the only float32 errors left are those of H and of the result.
+struct Eigenbasis {
+    Eigen::VectorXd values;
+    Matrix<double> vectors;
+};
+
+template <class T>
+Eigenbasis eigenbasis(const Matrix<T>& H, const Callback& callback) {
+    Eigenbasis basis;
+    if constexpr (std::is_same_v<T, double>) {
+        symmetric_eigen<double>(H, basis.values, basis.vectors, callback);
+    } else {
+        check_allocation(double(H.size()) * sizeof(double),
+                         "the float64 copy of " + shape_text<T>(H.rows(), H.cols()));
+        // The widened copy is the one an interruptible worker needs: not copied again.
+        detail::symmetric_eigen_owned<double>(std::make_shared<const Matrix<double>>(H.template cast<double>()),
+                                              basis.values, basis.vectors, callback);
+    }
+    return basis;
+}
+
+// Solutions (H + shift I)^-1 C for every shift = lambda n, side by side (k x q*L).
+// eigh: one eigendecomposition H = V diag(s) V^T serves every lambda exactly, with s
+// clipped at 0 so the tiny end of the grid keeps pseudo-inverse semantics.
+// cholesky: the paper's form, one factorisation per lambda; a lambda whose shifted
+// matrix is numerically singular falls back to the eigendecomposition.
+template <class T>
+class ShiftedSolves {
+public:
+    ShiftedSolves(const Matrix<T>& H, const Matrix<T>& C, TikhonovSolver solver)
+        : H_(H), C_(C), solver_(solver) {}
+
+    Matrix<T> solve_all(const std::vector<double>& shifts, const Callback& callback) {
+        const Index k = H_.rows(), q = C_.cols(), L = static_cast<Index>(shifts.size());
+        Matrix<T> out(k, q * L), M;  // M: H + shift I, factored in place; one buffer for all shifts
+        for (Index l = 0; l < L; ++l) {
+            auto block = out.middleCols(l * q, q);
+            if (solver_ == TikhonovSolver::cholesky) {
+                M = H_;
+                M.diagonal().array() += static_cast<T>(shifts[l]);
+                if (cholesky_lower_in_place<T>(M)) {
+                    const Matrix<T>& factor = M;  // H + shift I = L L^T, L in the lower triangle
+                    block = C_;
+                    factor.template triangularView<Eigen::Lower>().solveInPlace(block);
+                    factor.template triangularView<Eigen::Lower>().transpose().solveInPlace(block);
+                    if (block.allFinite()) {
+                        if (callback) callback({"lambda", l + 1, L});
+                        continue;
+                    }
+                }
+            }
+            decompose(callback);
+            Matrix<double> scaled = projected_;
+            for (Index i = 0; i < k; ++i) scaled.row(i) /= basis_.values[i] + shifts[l];
+            block = (basis_.vectors * scaled).template cast<T>();
+            if (callback) callback({"lambda", l + 1, L});
+        }
+        return out;
+    }
+
+private:
+    void decompose(const Callback& callback) {
+        if (decomposed_) return;
+        basis_ = eigenbasis<T>(H_, callback);
+        basis_.values = basis_.values.cwiseMax(0.0);
+        projected_ = basis_.vectors.transpose() * C_.template cast<double>();
+        decomposed_ = true;
+    }
+
+    const Matrix<T>& H_;
+    const Matrix<T>& C_;
+    TikhonovSolver solver_;
+    bool decomposed_ = false;
+    Eigenbasis basis_;
+    Matrix<double> projected_;
+};
+
+std::vector<double> scaled(const std::vector<double>& lambdas, Index n) {
+    std::vector<double> shifts(lambdas);
+    for (double& s : shifts) s *= double(n);
+    return shifts;
+}
+
+// Picks the lambda with the smallest validation RMSE (the only one without hold-out).
+template <class T>
+void select(const Matrix<T>& alphas, Index q, const detail::Validation<T>* validation, int threads,
+            TikhonovResult<T>& result) {
+    result.selected = -1;
+    if (validation) {
+        validation->rmse(alphas, q, result.validation_rmse, threads);
+        for (std::size_t l = 0; l < result.validation_rmse.size(); ++l) {
+            const double r = result.validation_rmse[l];
+            if (std::isfinite(r) && (result.selected < 0 || r < result.validation_rmse[result.selected]))
+                result.selected = Index(l);
+        }
+    } else {
+        result.selected = 0;
+    }
+    if (result.selected < 0 || !alphas.middleCols(result.selected * q, q).allFinite())
+        throw std::runtime_error("the solution is not finite for any lambda of the grid (overflow)");
+    result.coef = alphas.middleCols(result.selected * q, q);
+}
+
+}  // namespace
+
+template <class T>
+TikhonovResult<T> nkrls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const MatrixCRef<T>& centers,
+                             double sigma, const std::vector<double>& lambdas, const MatrixCRef<T>& X_val,
+                             const MatrixCRef<T>& Y_val, const TikhonovOptions& options) {
+    detail::check_training_data<T>(X, Y, X_val, Y_val);
+    detail::check_centers<T>(centers, X);
+    detail::check_lambdas(lambdas, X_val.rows() > 0);
+    const int threads = detail::resolve_threads(options.n_threads);
+    const Index q = Y.cols();
+    require(options.storage != Storage::float16,
+            "storage='float16' is for NYTRO's stored K_nm; NKRLS takes None or 'float32'");
+    const bool low = options.storage == Storage::float32;
+    const double m = double(centers.rows()), m2 = m * m, L = double(lambdas.size());
+    detail::MemoryPlan plan("Nystrom KRLS on m = " + std::to_string(centers.rows()) + " centres (n_centers)");
+    plan.add(detail::MemoryPlan::factor, "K_mm and its factor (2 x m x m)", 2.0 * m2 * sizeof(T));
+    plan.add(detail::MemoryPlan::solve, "the factor, R and A^T A (3 x m x m)", 3.0 * m2 * sizeof(T));
+    if (options.solver == TikhonovSolver::eigh)
+        plan.add(detail::MemoryPlan::solve, "the float64 eigendecomposition of A^T A (4 x m x m)", 4.0 * m2 * 8.0);
+    else
+        plan.add(detail::MemoryPlan::solve, "A^T A + lambda n I, factored (m x m)", m2 * sizeof(T));
+    plan.add(detail::MemoryPlan::solve, "the solutions for every lambda (2 x m x q L)",
+             2.0 * m * double(Y.cols()) * L * sizeof(T));
+    plan.advise("n_centers <= " + std::to_string(Index(std::sqrt(double(available_memory_bytes()) /
+                                                                  (3.0 * sizeof(T) + 32.0)))));
+    plan.check();
+    return plan.guard([&] {
+        auto setup = detail::prepare_nystrom<T>(centers, sigma, options.factor, threads, options.callback);
+        const double k = double(setup.factor.rank());
+        setup.validation = detail::make_validation<T>(X_val, Y_val, setup.used, sigma, threads, low,
+                                                      4.0 * k * k * sizeof(T));  // H, its eigenvectors, solves
+        if (setup.validation) setup.validation->set_weights(options.validation_weights);
+        const auto normal =
+            detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads), sigma, threads,
+                                               options.callback, low);
+        ShiftedSolves<T> solves(normal.H, normal.C, options.solver);
+        const Matrix<T> betas = solves.solve_all(scaled(lambdas, X.rows()), options.callback);
+        Matrix<T> alphas(setup.used.rows(), betas.cols());
+        setup.factor.lift(betas, alphas, threads);
+
+        TikhonovResult<T> result;
+        result.rank = setup.factor.rank();
+        select<T>(alphas, q, setup.validation.get(), threads, result);
+        result.coef = detail::scatter_rows<T>(result.coef, setup.factor.support(), centers.rows());
+        return result;
+    });
+}
+
+template <class T>
+TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma,
+                            const std::vector<double>& lambdas, const MatrixCRef<T>& X_val,
+                            const MatrixCRef<T>& Y_val, const TikhonovOptions& options) {
+    detail::check_training_data<T>(X, Y, X_val, Y_val);
+    detail::check_lambdas(lambdas, X_val.rows() > 0);
+    const int threads = detail::resolve_threads(options.n_threads);
+    const double n = double(X.rows()), n2 = n * n;
+    detail::MemoryPlan plan("KRLS on n = " + std::to_string(X.rows()) + " rows (its kernel is n x n)");
+    plan.add(detail::MemoryPlan::whole, "K (n x n)", n2 * sizeof(T));
+    if (options.solver == TikhonovSolver::eigh)
+        plan.add(detail::MemoryPlan::solve, "its float64 eigendecomposition (4 x n x n)", 4.0 * n2 * 8.0);
+    else
+        plan.add(detail::MemoryPlan::solve, "K + lambda n I, factored (n x n)", n2 * sizeof(T));
+    plan.add(detail::MemoryPlan::solve, "the solutions for every lambda (2 x n x q L)",
+             2.0 * n * double(Y.cols()) * double(lambdas.size()) * sizeof(T));
+    plan.advise("NystromKRLSRegressor or NytroRegressor, whose memory is O(n m)");
+    plan.check();
+    return plan.guard([&] {
+        const Matrix<T> K = gaussian_kernel<T>(X, X, sigma, threads);
+        const Matrix<T> Yc = Y;
+        ShiftedSolves<T> solves(K, Yc, options.solver);
+        const Matrix<T> alphas = solves.solve_all(scaled(lambdas, X.rows()), options.callback);
+        const Matrix<T> centers = X;
+        const auto validation = detail::make_validation<T>(X_val, Y_val, centers, sigma, threads, false, 0.0);
+        if (validation) validation->set_weights(options.validation_weights);
+        TikhonovResult<T> result;
+        result.rank = X.rows();
+        select<T>(alphas, Y.cols(), validation.get(), threads, result);
+        return result;
+    });
+}
+
+template <class T>
+Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma, double rcond, int n_threads,
+               const Callback& callback) {
+    const Matrix<T> none(0, X.cols()), none_y(0, Y.cols());
+    detail::check_training_data<T>(X, Y, none, none_y);
+    const Index n = X.rows();
+    const double cut_ratio = rcond < 0 ? double(n) * std::numeric_limits<T>::epsilon() : rcond;
+    require(cut_ratio < 1, "rcond must be < 1, got " + format_number(rcond));
+    const Matrix<T> K = gaussian_kernel<T>(X, X, sigma, detail::resolve_threads(n_threads));
+    const auto [w, V] = eigenbasis<T>(K, callback);  // float64, as for the Tikhonov solves
+    const double cut = cut_ratio * w.cwiseAbs().maxCoeff();
+    Matrix<double> projected = V.transpose() * Y.template cast<double>();
+    for (Index i = 0; i < n; ++i) {
+        if (w[i] > cut) projected.row(i) /= w[i];
+        else projected.row(i).setZero();
+    }
+    Matrix<T> coef = (V * projected).template cast<T>();
+    if (!coef.allFinite()) throw std::runtime_error("pinv(K) y is not finite (overflow)");
+    return coef;
+}
+
+#define NYTRO_INSTANTIATE(T)                                                                                 \
+    template TikhonovResult<T> nkrls_path<T>(const MatrixCRef<T>&, const MatrixCRef<T>&,                    \
+                                             const MatrixCRef<T>&, double, const std::vector<double>&,       \
+                                             const MatrixCRef<T>&, const MatrixCRef<T>&,                     \
+                                             const TikhonovOptions&);                                        \
+    template TikhonovResult<T> krls_path<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double,             \
+                                            const std::vector<double>&, const MatrixCRef<T>&,                \
+                                            const MatrixCRef<T>&, const TikhonovOptions&);                   \
+    template Matrix<T> kols<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double, double, int, const Callback&);
+NYTRO_INSTANTIATE(float)
+NYTRO_INSTANTIATE(double)
+#undef NYTRO_INSTANTIATE  // unity builds put several sources in one unit
+
+}  // namespace nytro
