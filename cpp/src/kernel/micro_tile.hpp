@@ -1,8 +1,7 @@
 // A register-blocked tile of dot products, the inner loop of the kernel's GEMM and of the
 // factor's rank-k update. Eigen's own GEMM kernel keeps 24 x 4 doubles in registers on
-// AVX-512 (12 of the 32 vector registers): at m = 10000 its rank-128 updates ran at
-// about 83 GFLOP/s on 2 cores where OpenBLAS's dpotrf, doing the same flops, reached 111.
-// Here the tile is kRows x (kPackets packets) accumulators, sized to the register file,
+// AVX-512 (12 of the 32 vector registers) and ran the factor's rank-k updates well below
+// OpenBLAS's dpotrf doing the same flops (docs/design.md, "Register tiles"). Here the tile is kRows x (kPackets packets) accumulators, sized to the register file,
 // and both operands come pre-packed so that every load is contiguous.
 //
 // Operands ("panels") are stored depth-major and zero-padded to their full width: the

@@ -30,7 +30,7 @@ Validation<T>::Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val
     if (defer) {
         // One first touch of the stored kernel against one recomputation: its distance
         // GEMM, and the exp and the write of each entry, which cost about as much as 50
-        // more features (measured, 2 threads: 2.7 ns per entry at d = 90, 1.5 at d = 22).
+        // more features (docs/design.md, "Storing the hold-out kernel").
         // Stored at once for d >= 84 in float64; Ijcnn (d = 22) after one recomputation.
         // A float32 kernel (low_) is computed at about twice the rate.
         const double first_touch = bytes / kFreshBytesPerSecond;
