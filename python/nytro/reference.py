@@ -397,8 +397,8 @@ def _iterative_path(apply, rhs, to_alpha, method, nu, step, max_iter, predict_va
                             patience, krylov_eps)
     alphas, path = [], []
     beta = None
-    iterates = (_cg_iterates(apply, rhs, max_iter, krylov_eps, until_invariant=predict_val is not None)
-                if method == "cg"
+    # cg: the iterate at the invariant space is also the one at max_iter past it.
+    iterates = (_cg_iterates(apply, rhs, max_iter, krylov_eps, until_invariant=True) if method == "cg"
                 else _iterates(apply, rhs, method, step, nu, max_iter))
     for beta in iterates:
         if predict_val is not None:
