@@ -11,6 +11,10 @@ stage (sent once the call's progress callback first reports a stage whose name c
 latency is timed inside the child, from the signal's arrival to the KeyboardInterrupt
 reaching Python, so that interpreter start-up and shutdown on a loaded machine do not count.
 A child that ignores the signal is killed after `give_up` seconds and reported as such.
+The child's line "interrupted" is read as it comes, not after the child's exit: a stage
+that runs a LAPACK call on an abandoned worker (abandonable.hpp) reacts at once, but the
+interpreter's exit can wait for that worker to finish (5-6 s for KOLS at n = 3000 under
+load, past 30 s on a busier machine), which must not count as not reacting.
 
 The call may use `progress` (a callback that announces the start), `X`, `y` (a seeded
 problem of `n` rows and `d` features) and whatever `setup` defines; `nytro` and `np` are
@@ -42,7 +46,8 @@ _CHILD = textwrap.dedent("""
             announced.append(stage)
             print("started", stage, flush=True)
     {setup}
-    if STAGE is None and {delay!r} is not None:
+    DELAY = {delay!r}
+    if STAGE is None and DELAY is not None:
         print("started (delay)", flush=True)
     try:
         {call}
@@ -66,8 +71,11 @@ class InterruptResult:
 
 
 def _line(stream, timeout):
+    """The next line of an unbuffered binary pipe, or None if none begins within `timeout`
+    seconds ("" at its end). Unbuffered, so that select sees every line that has come: a
+    buffered reader can hold the next line already while select waits on the pipe."""
     ready, _, _ = select.select([stream], [], [], timeout)
-    return stream.readline() if ready else None
+    return stream.readline().decode() if ready else None
 
 
 def interrupt_latency(call: str, *, setup: str = "", stage: str | None = None, delay: float | None = None,
@@ -81,23 +89,32 @@ def interrupt_latency(call: str, *, setup: str = "", stage: str | None = None, d
                            setup=textwrap.indent(textwrap.dedent(setup), "    ").strip(),
                            call=call)
     child = subprocess.Popen([sys.executable, "-c", source], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)
+                             bufsize=0)
     try:
         first = _line(child.stdout, start_timeout)
         if not first or not first.startswith("started"):
-            out, err = child.communicate(timeout=give_up) if child.poll() is not None else ("", "")
+            err = child.communicate(timeout=give_up)[1].decode() if child.poll() is not None else ""
             return InterruptResult(False, False, bool(first and first.startswith("finished")), float("inf"),
                                    float("inf"), err)
         time.sleep((delay or 0.0) + after)
         child.send_signal(signal.SIGINT)
         sent = time.monotonic()
+        lines = []
+        while time.monotonic() - sent < give_up:
+            line = _line(child.stdout, give_up - (time.monotonic() - sent))
+            if not line:  # timed out, or the child closed its output (it exited)
+                break
+            lines.append(line)
+            if line.startswith(("interrupted", "finished")):
+                break
         try:
-            out, err = child.communicate(timeout=give_up)
+            child.wait(timeout=give_up)
+            exit_latency = time.monotonic() - sent
         except subprocess.TimeoutExpired:
             child.kill()
-            _, err = child.communicate()
-            return InterruptResult(True, False, False, float("inf"), float("inf"), err)
-        exit_latency = time.monotonic() - sent
+            exit_latency = float("inf")
+        rest, err = child.communicate()
+        out, err = "".join(lines) + rest.decode(), err.decode()
     finally:
         if child.poll() is None:
             child.kill()

@@ -232,3 +232,28 @@ NYTRO_TEST(lanczos_growth_failing_midway_steps_from_the_start) {
     CHECK_BITWISE(r.coef, stepwise.coef);
     CHECK_CLOSE(r.coef, diagonal.beta(1.0, r.n_iter), 1e-10);
 }
+
+NYTRO_TEST(cg_past_an_invariant_space_is_the_pseudo_inverse_solution) {
+    // H singular with c outside its range: c = 1 on a diagonal with zeros. The Krylov
+    // space of (H, c) is invariant after (distinct nonzero eigenvalues) + 1 = 5 steps;
+    // from there cg's iterate is H^+ c (1 / h where h > 0, 0 where h = 0), the
+    // minimum-norm least-squares solution, whatever max_iter. CG's recursion divided the
+    // null-space part by a curvature of rounding there.
+    Eigen::VectorXd h(8);
+    h << 1.0, 2.0, 3.0, 0.0, 0.0, 0.5, 0.0, 2.0;
+    const Diagonal diagonal(h);
+    MatrixD exact(h.size(), 1);
+    for (Index i = 0; i < h.size(); ++i) exact(i, 0) = h[i] > 0 ? 1.0 / h[i] : 0.0;
+    for (Index t : {5, 6, 8, 1000}) {
+        nytro::IterativeOptions o;
+        o.method = nytro::Method::cg;
+        o.max_iter = t;
+        o.n_threads = 2;
+        nytro::PathResult<double> result;
+        nytro::detail::run_path<double>(diagonal.problem, 0.0, nullptr, o, result);
+        // cond(H) = 6 on its range: a few epsilons of |H^+ c| = 2.
+        CHECK_CLOSE(result.coef, exact, 1e-13);
+        CHECK(result.products <= 5);
+        CHECK_EQ(result.iterations_run, t);
+    }
+}

@@ -20,9 +20,9 @@ class PathResult:
     n_iter : int
         The selected t (max_iter without a hold-out set).
     iterations_run : int
-        Iterations computed: fewer than max_iter after an early stop, and for method
-        "hybrid" where the Krylov space became invariant (later t would repeat its last
-        solution).
+        Iterations computed: fewer than max_iter after an early stop, and for methods
+        "hybrid" and "cg" where the Krylov space became invariant (later t would repeat
+        its last solution).
     step_size : float
         The step actually used.
     rank : int

@@ -20,9 +20,6 @@ from ._results import PathResult, TikhonovResult
 _MASK64 = (1 << 64) - 1
 # The Nystrom factor's default rank_tol with storage="float16" (options.hpp).
 FLOAT16_RANK_TOL = 1e-4
-# CG stops on a direction whose curvature is below this many epsilons of the compute dtype
-# times the largest Rayleigh quotient seen (gradient_path.cpp's kCgCurvatureFloor).
-CG_CURVATURE_FLOOR = 4.0
 # Lanczos: a remainder below this many eps sqrt(k) |H| is rounding (the core's kBreakdown).
 LANCZOS_BREAKDOWN = 4.0
 
@@ -202,51 +199,36 @@ def _nu_coefficients(k, nu):
 
 def _iterates(apply, rhs, method, step, nu, max_iter):
     """beta_1, ..., beta_max_iter of an iterative regulariser for H beta = rhs, beta_0 = 0:
-    gd: beta + s (c - H beta);  nu: the nu-method;  cg: conjugate gradients per column."""
+    gd: beta + s (c - H beta);  nu: the nu-method;  cg: conjugate gradients per column, from
+    a Lanczos basis (_cg_iterates)."""
+    if method == "cg":
+        yield from _cg_iterates(apply, rhs, max_iter)
+        return
     dt = rhs.dtype.type
     beta = np.zeros_like(rhs)
     previous = beta
-    residual, direction = rhs.copy(), rhs.copy()
-    rr = (residual.astype(np.float64) ** 2).sum(0)
-    rayleigh_max = np.zeros(rhs.shape[1])
     rhs_norm = np.linalg.norm(rhs.astype(np.float64))
     for k in range(1, max_iter + 1):
-        if method in ("gd", "nu"):
-            # With a stable step |c - H beta| <= |c|: a residual past 2 |c| is divergence.
-            gradient = rhs - apply(beta)
-            if np.linalg.norm(gradient.astype(np.float64)) > 2 * rhs_norm:
-                raise RuntimeError(f"the iterations diverged at t={k} (step_size={step:.6g}): a stable step is "
-                                   "below 2 / lambda_max(A^T A)")
+        # With a stable step |c - H beta| <= |c|: a residual past 2 |c| is divergence.
+        gradient = rhs - apply(beta)
+        if np.linalg.norm(gradient.astype(np.float64)) > 2 * rhs_norm:
+            raise RuntimeError(f"the iterations diverged at t={k} (step_size={step:.6g}): a stable step is "
+                               "below 2 / lambda_max(A^T A)")
         if method == "gd":
             beta = beta + dt(step) * gradient
-        elif method == "nu":
+        else:
             mu, omega = _nu_coefficients(k, nu)
             previous, beta = beta, beta + dt(mu) * (beta - previous) + dt(omega) * dt(step) * gradient
-        else:
-            product = apply(direction)
-            beta = beta.copy()
-            for j in range(rhs.shape[1]):
-                curvature = float(direction[:, j].astype(np.float64) @ product[:, j].astype(np.float64))
-                dd = float((direction[:, j].astype(np.float64) ** 2).sum())
-                if dd > 0:
-                    rayleigh_max[j] = max(rayleigh_max[j], curvature / dd)
-                # A direction in H's numerical null space (curvature within rounding of the
-                # largest): stepping along it would amplify rounding by 1 / eps. Converged.
-                if not curvature > CG_CURVATURE_FLOOR * np.finfo(rhs.dtype).eps * rayleigh_max[j] * dd or rr[j] == 0:
-                    rr[j] = 0
-                    continue
-                a = dt(rr[j] / curvature)
-                beta[:, j] += a * direction[:, j]
-                residual[:, j] -= a * product[:, j]
-                rr_new = float((residual[:, j].astype(np.float64) ** 2).sum())
-                direction[:, j] = residual[:, j] + dt(rr_new / rr[j]) * direction[:, j]
-                rr[j] = rr_new
         yield beta
 
 
-def _lanczos(apply, c, steps, with_complete=False):
+def _lanczos(apply, c, steps, with_complete=False, eps=np.finfo(np.float64).eps, stop_when_singular=False):
     """Lanczos with full reorthogonalisation (twice) from c, at most `steps` steps:
-    (V dim x k, diagonal, off-diagonal[, complete]), stopped early at an invariant subspace."""
+    (V dim x k, diagonal, off-diagonal[, complete, |H| from below]), stopped early at an
+    invariant subspace. eps: the relative rounding of `apply` (float32's where H is applied
+    in float32). stop_when_singular: stop also where a pivot of T_k's LDL^T is within
+    rounding (T_k singular: a Ritz value below the remainder's floor, the core's
+    LanczosProcess::start)."""
     dim = c.shape[0]
     V = np.zeros((dim, min(steps, dim) + 1))
     V[:, 0] = c / np.linalg.norm(c)
@@ -256,32 +238,109 @@ def _lanczos(apply, c, steps, with_complete=False):
         w = apply(V[:, k:k + 1].astype(c.dtype)).astype(np.float64)[:, 0]
         scale = max(scale, float(np.linalg.norm(w)))  # |H| from below, as the core's
         diagonal.append(float(w @ V[:, k]))
+        floor = LANCZOS_BREAKDOWN * eps * np.sqrt(k + 1) * scale
+        if stop_when_singular and _has_ritz_value_below(diagonal, off, floor):
+            complete = True
+            break
         for _ in range(2):
             w = w - V[:, :k + 1] @ (V[:, :k + 1].T @ w)
         b = np.linalg.norm(w)
         # The remainder against eps sqrt(k) |H| (rounding), not against |H v_k|.
-        if not b > LANCZOS_BREAKDOWN * np.finfo(np.float64).eps * np.sqrt(k + 1) * scale or k + 1 == dim:
+        if not b > floor or k + 1 == dim:
             complete = True
             break
         off.append(float(b))
         V[:, k + 1] = w / b
     out = V[:, :len(diagonal)], np.asarray(diagonal), np.asarray(off[:len(diagonal) - 1])
-    return out + (complete,) if with_complete else out
+    return out + (complete, scale) if with_complete else out
 
 
-def _invariant_solver(T, norm):
+def _has_ritz_value_below(diagonal, off, x):
+    """Whether the tridiagonal (diagonal, off) has an eigenvalue <= x: a pivot <= 0 of
+    its LDL^T minus x I (Sturm's count)."""
+    pivot = 1.0
+    for i, a in enumerate(diagonal):
+        pivot = a - x - (off[i - 1] * (off[i - 1] / pivot) if i > 0 else 0.0)
+        if not pivot > 0:
+            return True
+    return False
+
+
+def _invariant_solver(T, norm, eps, scale):
     """For T of an invariant Krylov space: shift -> (T + shift I)^+ norm e_1 on the Ritz
-    values above rounding (LANCZOS_BREAKDOWN eps sqrt(k) |T|), or None where none is that
-    small (the plain solve then). Drops c's null-space part, as the core's InvariantSolve."""
+    values above rounding (LANCZOS_BREAKDOWN eps sqrt(k) |H|, |H| the larger of |T| and
+    the process' `scale`), or None where none is that small (the plain solve then). Drops
+    c's null-space part, as the core's InvariantSolve."""
     theta, U = np.linalg.eigh(T)
-    keep = theta > LANCZOS_BREAKDOWN * np.finfo(np.float64).eps * np.sqrt(len(theta)) * np.abs(theta).max()
+    keep = theta > LANCZOS_BREAKDOWN * eps * np.sqrt(len(theta)) * max(np.abs(theta).max(), scale)
     if keep.all():
         return None
     theta, projected = theta[keep], norm * U[0, keep]
     return lambda shift: U[:, keep] @ (projected / (theta + shift))
 
 
-def _hybrid_path(apply, rhs, to_alpha, n, max_iter, predict_val, Y_val, stopping, tol, window, patience):
+def _krylov_bases(apply, rhs, max_iter, eps):
+    """Per column of rhs: (V, T, |c|, invariant) of Lanczos from c, min(max_iter, dim)
+    steps or fewer at an invariant space (invariant: _invariant_solver's, or None), or
+    None where c = 0."""
+    bases = []
+    for j in range(rhs.shape[1]):
+        c = rhs[:, j].astype(np.float64)
+        if np.linalg.norm(c) == 0:
+            bases.append(None)
+            continue
+        V, a, b, complete, scale = _lanczos(apply, c, min(max_iter, rhs.shape[0]), with_complete=True, eps=eps,
+                                            stop_when_singular=True)
+        T = np.diag(a) + np.diag(b, 1) + np.diag(b, -1)
+        invariant = _invariant_solver(T, np.linalg.norm(c), eps, scale) if complete else None
+        bases.append((V, T, np.linalg.norm(c), invariant))
+    return bases
+
+
+def _projected(basis, kc, shift):
+    """V_k (T_k + shift I)^-1 |c| e_1 at k = kc, or through the pseudo-inverse of T on an
+    invariant space where it is singular."""
+    V, T, norm, invariant = basis
+    if invariant is not None and kc == V.shape[1]:
+        return V @ invariant(shift)
+    e1 = np.zeros(kc)
+    e1[0] = norm
+    return V[:, :kc] @ np.linalg.solve(T[:kc, :kc] + shift * np.eye(kc), e1)
+
+
+def _krylov_eps(dtype, storage_dtype=None):
+    """The rounding of a product with H: the compute dtype's, or float32's where H's matrix
+    is stored narrower (as the core's LinearProblem::storage_epsilon)."""
+    eps = float(np.finfo(dtype).eps)
+    if storage_dtype is not None and np.dtype(storage_dtype).itemsize < np.dtype(dtype).itemsize:
+        eps = max(eps, float(np.finfo(np.float32).eps))
+    return eps
+
+
+def _cg_iterates(apply, rhs, max_iter, krylov_eps=None, until_invariant=False):
+    """cg's iterates: beta_t = V_t T_t^-1 |c| e_1 per column (CG's t-th iterate in exact
+    arithmetic) from a reorthogonalised Lanczos basis, and once the Krylov space is
+    invariant with T singular (c outside H's range) the minimum-norm least-squares
+    solution V T^+ |c| e_1, which later t repeat (the core's run_cg_path). until_invariant:
+    end where every column's space is invariant (at least one iterate), as the core's path
+    with a hold-out set does."""
+    dt = rhs.dtype.type
+    eps = _krylov_eps(rhs.dtype) if krylov_eps is None else krylov_eps
+    bases = _krylov_bases(apply, rhs, max_iter, eps)
+    last = max([0] + [basis[0].shape[1] for basis in bases if basis is not None])
+    beta = np.zeros(rhs.shape, dtype=dt)
+    for t in range(1, (max(last, 1) if until_invariant else max_iter) + 1):
+        if t <= last:
+            beta = np.zeros(rhs.shape, dtype=np.float64)
+            for j, basis in enumerate(bases):
+                if basis is not None:
+                    beta[:, j] = _projected(basis, min(t, basis[0].shape[1]), 0.0)
+            beta = beta.astype(dt)
+        yield beta
+
+
+def _hybrid_path(apply, rhs, to_alpha, n, max_iter, predict_val, Y_val, stopping, tol, window, patience,
+                 krylov_eps):
     """Tikhonov projected on the Krylov space of (H, c): at each k, beta_k(lambda) =
     V_k (T_k + lambda n I)^-1 |c| e_1 for the paper's 100 lambdas, the path value the best
     hold-out RMSE over them (one lambda for all columns); (alpha*, path, k*, k_run, lambda*).
@@ -292,30 +351,13 @@ def _hybrid_path(apply, rhs, to_alpha, n, max_iter, predict_val, Y_val, stopping
     # The paper's grid with the core's rounding: 10 ** (15 i / 99 - 15) by C's pow (numpy's
     # logspace may differ in the last bit).
     lambdas = np.array([10.0 ** ((15.0 * i) / 99.0 - 15.0) for i in range(100)])
-    bases = []  # per column: (V, T, |c|) or None for c = 0
-    for j in range(rhs.shape[1]):
-        c = rhs[:, j].astype(np.float64)
-        if np.linalg.norm(c) == 0:
-            bases.append(None)
-            continue
-        V, a, b, complete = _lanczos(apply, c, min(max_iter, rhs.shape[0]), with_complete=True)
-        T = np.diag(a) + np.diag(b, 1) + np.diag(b, -1)
-        invariant = _invariant_solver(T, np.linalg.norm(c)) if complete else None
-        bases.append((V, T, np.linalg.norm(c), invariant))
-
-    def projected(basis, kc, lam):
-        V, T, norm, invariant = basis
-        if invariant is not None and kc == V.shape[1]:
-            return V @ invariant(lam * n)
-        e1 = np.zeros(kc)
-        e1[0] = norm
-        return V[:, :kc] @ np.linalg.solve(T[:kc, :kc] + lam * n * np.eye(kc), e1)
+    bases = _krylov_bases(apply, rhs, max_iter, krylov_eps)
     k_run = max([0] + [basis[0].shape[1] for basis in bases if basis is not None])
     if predict_val is None:  # k_run steps, the grid's smallest lambda
         beta = np.zeros(rhs.shape, dtype=np.float64)
         for j, basis in enumerate(bases):
             if basis is not None:
-                beta[:, j] = projected(basis, basis[0].shape[1], lambdas[0])
+                beta[:, j] = _projected(basis, basis[0].shape[1], lambdas[0] * n)
         return to_alpha(beta.astype(dt)), np.zeros(0), max_iter, max_iter, float(lambdas[0])
     path, candidates = [], []
     for k in range(1, k_run + 1):
@@ -326,7 +368,7 @@ def _hybrid_path(apply, rhs, to_alpha, n, max_iter, predict_val, Y_val, stopping
                 solutions.append(None)
                 continue
             kc = min(k, basis[0].shape[1])
-            solutions.append([projected(basis, kc, lam) for lam in lambdas])
+            solutions.append([_projected(basis, kc, lam * n) for lam in lambdas])
         for i in range(len(lambdas)):
             beta = np.stack([np.zeros(rhs.shape[0]) if s is None else s[i] for s in solutions], axis=1)
             prediction = predict_val(to_alpha(beta.astype(dt)))
@@ -344,16 +386,21 @@ def _hybrid_path(apply, rhs, to_alpha, n, max_iter, predict_val, Y_val, stopping
 
 
 def _iterative_path(apply, rhs, to_alpha, method, nu, step, max_iter, predict_val, Y_val, stopping, tol,
-                    window, patience=None, n=None):
+                    window, patience=None, n=None, storage=None):
     """Run the regulariser recording the validation RMSE of alpha_t = to_alpha(beta_t);
     returns (alpha*, path, t*, t_run, lambda*) (lambda* = 0.0 except for "hybrid", which
-    needs the number of training rows n)."""
+    needs the number of training rows n). storage: the dtype H's matrix is kept in, where
+    narrower than rhs's (the rounding of its products, for cg's and hybrid's Lanczos)."""
+    krylov_eps = _krylov_eps(rhs.dtype, storage)
     if method == "hybrid":
         return _hybrid_path(apply, rhs, to_alpha, n, max_iter, predict_val, Y_val, stopping, tol, window,
-                            patience)
+                            patience, krylov_eps)
     alphas, path = [], []
     beta = None
-    for beta in _iterates(apply, rhs, method, step, nu, max_iter):
+    # cg: the iterate at the invariant space is also the one at max_iter past it.
+    iterates = (_cg_iterates(apply, rhs, max_iter, krylov_eps, until_invariant=True) if method == "cg"
+                else _iterates(apply, rhs, method, step, nu, max_iter))
+    for beta in iterates:
         if predict_val is not None:
             alphas.append(to_alpha(beta))
             path.append(_rmse(predict_val(alphas[-1]), Y_val))
@@ -386,7 +433,8 @@ def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=
     "gd"; "nu" and "cg" run the accelerated regularisers on the same A^T A beta = A^T y."""
     dt, X, Y, one_d, Xv, Yv, C = _prepare(X, y, X_val, y_val, dtype, centers)
     K_nm = gaussian_kernel(X, C, sigma)
-    if chk.float_dtype_name("storage", storage, chk.NYTRO_STORAGES) == "float16":
+    storage = chk.float_dtype_name("storage", storage, chk.NYTRO_STORAGES)
+    if storage == "float16":
         # Not only how K_nm is kept: its rounding, and the rank cut that goes with it
         # (options.hpp's kFloat16RankTol), change the model, so they are reproduced here.
         K_nm = K_nm.astype(np.float16).astype(dt)
@@ -398,7 +446,7 @@ def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=
     alpha, path, selected, run, lam = _iterative_path(
         lambda beta: A.T @ (A @ beta), A.T @ Y, lambda beta: R @ beta, method, nu, step, max_iter,
         (lambda alpha: K_val @ alpha) if K_val is not None else None, Yv, stopping, tol, window, n_iter_no_change,
-        X.shape[0])
+        X.shape[0], storage)
     return PathResult(_out(alpha, one_d), path, selected, run, step, R.shape[1], "reference", run, lam)
 
 

@@ -31,15 +31,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # another branch. Keys are test names, with the parameter id where only some variants
 # are affected. When a fix is merged, delete its rows: the test must then pass (XPASS
 # already shows where one does, as the marks are not strict).
-KNOWN_DEFECTS = {
-    # Found by this suite, not on the list: on a singular K (duplicate rows) with
-    # y outside K's range, T_k of the Krylov space becomes singular once the space is
-    # invariant. Hybrid now solves through T_k's pseudo-inverse there (the minimum-norm
-    # least-squares model: group means); CG still steps through the null Ritz direction
-    # or stops before it, so the two differ (CG is the one that is wrong).
-    "test_hybrid_without_holdout_is_cg[landweber_path]":
-        "open defect: CG past an invariant Krylov space with y outside K's range (not min-norm)",
-}
+KNOWN_DEFECTS: dict[str, str] = {}
 
 
 def pytest_collection_modifyitems(config, items):

@@ -9,7 +9,10 @@
 #include "runtime/parallel.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -123,27 +126,50 @@ struct alignas(64) Candidate {
     Index index;
 };
 
+// How often, at most, a panel calls the progress callback (its interruption point): a
+// pivot costs the team one or two barriers, each of which can wait a scheduler slice on
+// a loaded machine, so a panel's 128 pivots took 5-8 s at a load average of 20 on 2
+// cores (m = 6000), and Ctrl-C waited for the panel's end. Timed rather than counted:
+// one pivot takes microseconds on a quiet machine, where a call per pivot would cost
+// more than the pivot.
+constexpr std::chrono::milliseconds kPanelCallbackEvery{50};
+
 // The pivots j0, j0 + 1, ... < j1 of one panel; returns the end of the panel, j1 or the
 // pivot at which the remaining diagonal fell to `threshold` (the rank). The panel runs on
 // one team of threads, each owning a fixed range of whole column chunks of the trailing
 // part for the whole panel, so that its slab of the panel's rows stays in its cache. A
 // pivot costs the team one barrier (to compare the threads' candidates), two when it
 // swaps; a fork and join per pivot, as before, cost more than the row itself past four
-// threads.
+// threads. Thread 0 (the calling thread) calls `callback` between pivots, at most every
+// kPanelCallbackEvery; an exception from it (Ctrl-C) stops every thread at the next
+// barrier and is rethrown once the team has joined (a throw inside the team would leave
+// the others waiting at a barrier).
 template <class T>
 Index factor_panel(Matrix<T>& W, Vector<T>& d, std::vector<Index>& order, std::vector<std::pair<Index, Index>>& swaps,
-                   Index j0, Index j1, T threshold, int n_threads) {
+                   Index j0, Index j1, T threshold, int n_threads, const Callback& callback) {
     const Index m = W.rows(), first_chunk = j0 / kChunk, chunks = (m - 1) / kChunk - first_chunk + 1;
     const int threads = m - j0 < kTeamColumns ? 1 : int(std::min<Index>(detail::resolve_threads(n_threads), chunks));
     // Two rounds of candidates: one pivot's are read while the next one's are written.
     std::vector<Candidate<T>> candidates(std::size_t(2 * threads));
     swaps.reserve(std::size_t(j1 - j0));  // no allocation, so nothing thrown, inside the team
     Index end = j1;
+    std::exception_ptr interrupted;
+    std::atomic<bool> stop{false};
+    auto last_call = std::chrono::steady_clock::now();
     detail::parallel_team(threads, [&](const detail::Team& team) {
         const auto [begin_chunk, end_chunk] = team.share(chunks);
         const Index own_begin = std::max(j0, (first_chunk + begin_chunk) * kChunk);
         const Index own_end = std::min(m, (first_chunk + end_chunk) * kChunk);
         for (Index j = j0; j < j1; ++j) {
+            if (team.thread == 0 && callback && std::chrono::steady_clock::now() - last_call >= kPanelCallbackEvery) {
+                try {
+                    callback({"factor", j, m});
+                } catch (...) {
+                    interrupted = std::current_exception();
+                    stop.store(true, std::memory_order_relaxed);
+                }
+                last_call = std::chrono::steady_clock::now();
+            }
             Candidate<T>* round = candidates.data() + (j % 2) * team.size;
             Candidate<T>& mine = round[team.thread];
             mine.index = -1;
@@ -153,6 +179,9 @@ Index factor_panel(Matrix<T>& W, Vector<T>& d, std::vector<Index>& order, std::v
                 mine.index = from + at;
             }
             team.barrier();
+            // The barrier orders thread 0's store before every thread's load: all leave
+            // at the same pivot.
+            if (stop.load(std::memory_order_relaxed)) break;
             // Every thread picks the same pivot: the largest, the first column on ties.
             Index p = -1;
             T largest = 0;
@@ -179,6 +208,7 @@ Index factor_panel(Matrix<T>& W, Vector<T>& d, std::vector<Index>& order, std::v
             finish_row(W, d, j0, j, pivot, std::max(own_begin, j + 1), own_end);
         }
     });
+    if (interrupted) std::rethrow_exception(interrupted);
     return end;
 }
 
@@ -206,7 +236,7 @@ NystromFactor<T> pivoted_factor(Matrix<T> W, double rank_tol, bool invert, int n
     for (Index j0 = 0; j0 < m; j0 += kPivotPanel) {
         std::vector<std::pair<Index, Index>> swaps;
         const Index panel_end = std::min(j0 + kPivotPanel, m);
-        const Index j1 = factor_panel(W, d, order, swaps, j0, panel_end, threshold, n_threads);
+        const Index j1 = factor_panel(W, d, order, swaps, j0, panel_end, threshold, n_threads, callback);
         rank = j1;
         panels.push_back({j0, j1, std::move(swaps)});
         if (j1 < panel_end) break;  // the rank is reached: the trailing part is not used
@@ -292,19 +322,54 @@ NystromFactor<T> qr_factor(const MatrixCRef<T>& K, double rank_tol, int n_thread
     return factor;
 }
 
+// Rows of K_mm between two calls of the callback in the passes over the whole of it
+// before the factor (the finiteness and symmetry checks, the copy): each pass reads or
+// writes m^2 entries, 800 MB at m = 10000, over a second under load.
+constexpr Index kRowsBetweenCalls = 256;
+
 // |K - K^T| <= 100 eps max|K|, compared in 64 x 64 tiles so that the transposed side
-// is read from cache rather than one cache line per element.
+// is read from cache rather than one cache line per element. Calls `callback` between
+// bands of rows (its interruption points), as does the scan for max|K| before it.
 template <class T>
-bool is_symmetric(const MatrixCRef<T>& K) {
+bool is_symmetric(const MatrixCRef<T>& K, const Callback& callback) {
     const Index m = K.rows(), tile = 64;
-    const T tolerance = 100 * std::numeric_limits<T>::epsilon() * K.cwiseAbs().maxCoeff();
-    for (Index i = 0; i < m; i += tile)
+    T largest = 0;
+    for (Index i = 0; i < m; i += kRowsBetweenCalls) {
+        largest = std::max(largest, K.middleRows(i, std::min(kRowsBetweenCalls, m - i)).cwiseAbs().maxCoeff());
+        if (callback) callback({"factor", 0, m});
+    }
+    const T tolerance = 100 * std::numeric_limits<T>::epsilon() * largest;
+    for (Index i = 0; i < m; i += tile) {
         for (Index j = i; j < m; j += tile) {
             const Index rows = std::min(tile, m - i), cols = std::min(tile, m - j);
             const Matrix<T> mirrored = K.block(j, i, cols, rows).transpose();
             if ((K.block(i, j, rows, cols) - mirrored).cwiseAbs().maxCoeff() > tolerance) return false;
         }
+        if (callback && (i / tile) % (kRowsBetweenCalls / tile) == 0) callback({"factor", 0, m});
+    }
     return true;
+}
+
+// Whether every entry of K is finite, and a copy of K, a band of rows at a time with a
+// call of `callback` between bands.
+template <class T>
+bool all_finite(const MatrixCRef<T>& K, const Callback& callback) {
+    for (Index i = 0; i < K.rows(); i += kRowsBetweenCalls) {
+        if (!K.middleRows(i, std::min(kRowsBetweenCalls, K.rows() - i)).allFinite()) return false;
+        if (callback) callback({"factor", 0, K.rows()});
+    }
+    return true;
+}
+
+template <class T>
+Matrix<T> copy_of(const MatrixCRef<T>& K, const Callback& callback) {
+    Matrix<T> copy(K.rows(), K.cols());
+    for (Index i = 0; i < K.rows(); i += kRowsBetweenCalls) {
+        const Index rows = std::min(kRowsBetweenCalls, K.rows() - i);
+        copy.middleRows(i, rows) = K.middleRows(i, rows);
+        if (callback) callback({"factor", 0, K.rows()});
+    }
+    return copy;
 }
 
 }  // namespace
@@ -353,10 +418,10 @@ NystromFactor<T> nystrom_factor(const MatrixCRef<T>& K_mm, const FactorOptions& 
     require(m >= 1 && K_mm.cols() == m, "K_mm must be a non-empty square matrix, got " +
                                             std::to_string(K_mm.rows()) + " x " +
                                             std::to_string(K_mm.cols()));
-    require(K_mm.allFinite(), "K_mm contains NaN or infinity");
-    require(is_symmetric<T>(K_mm), "K_mm must be symmetric");
+    require(all_finite<T>(K_mm, callback), "K_mm contains NaN or infinity");
+    require(is_symmetric<T>(K_mm, callback), "K_mm must be symmetric");
     check_allocation(double(m) * double(m) * sizeof(T), "a copy of K_mm (" + shape_text<T>(m, m) + ")");
-    return factor_checked<T>(Matrix<T>(K_mm), options, /*invert=*/true, n_threads, callback);
+    return factor_checked<T>(copy_of<T>(K_mm, callback), options, /*invert=*/true, n_threads, callback);
 }
 
 namespace detail {

@@ -18,9 +18,6 @@ namespace {
 
 // Iterates per validation: between 8 and 64 (see chunk_size).
 constexpr Index kMinChunk = 8, kMaxChunk = 64;
-// CG treats a direction as lying in H's null space when its curvature is below this many
-// epsilons of T times the largest Rayleigh quotient seen (nytro.reference: CG_CURVATURE_FLOOR).
-constexpr double kCgCurvatureFloor = 4.0;
 
 // The hold-out kernel is read (or, when it is not stored, recomputed) once per chunk of c
 // iterates, and a stopping rule finds on average c / 2 iterates computed past its stop.
@@ -104,7 +101,8 @@ double resolve_step(const IterativeOptions& options, Index n, const std::functio
     return 0;
 }
 
-// One iterative regulariser for H beta = c, advanced a step at a time from beta_0 = 0.
+// One iterative regulariser for H beta = c, advanced a step at a time from beta_0 = 0: gd
+// or nu (cg's iterates come from a Lanczos basis: run_cg_path).
 template <class T>
 class Iterates {
 public:
@@ -113,12 +111,6 @@ public:
           rhs_norm_(problem.rhs.template cast<double>().stableNorm()),
           beta_(Matrix<T>::Zero(problem.dim, problem.q)), product_(problem.dim, problem.q) {
         if (method_ == Method::nu) previous_ = beta_;
-        if (method_ == Method::cg) {
-            residual_ = problem.rhs;
-            direction_ = residual_;
-            rr_ = residual_.template cast<double>().colwise().squaredNorm();
-            rayleigh_max_ = Eigen::RowVectorXd::Zero(problem.q);
-        }
     }
 
     // beta_t for t = 1, 2, ... in turn.
@@ -127,8 +119,9 @@ public:
         switch (method_) {
             case Method::gd: gradient_step(); break;
             case Method::nu: nu_step(); break;
-            case Method::cg: cg_step(); break;
-            case Method::hybrid: throw std::logic_error("nytro internal error: hybrid has no stepwise iterates");
+            case Method::cg:
+            case Method::hybrid:
+                throw std::logic_error("nytro internal error: cg and hybrid have no stepwise iterates");
         }
         return beta_;
     }
@@ -173,41 +166,13 @@ private:
         beta_ += update_;
     }
 
-    // Conjugate gradients on H beta = c, one independent recursion per output column.
-    void cg_step() {
-        problem_.apply(direction_, product_);
-        for (Index j = 0; j < beta_.cols(); ++j) {
-            const double curvature =
-                direction_.col(j).template cast<double>().dot(product_.col(j).template cast<double>());
-            // A direction whose curvature is within rounding of H's largest (a few eps of T
-            // times the largest Rayleigh quotient met) lies in H's numerical null space: past
-            // the Krylov space of a singular H (duplicate rows), where c keeps a component
-            // outside H's range, the step rr / curvature would be rounding noise amplified
-            // by 1 / eps, and CG would diverge silently. Converged: the iterate stays put.
-            const double dd = direction_.col(j).template cast<double>().squaredNorm();
-            if (dd > 0) rayleigh_max_[j] = std::max(rayleigh_max_[j], curvature / dd);
-            if (!(curvature > kCgCurvatureFloor * std::numeric_limits<T>::epsilon() * rayleigh_max_[j] * dd) ||
-                rr_[j] == 0) {
-                rr_[j] = 0;
-                continue;
-            }
-            const T a = static_cast<T>(rr_[j] / curvature);
-            beta_.col(j) += a * direction_.col(j);
-            residual_.col(j) -= a * product_.col(j);
-            const double rr_new = residual_.col(j).template cast<double>().squaredNorm();
-            direction_.col(j) = residual_.col(j) + static_cast<T>(rr_new / rr_[j]) * direction_.col(j);
-            rr_[j] = rr_new;
-        }
-    }
-
     const LinearProblem<T>& problem_;
     Method method_;
     T step_;
     double nu_;
     Index t_ = 0;
     double rhs_norm_ = 0, residual_norm_ = 0;  // gd and nu: |c|, |c - H beta| before the last step
-    Matrix<T> beta_, product_, previous_, update_, residual_, direction_;
-    Eigen::RowVectorXd rr_, rayleigh_max_;
+    Matrix<T> beta_, product_, previous_, update_;
 };
 
 // The path one product per iteration; `spent`: products of a Lanczos basis that fell short.
@@ -291,6 +256,7 @@ void run_path(const LinearProblem<T>& problem, double step, const Validation<T>*
               const IterativeOptions& options, PathResult<T>& result) {
     if (options.method == Method::hybrid)
         throw std::logic_error("nytro internal error: method hybrid needs n (run_path_with_step)");
+    if (options.method == Method::cg) return run_cg_path(problem, validation, options, result);
     if (!by_lanczos(problem, options)) return run_stepwise(problem, step, validation, options, result, 0);
     LanczosGradient<T> lanczos(problem, options.max_iter, options.callback, false);
     run_from_basis(lanczos, problem, step, validation, options, result);
@@ -300,6 +266,7 @@ template <class T>
 void run_path_with_step(const LinearProblem<T>& problem, Index n, const Validation<T>* validation,
                         const IterativeOptions& options, PathResult<T>& result) {
     if (options.method == Method::hybrid) return run_hybrid_path(problem, n, validation, options, result);
+    if (options.method == Method::cg) return run_cg_path(problem, validation, options, result);
     if (!by_lanczos(problem, options)) {
         const double step = resolve_step(options, n, [&] {
             return largest_eigenvalue<T>(problem.dim, problem.apply, options.callback);

@@ -4,7 +4,8 @@
 // iterates are buffered in chunks of 8 to 64 (sized from what an iteration and a
 // validation read) so that mapping them to coefficients and predicting the validation
 // set are matrix-matrix products rather than one matrix-vector product per iteration.
-// gd's iterates may instead come from a Lanczos basis (lanczos_path.hpp).
+// gd's iterates may instead come from a Lanczos basis (lanczos_path.hpp); cg's always do,
+// hybrid's path (hybrid_path.hpp).
 #pragma once
 
 #include "nytro/solvers.hpp"

@@ -11,6 +11,7 @@
 #include <limits>
 #include <optional>
 #include <stdexcept>
+#include <string>
 
 namespace nytro::detail {
 namespace {
@@ -101,7 +102,8 @@ struct HoldoutImages {
 
 // z = (T_k + shift I)^-1 norm e_1 for the tridiagonal T_k of a Lanczos process (its first
 // k steps), by elimination without pivoting: T_k + shift I is symmetric positive definite
-// for shift > 0 (T_k is H's compression), so the pivots stay positive.
+// for shift > 0 (T_k is H's compression), so the pivots stay positive; so is T_k itself
+// (shift 0, cg) while the space is not invariant: no vector of it is in H's null space.
 void solve_shifted(const LanczosProcess& process, Index k, double shift, double norm, double* z,
                    std::vector<double>& upper) {
     const auto& a = process.diagonal();
@@ -142,8 +144,9 @@ public:
         Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> ritz;
         ritz.computeFromTridiagonal(a * unit, b * unit, Eigen::ComputeEigenvectors);
         const Eigen::VectorXd theta = ritz.eigenvalues() / unit;
-        const double floor =
-            kBreakdown * std::numeric_limits<double>::epsilon() * std::sqrt(double(k)) * theta.cwiseAbs().maxCoeff();
+        // Against |H| as the process measured it (its stop at a singular T_k used that).
+        const double floor = kBreakdown * process.epsilon() * std::sqrt(double(k)) *
+                             std::max(theta.cwiseAbs().maxCoeff(), process.scale());
         Index kept = 0;
         for (Index i = 0; i < k; ++i) kept += theta[i] > floor ? 1 : 0;
         singular_ = kept < k;
@@ -192,17 +195,24 @@ std::vector<double> paper_lambda_grid() {
     return grid;
 }
 
+namespace {
+
+// The projected path of hybrid (grid: the paper's lambdas, shift_scale n) and of cg (grid
+// {0}, the projected system solved as it is), as run_hybrid_path and run_cg_path describe.
 template <class T>
-void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<T>* validation,
-                     const IterativeOptions& options, PathResult<T>& result) {
+void run_projected_path(const LinearProblem<T>& problem, const std::vector<double>& grid, double shift_scale,
+                        const char* method, const Validation<T>* validation, const IterativeOptions& options,
+                        PathResult<T>& result) {
     const Index q = problem.q, capacity = std::min(problem.dim, options.max_iter);
     check_allocation(double(problem.dim) * double(capacity + 1) * double(q) * sizeof(double),
-                     "the Krylov basis of method 'hybrid'");
-    std::vector<KrylovColumn> columns = start_columns(problem.rhs, capacity);
-    const std::vector<double> grid = paper_lambda_grid();
+                     std::string("the Krylov basis of method '") + method + "'");
+    // Rounding of a product with H: T's, or float's where H is stored in float32.
+    const double epsilon = std::max(double(std::numeric_limits<T>::epsilon()), problem.storage_epsilon);
+    std::vector<KrylovColumn> columns = start_columns(problem.rhs, capacity, epsilon, true);
     const Index L = Index(grid.size());
-    // Without a hold-out set: max_iter steps, then the grid's smallest lambda (the
-    // projected least-squares solution, CG's max_iter-th iterate in exact arithmetic).
+    const double n = shift_scale;
+    // Without a hold-out set: max_iter steps, then the grid's smallest lambda (for hybrid,
+    // the projected least-squares solution, CG's max_iter-th iterate in exact arithmetic).
     Eigen::MatrixXd targets;
     if (validation) targets = validation->targets().template cast<double>();
     const Index n_val = targets.rows();
@@ -214,7 +224,7 @@ void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<
     std::vector<HoldoutImages> images(columns.size());
     if (validation) {
         check_allocation(double(n_val) * double(capacity) * double(q) * sizeof(double),
-                         "the hold-out images of method 'hybrid'");
+                         std::string("the hold-out images of method '") + method + "'");
         for (HoldoutImages& image : images) image.reserve(n_val, capacity);
     }
     StoppingRule rule(options.stopping, options.tol, options.window, options.patience);
@@ -335,6 +345,29 @@ void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<
     result.lambda = grid[std::size_t(selected_lambda)];
 }
 
+}  // namespace
+
+template <class T>
+void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<T>* validation,
+                     const IterativeOptions& options, PathResult<T>& result) {
+    run_projected_path(problem, paper_lambda_grid(), double(n), "hybrid", validation, options, result);
+}
+
+template <class T>
+void run_cg_path(const LinearProblem<T>& problem, const Validation<T>* validation, const IterativeOptions& options,
+                 PathResult<T>& result) {
+    run_projected_path(problem, std::vector<double>{0.0}, 1.0, "cg", validation, options, result);
+    // T_k is positive definite before the space is invariant, but a pivot of its
+    // elimination may still round to zero: that is no model.
+    if (!result.coef.allFinite())
+        throw std::runtime_error("method 'cg': the coefficients are not finite (the projected system is singular "
+                                 "to rounding); use method 'hybrid', or a smaller max_iter");
+}
+
+template void run_cg_path<float>(const LinearProblem<float>&, const Validation<float>*, const IterativeOptions&,
+                                 PathResult<float>&);
+template void run_cg_path<double>(const LinearProblem<double>&, const Validation<double>*, const IterativeOptions&,
+                                  PathResult<double>&);
 template void run_hybrid_path<float>(const LinearProblem<float>&, Index, const Validation<float>*,
                                      const IterativeOptions&, PathResult<float>&);
 template void run_hybrid_path<double>(const LinearProblem<double>&, Index, const Validation<double>*,

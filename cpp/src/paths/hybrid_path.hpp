@@ -38,4 +38,18 @@ template <class T>
 void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<T>* validation,
                      const IterativeOptions& options, PathResult<T>& result);
 
+// Conjugate gradients (nytro::Method::cg) as the same projected path with lambda = 0:
+// beta_k = V_k T_k^-1 |c| e_1, CG's k-th iterate in exact arithmetic, from the Lanczos
+// basis (reorthogonalised) rather than CG's recursion. Once the Krylov space is invariant
+// T_k may be singular (a singular H, e.g. duplicate rows, with c outside its range, or H
+// singular to its rounding): the iterate is then V T_k^+ |c| e_1 = H^+ c on that space,
+// the minimum-norm least-squares solution, and stays put. CG's recursion instead steps
+// along a direction of zero curvature there, dividing rounding noise, or stops short of
+// the least-squares solution. One product with H per k, as CG; the basis costs
+// dim x min(dim, max_iter) doubles and 4 dim k flops of reorthogonalisation at step k.
+// Fills the fields run_hybrid_path fills, lambda = 0.
+template <class T>
+void run_cg_path(const LinearProblem<T>& problem, const Validation<T>* validation, const IterativeOptions& options,
+                 PathResult<T>& result);
+
 }  // namespace nytro::detail

@@ -9,13 +9,15 @@
 
 namespace nytro::detail {
 
-void LanczosProcess::start(const Eigen::VectorXd& start, Index most_steps) {
+void LanczosProcess::start(const Eigen::VectorXd& start, Index most_steps, double epsilon, bool stop_when_singular) {
     basis_.resize(start.size(), std::min(most_steps, start.size()) + 1);
     basis_.col(0) = start / start.stableNorm();
     diagonal_.clear();
     off_.clear();
     coupling_ = 0;
     scale_ = 0;
+    epsilon_ = epsilon;
+    stop_when_singular_ = stop_when_singular;
     complete_ = false;
 }
 
@@ -24,6 +26,12 @@ void LanczosProcess::absorb(Eigen::VectorXd w) {
     scale_ = std::max(scale_, w.stableNorm());
     diagonal_.push_back(w.dot(basis_.col(k)));
     if (k > 0) off_.push_back(coupling_);
+    const double floor = kBreakdown * epsilon_ * std::sqrt(double(k + 1)) * scale_;
+    if (stop_when_singular_ && has_ritz_value_below(floor)) {
+        complete_ = true;
+        coupling_ = 0;
+        return;
+    }
     const auto V = basis_.leftCols(k + 1);
     for (int pass = 0; pass < 2; ++pass) w -= V * (V.transpose() * w);
     const double b = w.stableNorm();
@@ -32,7 +40,7 @@ void LanczosProcess::absorb(Eigen::VectorXd w) {
     // where v_k is near H's null space, past the Krylov space of a singular H) the noise
     // passed for a direction and the process ran on it. |H| is estimated by the largest
     // |H v_i| met (a lower bound, within a small factor once the top Ritz value settles).
-    if (!(b > kBreakdown * std::numeric_limits<double>::epsilon() * std::sqrt(double(k + 1)) * scale_) ||
+    if (!(b > floor) ||
         k + 1 == dim) {
         complete_ = true;
         coupling_ = 0;
@@ -41,6 +49,15 @@ void LanczosProcess::absorb(Eigen::VectorXd w) {
     if (k + 1 > most_steps()) throw std::logic_error("nytro internal error: Lanczos basis full");
     coupling_ = b;
     basis_.col(k + 1) = w / b;
+}
+
+bool LanczosProcess::has_ritz_value_below(double x) const {
+    double pivot = 1.0;
+    for (std::size_t i = 0; i < diagonal_.size(); ++i) {
+        pivot = diagonal_[i] - x - (i > 0 ? off_[i - 1] * (off_[i - 1] / pivot) : 0.0);
+        if (!(pivot > 0)) return true;  // a pivot <= 0: an eigenvalue <= x (NaN counts too)
+    }
+    return false;
 }
 
 double LanczosProcess::top_ritz_value() const {

@@ -26,13 +26,14 @@ constexpr Index kCertifyBetweenCalls = 4096;
 }  // namespace
 
 template <class T>
-std::vector<KrylovColumn> start_columns(const Matrix<T>& c, Index most_steps) {
+std::vector<KrylovColumn> start_columns(const Matrix<T>& c, Index most_steps, double epsilon,
+                                        bool stop_when_singular) {
     std::vector<KrylovColumn> columns(static_cast<std::size_t>(c.cols()));
     for (Index j = 0; j < c.cols(); ++j) {
         KrylovColumn& column = columns[std::size_t(j)];
         const Eigen::VectorXd cj = c.col(j).template cast<double>();
         column.norm_c = cj.stableNorm();
-        if (column.norm_c > 0) column.process.start(cj, most_steps);
+        if (column.norm_c > 0) column.process.start(cj, most_steps, epsilon, stop_when_singular);
     }
     return columns;
 }
@@ -294,8 +295,8 @@ bool LanczosGradient<T>::run(const Validation<T>* validation, const IterativeOpt
 
 template class LanczosGradient<float>;
 template class LanczosGradient<double>;
-template std::vector<KrylovColumn> start_columns<float>(const Matrix<float>&, Index);
-template std::vector<KrylovColumn> start_columns<double>(const Matrix<double>&, Index);
+template std::vector<KrylovColumn> start_columns<float>(const Matrix<float>&, Index, double, bool);
+template std::vector<KrylovColumn> start_columns<double>(const Matrix<double>&, Index, double, bool);
 template Matrix<float> basis_as_coefficients<float>(const LinearProblem<float>&, const KrylovColumn&, Index);
 template Matrix<double> basis_as_coefficients<double>(const LinearProblem<double>&, const KrylovColumn&, Index);
 

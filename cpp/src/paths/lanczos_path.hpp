@@ -23,6 +23,7 @@
 #include "paths/lanczos.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -38,9 +39,12 @@ struct KrylovColumn {
     bool complete() const { return norm_c == 0 || process.complete(); }  // every iterate exact
 };
 
-// One KrylovColumn per column of c, each with room for most_steps steps.
+// One KrylovColumn per column of c, each with room for most_steps steps; epsilon and
+// stop_when_singular as LanczosProcess::start's.
 template <class T>
-std::vector<KrylovColumn> start_columns(const Matrix<T>& c, Index most_steps);
+std::vector<KrylovColumn> start_columns(const Matrix<T>& c, Index most_steps,
+                                        double epsilon = std::numeric_limits<double>::epsilon(),
+                                        bool stop_when_singular = false);
 
 // The column's basis vectors first.. as coefficients (alpha_rows x (k - first)).
 template <class T>

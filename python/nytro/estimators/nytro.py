@@ -31,8 +31,10 @@ class NytroRegressor(KernelRegressorBase):
         The iterative regulariser. "gd" is the paper's gradient descent: use
         method="gd", max_iter=500 for the paper's protocol. Its path is often still
         improving at 500 iterations (Adult, cpuSmall). "cg" (conjugate gradients on the
-        same normal equations) reaches its path's best hold-out error in tens to hundreds
-        of iterations; "nu" (Brakhage's nu-method) follows GD's path in about sqrt(t)
+        same normal equations, its iterates taken from the reorthogonalised Lanczos basis
+        of the Krylov space; once that space is invariant, the minimum-norm
+        least-squares solution on it) reaches its path's best hold-out error in tens to
+        hundreds of iterations; "nu" (Brakhage's nu-method) follows GD's path in about sqrt(t)
         iterations. The default, "hybrid", grows the Krylov space CG searches and, at
         each of its sizes t, solves Tikhonov's problem projected onto it for every lambda
         of the paper's grid (O(t) each), selecting (t, lambda) on the hold-out set
@@ -120,8 +122,8 @@ class NytroRegressor(KernelRegressorBase):
     coef_ : (m,) or (m, q) alpha at the selected t; predict(X) = k(X, centers_) @ coef_.
     n_iter_ : int, the selected t.
     validation_rmse_ : (t_run,) hold-out RMSE after each iteration (empty without hold-out);
-        "hybrid" takes no products past t = rank_ (its Krylov space spans the whole
-        space there), and its path stays at the last value.
+        "hybrid" and "cg" take no products past t = rank_ (their Krylov space spans the
+        whole space there), and their path ends there.
     step_size_ : float, the step used (0 for "cg").
     rank_ : int, columns of the Nystrom factor R.
     solver_ : str, the solver that ran.
