@@ -61,6 +61,19 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
             chk.check_finite_before_cast(y, "y", Y.dtype)
         return X, Y, y.ndim == 1
 
+    def _selection_metric(self) -> str:
+        """What the hold-out selection minimises (the core's metric): "rmse" for the
+        regressors; the classifiers select on their `selection`."""
+        return "rmse"
+
+    def _refits(self, held_out: bool) -> bool:
+        """Whether to refit on all rows at the selected t or lambda: `refit` given, and a
+        hold-out part that something was selected on."""
+        refit = getattr(self, "refit", False)
+        if not isinstance(refit, (bool, np.bool_)):
+            raise ValueError(f"refit must be True or False, got {refit!r}")
+        return bool(refit) and held_out
+
     def _progress(self):
         return ProgressPrinter(type(self).__name__) if self.verbose else None
 
