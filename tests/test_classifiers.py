@@ -136,6 +136,33 @@ def test_tikhonov_error_path_and_tie_rule(path, n_classes):
     assert again.lambda_ == lambdas[tied.max()]
 
 
+@pytest.mark.parametrize("method", ["gd", "cg", "hybrid"])
+def test_landweber_error_path_matches_reference(method):
+    # The full kernel is numerically singular here (cond ~ 4e15): CG's iterates part from
+    # the reference's by rounding after about a dozen steps, with either metric (the RMSE
+    # paths too), so the path is short
+    X, Y, Xv, Yv, _ = split_problem(3, n=120, n_val=40)
+    kw = dict(X_val=Xv, y_val=Yv, method=method, max_iter=12, step_size="auto", metric="error")
+    core = nytro.landweber_path(X, Y, 0.5, **kw)
+    ref = reference.landweber_path(X, Y, 0.5, **kw)
+    assert np.all(np.abs(core.validation_rmse - ref.validation_rmse) <= 1.5 / len(Yv))
+    assert core.n_iter == int(np.argmin(core.validation_rmse)) + 1
+
+
+@pytest.mark.parametrize("method", ["gd", "cg", "hybrid"])
+def test_error_path_in_float32(method):
+    """float32 compute: the same error path as float64 but for rows that rounding moves
+    across the boundary (a few of the 60)."""
+    X, Y, Xv, Yv, C = split_problem(3)
+    kw = dict(X_val=Xv, y_val=Yv, method=method, max_iter=30, metric="error")
+    single = nytro.nytro_path(*(a.astype(np.float32) for a in (X, Y, C)), 0.5,
+                              **{**kw, "X_val": Xv.astype(np.float32), "y_val": Yv.astype(np.float32)})
+    double = nytro.nytro_path(X, Y, C, 0.5, **kw)
+    assert single.coef.dtype == np.float32
+    n = min(len(single.validation_rmse), len(double.validation_rmse))
+    assert np.all(np.abs(single.validation_rmse[:n] - double.validation_rmse[:n]) <= 3.5 / len(Yv))
+
+
 def test_unknown_metric_is_refused():
     X, Y, Xv, Yv, C = split_problem(2)
     with pytest.raises(ValueError, match="metric"):
