@@ -262,3 +262,12 @@ def test_nytro_classifier_methods_multiclass(method):
     est = NytroClassifier(n_centers=60, sigma=0.4, method=method, max_iter=100, random_state=0).fit(X, y)
     assert est.score(X, y) > 0.8
     assert est.coef_.shape == (60, 4)
+
+
+def test_cut_path_warning_names_the_error_path():
+    from sklearn.exceptions import ConvergenceWarning
+    X, y = sectors(300, 8, flip=0.0)  # eight narrow sectors: the error still falls at t = 3
+    est = NytroClassifier(n_centers=40, sigma=0.3, method="gd", max_iter=3, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="validation_error_ holds the path"):
+        est.fit(X, y)
+    assert est.n_iter_ == 3

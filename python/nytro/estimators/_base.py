@@ -66,6 +66,10 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
         regressors; the classifiers select on their `selection`."""
         return "rmse"
 
+    def _path_attribute(self) -> str:
+        """The fitted attribute that holds the hold-out path."""
+        return "validation_error_" if self._selection_metric() == "error" else "validation_rmse_"
+
     def _refits(self, held_out: bool) -> bool:
         """Whether to refit on all rows at the selected t or lambda: `refit` given, and a
         hold-out part that something was selected on."""
@@ -107,7 +111,7 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
             warnings.warn(
                 f"{type(self).__name__} selected the last iteration, t = max_iter = {self.max_iter}: the "
                 "regularisation path may have been cut before its best model. A larger max_iter may fit "
-                "better (validation_rmse_ holds the path).", ConvergenceWarning, stacklevel=4)
+                f"better ({self._path_attribute()} holds the path).", ConvergenceWarning, stacklevel=4)
         return result.coef
 
     @staticmethod
