@@ -14,8 +14,8 @@ from ._checks import paper_lambdas
 from ._config import get_cmake_dir, get_include, get_library_dir, show_config
 from ._results import PathResult, TikhonovResult
 from . import datasets
-from .estimators import (KOLSRegressor, KRLSRegressor, LandweberRegressor, NystromKRLSRegressor,
-                         NytroRegressor)
+from .estimators import (KOLSRegressor, KRLSRegressor, LandweberRegressor, NystromKRLSClassifier,
+                         NystromKRLSRegressor, NytroClassifier, NytroRegressor)
 
 try:  # one version source: CMakeLists.txt's project(), via the installed metadata
     __version__ = _version("nytro")
@@ -24,6 +24,7 @@ except PackageNotFoundError:  # a dev build on PYTHONPATH, never installed
 
 __all__ = [
     "NytroRegressor", "NystromKRLSRegressor", "KRLSRegressor", "LandweberRegressor", "KOLSRegressor",
+    "NytroClassifier", "NystromKRLSClassifier",
     "gaussian_kernel", "kernel_predict", "sample_centers", "nystrom_factor", "nytro_path",
     "landweber_path", "nkrls_path", "krls_path", "kols", "paper_lambdas", "PathResult",
     "TikhonovResult", "default_n_threads", "show_config", "get_cmake_dir", "get_include", "get_library_dir",

@@ -62,11 +62,13 @@ def _scaled_coef(coef: np.ndarray, scales: chk.TargetScales) -> np.ndarray:
     return coef
 
 
-def _scaled_back(raw: dict, scales: chk.TargetScales) -> dict:
+def _scaled_back(raw: dict, scales: chk.TargetScales, metric: str = "rmse") -> dict:
     """The core's coef and validation_rmse for the scaled targets, in units of y (the same
-    arrays where nothing was scaled)."""
+    arrays where nothing was scaled; an error rate has no units)."""
     if not scales.active:
         return raw
+    if metric == "error":
+        return {**raw, "coef": _scaled_coef(raw["coef"], scales)}
     # The selection was made on the scaled path; an entry whose RMSE in units of y lies
     # beyond float64 (y near its top, a poor t or lambda) is inf, as IEEE overflow gives.
     with np.errstate(over="ignore"):
@@ -74,16 +76,17 @@ def _scaled_back(raw: dict, scales: chk.TargetScales) -> dict:
     return {**raw, "coef": _scaled_coef(raw["coef"], scales), "validation_rmse": unscaled_path}
 
 
-def _path_result(raw: dict, one_d: bool, scale: chk.TargetScales) -> PathResult:
-    raw = _scaled_back(raw, scale)
+def _path_result(raw: dict, one_d: bool, scale: chk.TargetScales, metric: str = "rmse") -> PathResult:
+    raw = _scaled_back(raw, scale, metric)
     return PathResult(coef=_coef(raw["coef"], one_d), validation_rmse=raw["validation_rmse"],
                       n_iter=int(raw["n_iter"]), iterations_run=int(raw["iterations_run"]),
                       step_size=float(raw["step_size"]), rank=int(raw["rank"]), solver=raw["solver"],
                       products=int(raw["products"]), lambda_=float(raw["lambda"]))
 
 
-def _tikhonov_result(raw: dict, lambdas: list, one_d: bool, scale: chk.TargetScales) -> TikhonovResult:
-    raw = _scaled_back(raw, scale)
+def _tikhonov_result(raw: dict, lambdas: list, one_d: bool, scale: chk.TargetScales,
+                     metric: str = "rmse") -> TikhonovResult:
+    raw = _scaled_back(raw, scale, metric)
     selected = int(raw["selected"])
     return TikhonovResult(coef=_coef(raw["coef"], one_d), validation_rmse=raw["validation_rmse"],
                           lambda_=float(lambdas[selected]), selected=selected, rank=int(raw["rank"]))
@@ -166,7 +169,7 @@ def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=
                step_size="auto", stopping="best", tol=None, window=10, n_iter_no_change=None,
                iterates="auto", factor="pivoted", rank_tol=None,
                jitter=1e-10, solver="auto", storage=None, n_threads=None, progress=None,
-               dtype=None) -> PathResult:
+               dtype=None, metric="rmse", hybrid_lambda=None) -> PathResult:
     """NYTRO's path on A = K_nm R (gd: the paper's gradient descent; nu, cg: accelerated),
     with the validation RMSE at every iteration. storage="float32" keeps K_nm (direct) or
     A^T A (gram) and K_val in float32 while computing in float64; storage="float16" keeps
@@ -177,7 +180,12 @@ def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=
     the stepwise iterate by a computed bound (float32 epsilons with storage="float32"), in
     tens of products with A^T A instead of one per iteration; "auto" does so in float64
     compute unless the solver is "spectral". The result's `products` counts the products
-    taken."""
+    taken. metric ("rmse", "error"): what the hold-out selection minimises; "error" is
+    the fraction of misclassified hold-out rows for targets coding classes as +-1 (the
+    sign of one column, or the largest of one-vs-all columns), ties going to the smaller
+    t and, for "hybrid", to the larger lambda. hybrid_lambda: method "hybrid" without a
+    hold-out set, the lambda of the projected problems (None: the grid's smallest), to
+    refit at a selected (t, lambda)."""
     dt, X, Y, one_d, Xv, Yv, centers, scale = _training_data(X, y, X_val, y_val, dtype, centers)
     chk.check_choice("method", method, chk.METHODS)
     step_rule, step_value = chk.check_step_size(step_size)
@@ -186,6 +194,7 @@ def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=
     chk.check_choice("solver", solver, chk.NYTRO_SOLVERS)
     chk.check_choice("iterates", iterates, chk.GD_ITERATES)
     chk.check_progress(progress)
+    chk.check_choice("metric", metric, chk.METRICS)
     raw = _native("nytro_path", dt)(
         X, Y, centers, chk.check_sigma(sigma), Xv, Yv, method, chk.check_nu(nu),
         chk.check_int("max_iter", max_iter, 1), step_rule,
@@ -193,34 +202,39 @@ def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=
         chk.check_patience(n_iter_no_change), iterates, factor,
         chk.check_optional_positive("rank_tol", rank_tol, -1.0), chk.check_optional_positive("jitter", jitter, 1e-10),
         solver, chk.check_storage(storage, chk.NYTRO_STORAGES), chk.check_n_threads(n_threads), progress,
-        scale.weights())
-    return _path_result(raw, one_d, scale)
+        scale.weights(), metric, chk.check_optional_positive("hybrid_lambda", hybrid_lambda, -1.0))
+    return _path_result(raw, one_d, scale, metric)
 
 
 def landweber_path(X, y, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
                    step_size="paper", stopping="best", tol=None, window=10, n_iter_no_change=None,
-                   iterates="auto", n_threads=None, progress=None, dtype=None) -> PathResult:
+                   iterates="auto", n_threads=None, progress=None, dtype=None, metric="rmse",
+                   hybrid_lambda=None) -> PathResult:
     """Landweber iteration (early stopping) on the full n x n kernel (method gd), or its
-    accelerated forms (nu, cg) on K alpha = y. iterates: as for nytro_path."""
+    accelerated forms (nu, cg) on K alpha = y. iterates, metric, hybrid_lambda: as for
+    nytro_path."""
     dt, X, Y, one_d, Xv, Yv, _, scale = _training_data(X, y, X_val, y_val, dtype)
     chk.check_choice("method", method, chk.METHODS)
     step_rule, step_value = chk.check_step_size(step_size)
     chk.check_choice("stopping", stopping, chk.STOPPING_RULES)
     chk.check_choice("iterates", iterates, chk.GD_ITERATES)
     chk.check_progress(progress)
+    chk.check_choice("metric", metric, chk.METRICS)
     raw = _native("landweber_path", dt)(
         X, Y, chk.check_sigma(sigma), Xv, Yv, method, chk.check_nu(nu), chk.check_int("max_iter", max_iter, 1),
         step_rule, step_value,
         stopping, chk.tol_for_scaled_targets(tol, stopping, scale), chk.check_int("window", window, 2),
-        chk.check_patience(n_iter_no_change), iterates, chk.check_n_threads(n_threads), progress, scale.weights())
-    return _path_result(raw, one_d, scale)
+        chk.check_patience(n_iter_no_change), iterates, chk.check_n_threads(n_threads), progress, scale.weights(),
+        metric, chk.check_optional_positive("hybrid_lambda", hybrid_lambda, -1.0))
+    return _path_result(raw, one_d, scale, metric)
 
 
 def nkrls_path(X, y, centers, sigma, *, lambdas=None, X_val=None, y_val=None, factor="pivoted",
                rank_tol=None, jitter=1e-10, solver="eigh", storage=None, n_threads=None, progress=None,
-               dtype=None) -> TikhonovResult:
+               dtype=None, metric="rmse") -> TikhonovResult:
     """Nystrom KRLS along a lambda grid (default: the paper's 100 values in [1e-15, 1]).
-    storage="float32" computes the kernel blocks of A^T A and keeps K_val in float32."""
+    storage="float32" computes the kernel blocks of A^T A and keeps K_val in float32.
+    metric: as for nytro_path; error rates that tie go to the largest lambda."""
     dt, X, Y, one_d, Xv, Yv, centers, scale = _training_data(X, y, X_val, y_val, dtype, centers)
     lambdas = chk.check_lambdas(lambdas)
     chk.check_choice("factor", factor, chk.FACTOR_METHODS)
@@ -230,21 +244,24 @@ def nkrls_path(X, y, centers, sigma, *, lambdas=None, X_val=None, y_val=None, fa
     jitter = chk.check_optional_positive("jitter", jitter, 1e-10)
     storage = chk.check_storage(storage)
     chk.check_progress(progress)
+    chk.check_choice("metric", metric, chk.METRICS)
     raw = _native("nkrls_path", dt)(X, Y, centers, sigma, lambdas, Xv, Yv, factor, rank_tol, jitter, solver,
-                                    storage, n_threads, progress, scale.weights())
-    return _tikhonov_result(raw, lambdas, one_d, scale)
+                                    storage, n_threads, progress, scale.weights(), metric)
+    return _tikhonov_result(raw, lambdas, one_d, scale, metric)
 
 
 def krls_path(X, y, sigma, *, lambdas=None, X_val=None, y_val=None, solver="eigh", n_threads=None,
-              progress=None, dtype=None) -> TikhonovResult:
-    """KRLS (Tikhonov on the full kernel) along a lambda grid."""
+              progress=None, dtype=None, metric="rmse") -> TikhonovResult:
+    """KRLS (Tikhonov on the full kernel) along a lambda grid. metric: as for nkrls_path."""
     dt, X, Y, one_d, Xv, Yv, _, scale = _training_data(X, y, X_val, y_val, dtype)
     lambdas = chk.check_lambdas(lambdas)
     chk.check_choice("solver", solver, chk.TIKHONOV_SOLVERS)
     sigma, n_threads = chk.check_sigma(sigma), chk.check_n_threads(n_threads)
     chk.check_progress(progress)
-    raw = _native("krls_path", dt)(X, Y, sigma, lambdas, Xv, Yv, solver, n_threads, progress, scale.weights())
-    return _tikhonov_result(raw, lambdas, one_d, scale)
+    chk.check_choice("metric", metric, chk.METRICS)
+    raw = _native("krls_path", dt)(X, Y, sigma, lambdas, Xv, Yv, solver, n_threads, progress, scale.weights(),
+                                   metric)
+    return _tikhonov_result(raw, lambdas, one_d, scale, metric)
 
 
 def kols(X, y, sigma, *, rcond=None, n_threads=None, dtype=None):

@@ -15,6 +15,9 @@ import numpy as np
 METHODS = ("gd", "nu", "cg", "hybrid")
 STEP_RULES = ("auto", "paper")
 STOPPING_RULES = ("best", "relative", "window")
+# What the hold-out selection minimises (the core's Metric): the RMSE, or the error rate of
+# targets coding classes as +-1 (the classifiers).
+METRICS = ("rmse", "error")
 FACTOR_METHODS = ("pivoted", "qr", "cholesky")
 NYTRO_SOLVERS = ("auto", "direct", "gram", "spectral")
 GD_ITERATES = ("auto", "lanczos", "stepwise")

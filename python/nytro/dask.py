@@ -822,6 +822,8 @@ def fit_estimator(est, X, y):
         raise NotImplementedError(f"{name} does not take Dask arrays; NytroRegressor and NystromKRLSRegressor do")
     if getattr(est, "storage", None) is not None:
         raise NotImplementedError(f"storage={est.storage!r} is not supported on Dask arrays yet; use storage=None")
+    if getattr(est, "refit", False):
+        raise NotImplementedError("refit=True is not supported on Dask arrays yet; use refit=False")
     rng = check_random_state(est.random_state)
     seed = int(rng.randint(0, 2**63 - 1, dtype=np.int64))
     common = dict(n_centers=est.n_centers, validation_fraction=est.validation_fraction, seed=seed,

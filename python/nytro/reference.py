@@ -178,6 +178,33 @@ def _rmse(predictions, targets):
     return float(np.sqrt(np.mean((predictions.astype(np.float64) - targets) ** 2)))
 
 
+def _classes(values):
+    """The class of each row of +-1 coded values: the sign of one column (f > 0 is the
+    positive class), or the column of a row's largest entry (the first on a tie)."""
+    return values[:, 0] > 0 if values.shape[1] == 1 else np.argmax(values, axis=1)
+
+
+def _misclassified(predictions, targets):
+    return int(np.count_nonzero(_classes(predictions.astype(np.float64)) != _classes(targets)))
+
+
+def _score(predictions, targets, metric):
+    """The hold-out measure the selection minimises: the RMSE, or (metric "error") the
+    fraction of rows whose class is wrong."""
+    if metric == "error":
+        return _misclassified(predictions, targets) / max(len(targets), 1)
+    return _rmse(predictions, targets)
+
+
+def _best_lambda(values, metric):
+    """The grid index of the smallest finite value; error rates tie often, and their tie
+    goes to the last index (the grid ascends: the stronger regularisation)."""
+    values = np.where(np.isfinite(values), values, np.nan)
+    if metric == "error":
+        return len(values) - 1 - int(np.nanargmin(values[::-1]))
+    return int(np.nanargmin(values))
+
+
 def _step(step_size, n, gram):
     if step_size == "paper":
         return 1.0 / n  # gamma / n with gamma = 1 / max_i k(x_i, x_i) = 1 (Gaussian)
@@ -340,7 +367,7 @@ def _cg_iterates(apply, rhs, max_iter, krylov_eps=None, until_invariant=False):
 
 
 def _hybrid_path(apply, rhs, to_alpha, n, max_iter, predict_val, Y_val, stopping, tol, window, patience,
-                 krylov_eps):
+                 krylov_eps, metric="rmse", hybrid_lambda=None):
     """Tikhonov projected on the Krylov space of (H, c): at each k, beta_k(lambda) =
     V_k (T_k + lambda n I)^-1 |c| e_1 for the paper's 100 lambdas, the path value the best
     hold-out RMSE over them (one lambda for all columns); (alpha*, path, k*, k_run, lambda*).
@@ -353,12 +380,13 @@ def _hybrid_path(apply, rhs, to_alpha, n, max_iter, predict_val, Y_val, stopping
     lambdas = np.array([10.0 ** ((15.0 * i) / 99.0 - 15.0) for i in range(100)])
     bases = _krylov_bases(apply, rhs, max_iter, krylov_eps)
     k_run = max([0] + [basis[0].shape[1] for basis in bases if basis is not None])
-    if predict_val is None:  # k_run steps, the grid's smallest lambda
+    if predict_val is None:  # k_run steps, the lambda given or the grid's smallest
+        lam = lambdas[0] if hybrid_lambda is None else hybrid_lambda
         beta = np.zeros(rhs.shape, dtype=np.float64)
         for j, basis in enumerate(bases):
             if basis is not None:
-                beta[:, j] = _projected(basis, basis[0].shape[1], lambdas[0] * n)
-        return to_alpha(beta.astype(dt)), np.zeros(0), max_iter, max_iter, float(lambdas[0])
+                beta[:, j] = _projected(basis, basis[0].shape[1], lam * n)
+        return to_alpha(beta.astype(dt)), np.zeros(0), max_iter, max_iter, float(lam)
     path, candidates = [], []
     for k in range(1, k_run + 1):
         errors = np.zeros(len(lambdas))
@@ -372,12 +400,15 @@ def _hybrid_path(apply, rhs, to_alpha, n, max_iter, predict_val, Y_val, stopping
         for i in range(len(lambdas)):
             beta = np.stack([np.zeros(rhs.shape[0]) if s is None else s[i] for s in solutions], axis=1)
             prediction = predict_val(to_alpha(beta.astype(dt)))
-            errors[i] = np.sum((prediction.astype(np.float64) - Y_val) ** 2)
-        best = int(np.nanargmin(np.where(np.isfinite(errors), errors, np.nan)))
-        path.append(float(np.sqrt(errors[best] / Y_val.size)))
+            if metric == "error":
+                errors[i] = _misclassified(prediction, Y_val)
+            else:
+                errors[i] = np.sum((prediction.astype(np.float64) - Y_val) ** 2)
+        best = _best_lambda(errors, metric)
+        path.append(errors[best] / len(Y_val) if metric == "error" else float(np.sqrt(errors[best] / Y_val.size)))
         candidates.append((best, solutions))
     if not candidates:  # c = 0: the Krylov space is {0}, t = 1 predicts 0
-        path.append(float(np.sqrt(np.sum(Y_val.astype(np.float64) ** 2) / Y_val.size)))
+        path.append(_score(np.zeros_like(Y_val), Y_val, metric))
         candidates.append((0, [None] * rhs.shape[1]))
     selected, stopped = _select(path, stopping, tol, window, patience)
     best, solutions = candidates[selected - 1]
@@ -386,7 +417,7 @@ def _hybrid_path(apply, rhs, to_alpha, n, max_iter, predict_val, Y_val, stopping
 
 
 def _iterative_path(apply, rhs, to_alpha, method, nu, step, max_iter, predict_val, Y_val, stopping, tol,
-                    window, patience=None, n=None, storage=None):
+                    window, patience=None, n=None, storage=None, metric="rmse", hybrid_lambda=None):
     """Run the regulariser recording the validation RMSE of alpha_t = to_alpha(beta_t);
     returns (alpha*, path, t*, t_run, lambda*) (lambda* = 0.0 except for "hybrid", which
     needs the number of training rows n). storage: the dtype H's matrix is kept in, where
@@ -394,7 +425,7 @@ def _iterative_path(apply, rhs, to_alpha, method, nu, step, max_iter, predict_va
     krylov_eps = _krylov_eps(rhs.dtype, storage)
     if method == "hybrid":
         return _hybrid_path(apply, rhs, to_alpha, n, max_iter, predict_val, Y_val, stopping, tol, window,
-                            patience, krylov_eps)
+                            patience, krylov_eps, metric, hybrid_lambda)
     alphas, path = [], []
     beta = None
     # cg: the iterate at the invariant space is also the one at max_iter past it.
@@ -403,7 +434,7 @@ def _iterative_path(apply, rhs, to_alpha, method, nu, step, max_iter, predict_va
     for beta in iterates:
         if predict_val is not None:
             alphas.append(to_alpha(beta))
-            path.append(_rmse(predict_val(alphas[-1]), Y_val))
+            path.append(_score(predict_val(alphas[-1]), Y_val, metric))
     if predict_val is None:
         return to_alpha(beta), np.zeros(0), max_iter, max_iter, 0.0
     selected, stopped = _select(path, stopping, tol, window, patience)
@@ -428,7 +459,7 @@ def _out(coef, one_d):
 def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
                step_size="auto", stopping="best", tol=None, window=10, n_iter_no_change=None,
                iterates="auto", factor="pivoted", rank_tol=None, jitter=1e-10, solver="auto", storage=None,
-               n_threads=None, progress=None, dtype=None) -> PathResult:
+               n_threads=None, progress=None, dtype=None, metric="rmse", hybrid_lambda=None) -> PathResult:
     """NYTRO (paper, eq. 13): beta_t = beta_{t-1} - step A^T (A beta_{t-1} - y) for method
     "gd"; "nu" and "cg" run the accelerated regularisers on the same A^T A beta = A^T y."""
     dt, X, Y, one_d, Xv, Yv, C = _prepare(X, y, X_val, y_val, dtype, centers)
@@ -446,13 +477,14 @@ def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=
     alpha, path, selected, run, lam = _iterative_path(
         lambda beta: A.T @ (A @ beta), A.T @ Y, lambda beta: R @ beta, method, nu, step, max_iter,
         (lambda alpha: K_val @ alpha) if K_val is not None else None, Yv, stopping, tol, window, n_iter_no_change,
-        X.shape[0], storage)
+        X.shape[0], storage, metric, hybrid_lambda)
     return PathResult(_out(alpha, one_d), path, selected, run, step, R.shape[1], "reference", run, lam)
 
 
 def landweber_path(X, y, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
                    step_size="paper", stopping="best", tol=None, window=10, n_iter_no_change=None,
-                   iterates="auto", n_threads=None, progress=None, dtype=None) -> PathResult:
+                   iterates="auto", n_threads=None, progress=None, dtype=None, metric="rmse",
+                   hybrid_lambda=None) -> PathResult:
     """Landweber (paper, eq. 8): alpha_t = alpha_{t-1} - step (K alpha_{t-1} - y) for "gd";
     "nu" and "cg" run the accelerated regularisers on K alpha = y."""
     dt, X, Y, one_d, Xv, Yv, _ = _prepare(X, y, X_val, y_val, dtype)
@@ -462,12 +494,12 @@ def landweber_path(X, y, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, 
     alpha, path, selected, run, lam = _iterative_path(
         lambda alpha: K @ alpha, Y, lambda alpha: alpha, method, nu, step, max_iter,
         (lambda alpha: K_val @ alpha) if K_val is not None else None, Yv, stopping, tol, window, n_iter_no_change,
-        X.shape[0])
+        X.shape[0], metric=metric, hybrid_lambda=hybrid_lambda)
     return PathResult(_out(alpha, one_d), path, selected, run, step, X.shape[0], "reference", run, lam)
 
 
 # -------------------------------------------------------------------- Tikhonov
-def _tikhonov(gram, rhs, lambdas, n, lift, predict_val, Y_val, one_d, rank):
+def _tikhonov(gram, rhs, lambdas, n, lift, predict_val, Y_val, one_d, rank, metric="rmse"):
     """alpha(lambda) = lift((gram + lambda n I)^+ rhs) for each lambda, by one eigh;
     negative rounding-level eigenvalues are clipped at 0 (pseudo-inverse semantics)."""
     w, V = np.linalg.eigh(gram)
@@ -476,14 +508,17 @@ def _tikhonov(gram, rhs, lambdas, n, lift, predict_val, Y_val, one_d, rank):
     coefs = [lift(V @ (projected / (w + lam * n)[:, None]).astype(gram.dtype)) for lam in lambdas]
     if predict_val is None:
         return TikhonovResult(_out(coefs[0], one_d), np.zeros(0), float(lambdas[0]), 0, rank)
-    path = np.array([_rmse(predict_val(c), Y_val) for c in coefs])
-    best = int(np.argmin(path))
+    path = np.array([_score(predict_val(c), Y_val, metric) for c in coefs])
+    if metric == "error":  # ties to the largest lambda (the grid need not ascend)
+        best = max(np.flatnonzero(path == np.nanmin(path)), key=lambda i: lambdas[i])
+    else:
+        best = int(np.argmin(path))
     return TikhonovResult(_out(coefs[best], one_d), path, float(lambdas[best]), best, rank)
 
 
 def nkrls_path(X, y, centers, sigma, *, lambdas=None, X_val=None, y_val=None, factor="pivoted",
                rank_tol=None, jitter=1e-10, solver="eigh", storage=None, n_threads=None, progress=None,
-               dtype=None) -> TikhonovResult:
+               dtype=None, metric="rmse") -> TikhonovResult:
     """Nystrom KRLS (paper, eq. 12): alpha = R (A^T A + lambda n I)^-1 A^T y."""
     dt, X, Y, one_d, Xv, Yv, C = _prepare(X, y, X_val, y_val, dtype, centers)
     lambdas = chk.check_lambdas(lambdas)
@@ -491,17 +526,17 @@ def nkrls_path(X, y, centers, sigma, *, lambdas=None, X_val=None, y_val=None, fa
     A = gaussian_kernel(X, C, sigma) @ R
     K_val = gaussian_kernel(Xv, C, sigma) if len(Xv) else None
     return _tikhonov(A.T @ A, A.T @ Y, lambdas, X.shape[0], lambda beta: R @ beta,
-                     (lambda a: K_val @ a) if K_val is not None else None, Yv, one_d, R.shape[1])
+                     (lambda a: K_val @ a) if K_val is not None else None, Yv, one_d, R.shape[1], metric)
 
 
 def krls_path(X, y, sigma, *, lambdas=None, X_val=None, y_val=None, solver="eigh", n_threads=None,
-              progress=None, dtype=None) -> TikhonovResult:
+              progress=None, dtype=None, metric="rmse") -> TikhonovResult:
     """KRLS (paper, eq. 6): alpha = (K + lambda n I)^-1 y."""
     dt, X, Y, one_d, Xv, Yv, _ = _prepare(X, y, X_val, y_val, dtype)
     lambdas = chk.check_lambdas(lambdas)
     K_val = gaussian_kernel(Xv, X, sigma) if len(Xv) else None
     return _tikhonov(gaussian_kernel(X, X, sigma), Y, lambdas, X.shape[0], lambda a: a,
-                     (lambda a: K_val @ a) if K_val is not None else None, Yv, one_d, X.shape[0])
+                     (lambda a: K_val @ a) if K_val is not None else None, Yv, one_d, X.shape[0], metric)
 
 
 def kols(X, y, sigma, *, rcond=None, n_threads=None, dtype=None):

@@ -31,6 +31,16 @@ enum class Stopping {
                // stop when the fitted decrease -window*slope < tol (absolute); t* = stop
 };
 
+// What the hold-out selection minimises: the RMSE of the predictions, or, for targets
+// coding classes as +-1 (one column: the sign is the class; several: one-vs-all, the
+// column of the largest entry is the class), the fraction of hold-out rows whose
+// predicted class is wrong. Ties in the error rate go to the smaller t, and to the larger
+// lambda (the stronger regularisation) along a lambda grid.
+enum class Metric {
+    rmse,
+    error,
+};
+
 // The iterative regulariser run along the path (each step costs one product with A^T A).
 enum class Method {
     gd,  // gradient descent (Landweber): the paper's NYTRO
@@ -99,6 +109,10 @@ struct IterativeOptions {
                                            // its last improvement (0: run to max_iter)
     Iterates iterates = Iterates::automatic;  // see Iterates (method gd only)
     std::vector<double> validation_weights;  // see TikhonovOptions::validation_weights
+    Metric metric = Metric::rmse;          // see Metric (validation_weights apply to rmse)
+    double lambda = -1.0;                  // method hybrid without a hold-out set: the lambda of
+                                           // the projected problems (< 0: the grid's smallest),
+                                           // e.g. one selected before, to refit at (t, lambda)
     int n_threads = 0;                     // <= 0: nytro::default_threads()
     Callback callback;                     // progress / interruption, may be empty
 };
@@ -124,6 +138,7 @@ struct TikhonovOptions {
     // Python API, for targets near the ends of the range) are weighted (s_j / max s)^2,
     // so that the path is the unscaled one divided by max s.
     std::vector<double> validation_weights;
+    Metric metric = Metric::rmse;          // see Metric (validation_weights apply to rmse)
     int n_threads = 0;                     // <= 0: nytro::default_threads()
     Callback callback;                     // progress / interruption, may be empty
 };
@@ -135,6 +150,7 @@ Method parse_method(const std::string& value);
 StepRule parse_step_rule(const std::string& value);
 Stopping parse_stopping(const std::string& value);
 Iterates parse_iterates(const std::string& value);
+Metric parse_metric(const std::string& value);
 Solver parse_solver(const std::string& value);
 TikhonovSolver parse_tikhonov_solver(const std::string& value);
 Storage parse_storage(const std::string& value);

@@ -98,6 +98,15 @@ struct HoldoutImages {
         top.colwise() -= g.head(k);
         squared += weight * (top.colwise().squaredNorm().transpose().array() + residual[std::size_t(k)]);
     }
+
+    // The predictions P_k z_l = Q_k (S_k z_l) themselves (n_val x L), which the error rate
+    // (Metric::error) needs: O(n_val k L), against the RMSE's O(k^2 L).
+    void predict(const Eigen::Ref<const Eigen::MatrixXd>& Z, Eigen::MatrixXd& work, Eigen::MatrixXd& out) const {
+        const Index k = Z.rows();
+        auto top = work.topRows(k);
+        top.noalias() = S.topLeftCorner(k, k).triangularView<Eigen::Upper>() * Z;
+        out.noalias() = Q.leftCols(k) * top;
+    }
 };
 
 // z = (T_k + shift I)^-1 norm e_1 for the tridiagonal T_k of a Lanczos process (its first
@@ -236,6 +245,10 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
     Eigen::MatrixXd Z(capacity, L), errors(capacity, L);
     Eigen::ArrayXd squared(L);
     std::vector<double> work;
+    // Metric::error: the misclassified rows of every lambda at one k, from the predictions.
+    std::optional<ErrorTally> tally;
+    if (validation && validation->metric() == Metric::error) tally.emplace(targets);
+    Eigen::MatrixXd predictions;
     std::vector<KrylovColumn*> growing;
     Matrix<T> vectors, out;
     bool stop = false;
@@ -277,24 +290,38 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
             k = reached;
             continue;
         }
-        // The path at every new k: the best lambda's hold-out RMSE.
+        // The path at every new k: the best lambda's hold-out RMSE (or error rate).
         for (Index size = k + 1; size <= reached && !stop; ++size) {
             squared.setZero();
+            if (tally) tally->reset(L);
             for (std::size_t c = 0; c < columns.size(); ++c) {
                 const Index kc = std::min(size, columns[c].size());
                 if (kc == 0) {  // c = 0: every prediction is 0
                     squared += validation->weight(Index(c)) * targets.col(Index(c)).squaredNorm();
+                    if (tally) tally->add(Index(c), Eigen::MatrixXd::Zero(n_val, L));
                     continue;
                 }
                 for (Index l = 0; l < L; ++l)
                     solve_projected(columns[c], invariant[c], kc, grid[std::size_t(l)] * double(n), Z.col(l).data(),
                                     work);
-                images[c].add_errors(Z.topRows(kc), validation->weight(Index(c)), squared, errors);
+                if (tally) {
+                    images[c].predict(Z.topRows(kc), errors, predictions);
+                    tally->add(Index(c), predictions);
+                } else {
+                    images[c].add_errors(Z.topRows(kc), validation->weight(Index(c)), squared, errors);
+                }
             }
+            // Error rates tie often: the tie goes to the larger lambda (the grid ascends),
+            // the stronger regularisation; the RMSE's to the first.
+            if (tally)
+                for (Index l = 0; l < L; ++l) squared[l] = double(tally->misclassified(l));
             Index best = -1;
             for (Index l = 0; l < L; ++l)
-                if (std::isfinite(squared[l]) && (best < 0 || squared[l] < squared[best])) best = l;
+                if (std::isfinite(squared[l]) &&
+                    (best < 0 || squared[l] < squared[best] || (tally && squared[l] == squared[best])))
+                    best = l;
             const double rmse = best < 0 ? std::numeric_limits<double>::infinity()
+                                : tally  ? squared[best] / double(std::max<Index>(n_val, 1))
                                          : std::sqrt(squared[best] / (double(n_val) * double(q)));
             const auto verdict = rule.push(rmse);
             if (verdict.candidate && best >= 0) {
@@ -319,16 +346,25 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
     // a large max_iter. Where every column of c is 0 the space is {0} from the start, and
     // the path holds t = 1 alone (every prediction 0).
     if (validation && rule.path().empty()) {
-        double zero_error = 0.0;
-        for (Index j = 0; j < q; ++j) zero_error += validation->weight(j) * targets.col(j).squaredNorm();
-        rule.push(std::sqrt(zero_error / (double(n_val) * double(q))));
+        if (tally) {
+            tally->reset(1);
+            for (Index j = 0; j < q; ++j) tally->add(j, Eigen::MatrixXd::Zero(n_val, 1));
+            rule.push(tally->rate(0));
+        } else {
+            double zero_error = 0.0;
+            for (Index j = 0; j < q; ++j) zero_error += validation->weight(j) * targets.col(j).squaredNorm();
+            rule.push(std::sqrt(zero_error / (double(n_val) * double(q))));
+        }
     }
+    // Without a hold-out set: the lambda given (a refit at a selected (t, lambda)), else the
+    // grid's smallest.
+    const double fixed_lambda = options.lambda > 0 ? options.lambda : grid[0];
     if (!validation) {
         for (std::size_t c = 0; c < columns.size(); ++c) {
             selected[c].resize(columns[c].size());
             if (columns[c].size() > 0)
-                solve_projected(columns[c], invariant[c], columns[c].size(), grid[0] * double(n), selected[c].data(),
-                                work);
+                solve_projected(columns[c], invariant[c], columns[c].size(), fixed_lambda * double(n),
+                                selected[c].data(), work);
         }
     }
     Matrix<T> alpha = Matrix<T>::Zero(problem.alpha_rows, q);
@@ -342,7 +378,7 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
     result.n_iter = validation ? rule.selected() : options.max_iter;
     result.products = products;
     result.step_size = 0.0;
-    result.lambda = grid[std::size_t(selected_lambda)];
+    result.lambda = validation ? grid[std::size_t(selected_lambda)] : fixed_lambda;
 }
 
 }  // namespace

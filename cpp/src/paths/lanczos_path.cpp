@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 namespace nytro::detail {
 namespace {
@@ -248,6 +249,9 @@ bool LanczosGradient<T>::run(const Validation<T>* validation, const IterativeOpt
     std::vector<Eigen::VectorXd> selected = z;  // z of the selected iterate, in a basis' first columns
     Eigen::ArrayXd squared(kChunk);
     Eigen::MatrixXd errors;
+    // Metric::error: the misclassified rows of each iterate of a chunk, from the predictions.
+    std::optional<ErrorTally> tally;
+    if (validation->metric() == Metric::error) tally.emplace(targets);
     Index t = 0;
     bool stop = false;
     while (t < max_iter_ && !stop) {
@@ -268,17 +272,23 @@ bool LanczosGradient<T>::run(const Validation<T>* validation, const IterativeOpt
                 chunk[c].col(i) = z[c];
             }
             if (images[c].cols() == 0) {  // c = 0: every prediction is 0
-                errors = -targets.col(j).replicate(1, count);
+                errors.setZero(n_val, count);
             } else {
                 errors.noalias() = images[c] * chunk[c];
-                errors.colwise() -= targets.col(j);
             }
+            if (tally) {
+                if (j == 0) tally->reset(count);
+                tally->add(j, errors);
+                continue;
+            }
+            errors.colwise() -= targets.col(j);
             squared.head(count) += validation->weight(j) * errors.colwise().squaredNorm().transpose().array();
         }
         if (diverging(z)) throw_diverged(t + count, step_);
         for (Index i = 0; i < count && !stop; ++i) {
             ++t;
-            const auto verdict = rule.push(std::sqrt(squared[i] / (double(n_val) * double(q))));
+            const auto verdict =
+                rule.push(tally ? tally->rate(i) : std::sqrt(squared[i] / (double(n_val) * double(q))));
             if (verdict.candidate)
                 for (std::size_t c = 0; c < chunk.size(); ++c) selected[c] = chunk[c].col(i);
             stop = verdict.stop;

@@ -12,6 +12,59 @@
 
 namespace nytro::detail {
 
+ErrorTally::ErrorTally(const Eigen::Ref<const Eigen::MatrixXd>& targets)
+    : rows_(targets.rows()), outputs_(targets.cols()), truth_(std::size_t(targets.rows())) {
+    for (Index i = 0; i < rows_; ++i) {
+        if (outputs_ == 1) {
+            truth_[std::size_t(i)] = targets(i, 0) > 0 ? 1 : 0;
+        } else {
+            Index c = 0;
+            targets.row(i).maxCoeff(&c);
+            truth_[std::size_t(i)] = c;
+        }
+    }
+}
+
+void ErrorTally::reset(Index models) {
+    if (outputs_ == 1) {
+        wrong_.assign(std::size_t(models), 0);
+    } else {
+        best_.resize(rows_, models);
+        argmax_.setZero(rows_, models);
+    }
+}
+
+void ErrorTally::add(Index column, const Eigen::Ref<const Eigen::MatrixXd>& P, Index r0) {
+    if (outputs_ == 1) {
+        for (Index k = 0; k < P.cols(); ++k) {
+            Index wrong = 0;
+            for (Index i = 0; i < P.rows(); ++i) wrong += Index((P(i, k) > 0) != (truth_[std::size_t(r0 + i)] == 1));
+            wrong_[std::size_t(k)] += wrong;
+        }
+        return;
+    }
+    auto best = best_.middleRows(r0, P.rows());
+    auto argmax = argmax_.middleRows(r0, P.rows());
+    if (column == 0) {
+        best = P;
+        argmax.setZero();
+        return;
+    }
+    for (Index k = 0; k < P.cols(); ++k)
+        for (Index i = 0; i < P.rows(); ++i)
+            if (P(i, k) > best(i, k)) {  // strictly: the first column keeps a tie
+                best(i, k) = P(i, k);
+                argmax(i, k) = column;
+            }
+}
+
+Index ErrorTally::misclassified(Index model) const {
+    if (outputs_ == 1) return wrong_[std::size_t(model)];
+    Index wrong = 0;
+    for (Index i = 0; i < rows_; ++i) wrong += Index(argmax_(i, model) != truth_[std::size_t(i)]);
+    return wrong;
+}
+
 template <class T>
 Validation<T>::Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val, const Matrix<T>& centers,
                           double sigma, int n_threads, bool low_precision, double budget_bytes, bool defer)
@@ -123,6 +176,20 @@ void Validation<T>::predict_blocks(const MatrixCRef<T>& alphas, int n_threads, C
 template <class T>
 void Validation<T>::rmse(const MatrixCRef<T>& alphas, Index q, std::vector<double>& out, int n_threads) const {
     const Index n_val = Y_val_.rows(), blocks = alphas.cols() / q;
+    if (metric_ == Metric::error) {
+        ErrorTally tally(Y_val_.template cast<double>());
+        tally.reset(blocks);
+        Eigen::MatrixXd column;
+        predict_blocks(alphas, n_threads, [&](const Matrix<T>& predictions, Index r0) {
+            column.resize(predictions.rows(), blocks);
+            for (Index j = 0; j < q; ++j) {
+                for (Index b = 0; b < blocks; ++b) column.col(b) = predictions.col(b * q + j).template cast<double>();
+                tally.add(j, column, r0);
+            }
+        });
+        for (Index b = 0; b < blocks; ++b) out.push_back(tally.rate(b));
+        return;
+    }
     std::vector<double> squared(static_cast<std::size_t>(blocks), 0.0);
     predict_blocks(alphas, n_threads,
                    [&](const Matrix<T>& predictions, Index r0) { add_squared_errors(predictions, r0, q, squared); });

@@ -9,14 +9,45 @@
 // reject (seen on cpuSmall: a garbage lambda with test RMSE 6e6 looked best).
 #pragma once
 
+#include "nytro/options.hpp"
 #include "nytro/types.hpp"
 #include "kernel/packed_centers.hpp"
 
+#include <algorithm>
 #include <memory>
 
 #include <vector>
 
 namespace nytro::detail {
+
+// The misclassified hold-out rows of several candidate models, for targets coding
+// classes as +-1 (Metric::error). A row's class is the sign of its one column (binary: a
+// prediction f > 0 is the positive class), or the column of its largest entry
+// (one-vs-all; the first such column on a tie, as numpy.argmax): the classifiers'
+// predict reads decision values the same way. Predictions come output column by output
+// column (0, 1, ..., q - 1), in row blocks, as the paths form them.
+class ErrorTally {
+public:
+    explicit ErrorTally(const Eigen::Ref<const Eigen::MatrixXd>& targets);
+
+    // Starts a count for `models` candidate models.
+    void reset(Index models);
+
+    // P(i, k): model k's prediction of output column `column` for hold-out row r0 + i.
+    void add(Index column, const Eigen::Ref<const Eigen::MatrixXd>& P, Index r0 = 0);
+
+    // Model k's misclassified rows (after every column of every row was added).
+    Index misclassified(Index model) const;
+    double rate(Index model) const { return double(misclassified(model)) / double(std::max<Index>(rows_, 1)); }
+    Index rows() const { return rows_; }
+
+private:
+    Index rows_ = 0, outputs_ = 0;
+    std::vector<Index> truth_;        // each row's class: 0 / 1 (binary) or its column
+    std::vector<Index> wrong_;        // binary: misclassified rows per model
+    Eigen::MatrixXd best_;            // one-vs-all: the largest prediction so far (rows x models)
+    Eigen::Matrix<Index, Eigen::Dynamic, Eigen::Dynamic> argmax_;  // and its column
+};
 
 template <class T>
 class Validation {
@@ -30,7 +61,7 @@ public:
                int n_threads, bool low_precision, double budget_bytes, bool defer = false);
 
     // alphas holds c coefficient blocks of q columns each (block j = columns [jq, jq+q));
-    // appends c RMSEs to `out`.
+    // appends c RMSEs to `out` (c error rates with Metric::error, see set_metric).
     void rmse(const MatrixCRef<T>& alphas, Index q, std::vector<double>& out, int n_threads) const;
 
     // The predictions K_val a themselves (n_val x c).
@@ -43,6 +74,11 @@ public:
     // finite and >= 0.
     void set_weights(const std::vector<double>& weights);
     double weight(Index column) const { return weights_.empty() ? 1.0 : weights_[std::size_t(column)]; }
+
+    // What rmse() measures: Metric::rmse (the default) or Metric::error, the fraction of
+    // misclassified rows (see ErrorTally; the weights do not apply to it).
+    void set_metric(Metric metric) { metric_ = metric; }
+    Metric metric() const { return metric_; }
 
     bool stored() const { return K_val_.size() > 0 || K_val_low_.size() > 0; }
 
@@ -81,6 +117,7 @@ private:
     mutable Index streamed_calls_ = 0;
     Matrix<T> X_val_, Y_val_;  // kept for the streamed form and the targets
     std::vector<double> weights_;
+    Metric metric_ = Metric::rmse;
     Matrix<T> centers_;       // the streamed form recomputes k(X_val, centres)
     Matrix<float> X_val_low_, centers_low_;  // low_: both in float32, for the float32 kernel
     double sigma_;

@@ -39,6 +39,12 @@ Stopping parse_stopping(const std::string& value) {
     unknown("stopping", value, "'best', 'relative', 'window'");
 }
 
+Metric parse_metric(const std::string& value) {
+    if (value == "rmse") return Metric::rmse;
+    if (value == "error") return Metric::error;
+    unknown("metric", value, "'rmse', 'error'");
+}
+
 Iterates parse_iterates(const std::string& value) {
     if (value == "auto") return Iterates::automatic;
     if (value == "lanczos") return Iterates::lanczos;

@@ -24,6 +24,7 @@ PathResult<T> landweber_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, dou
     const Matrix<T> centers = X;
     const auto validation = detail::make_validation<T>(X_val, Y_val, centers, sigma, threads, false, 0.0);
     if (validation) validation->set_weights(options.validation_weights);
+    if (validation) validation->set_metric(options.metric);
 
     // The iterations solve K alpha = y directly (K is symmetric positive semidefinite).
     detail::LinearProblem<T> problem;

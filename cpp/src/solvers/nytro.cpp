@@ -351,6 +351,7 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
         setup.validation = detail::make_validation<T>(X_val, Y_val, setup.used, sigma, threads, low, reserved,
                                                       /*defer=*/result.solver != Solver::spectral);
         if (setup.validation) setup.validation->set_weights(options.validation_weights);
+        if (setup.validation) setup.validation->set_metric(options.metric);
 
         detail::LinearProblem<T> problem;
         problem.q = Y.cols();

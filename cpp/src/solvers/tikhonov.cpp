@@ -108,16 +108,22 @@ std::vector<double> scaled(const std::vector<double>& lambdas, Index n) {
     return shifts;
 }
 
-// Picks the lambda with the smallest validation RMSE (the only one without hold-out).
+// Picks the lambda with the smallest validation RMSE (the only one without hold-out), or
+// error rate (Metric::error), where ties are common: among equal error rates, the largest
+// lambda (the stronger regularisation).
 template <class T>
-void select(const Matrix<T>& alphas, Index q, const detail::Validation<T>* validation, int threads,
-            TikhonovResult<T>& result) {
+void select(const Matrix<T>& alphas, Index q, const std::vector<double>& lambdas,
+            const detail::Validation<T>* validation, int threads, TikhonovResult<T>& result) {
     result.selected = -1;
     if (validation) {
         validation->rmse(alphas, q, result.validation_rmse, threads);
-        for (std::size_t l = 0; l < result.validation_rmse.size(); ++l) {
-            const double r = result.validation_rmse[l];
-            if (std::isfinite(r) && (result.selected < 0 || r < result.validation_rmse[result.selected]))
+        const bool by_error = validation->metric() == Metric::error;
+        const auto& path = result.validation_rmse;
+        for (std::size_t l = 0; l < path.size(); ++l) {
+            const double r = path[l];
+            if (!std::isfinite(r)) continue;
+            const auto s = std::size_t(result.selected);
+            if (result.selected < 0 || r < path[s] || (by_error && r == path[s] && lambdas[l] > lambdas[s]))
                 result.selected = Index(l);
         }
     } else {
@@ -161,6 +167,7 @@ TikhonovResult<T> nkrls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, con
         setup.validation = detail::make_validation<T>(X_val, Y_val, setup.used, sigma, threads, low,
                                                       4.0 * k * k * sizeof(T));  // H, its eigenvectors, solves
         if (setup.validation) setup.validation->set_weights(options.validation_weights);
+        if (setup.validation) setup.validation->set_metric(options.metric);
         const auto normal =
             detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads), sigma, threads,
                                                options.callback, low);
@@ -171,7 +178,7 @@ TikhonovResult<T> nkrls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, con
 
         TikhonovResult<T> result;
         result.rank = setup.factor.rank();
-        select<T>(alphas, q, setup.validation.get(), threads, result);
+        select<T>(alphas, q, lambdas, setup.validation.get(), threads, result);
         result.coef = detail::scatter_rows<T>(result.coef, setup.factor.support(), centers.rows());
         return result;
     });
@@ -203,9 +210,10 @@ TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, doub
         const Matrix<T> centers = X;
         const auto validation = detail::make_validation<T>(X_val, Y_val, centers, sigma, threads, false, 0.0);
         if (validation) validation->set_weights(options.validation_weights);
+        if (validation) validation->set_metric(options.metric);
         TikhonovResult<T> result;
         result.rank = X.rows();
-        select<T>(alphas, Y.cols(), validation.get(), threads, result);
+        select<T>(alphas, Y.cols(), lambdas, validation.get(), threads, result);
         return result;
     });
 }

@@ -61,6 +61,23 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
             chk.check_finite_before_cast(y, "y", Y.dtype)
         return X, Y, y.ndim == 1
 
+    def _selection_metric(self) -> str:
+        """What the hold-out selection minimises (the core's metric): "rmse" for the
+        regressors; the classifiers select on their `selection`."""
+        return "rmse"
+
+    def _path_attribute(self) -> str:
+        """The fitted attribute that holds the hold-out path."""
+        return "validation_error_" if self._selection_metric() == "error" else "validation_rmse_"
+
+    def _refits(self, held_out: bool) -> bool:
+        """Whether to refit on all rows at the selected t or lambda: `refit` given, and a
+        hold-out part that something was selected on."""
+        refit = getattr(self, "refit", False)
+        if not isinstance(refit, (bool, np.bool_)):
+            raise ValueError(f"refit must be True or False, got {refit!r}")
+        return bool(refit) and held_out
+
     def _progress(self):
         return ProgressPrinter(type(self).__name__) if self.verbose else None
 
@@ -94,7 +111,7 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
             warnings.warn(
                 f"{type(self).__name__} selected the last iteration, t = max_iter = {self.max_iter}: the "
                 "regularisation path may have been cut before its best model. A larger max_iter may fit "
-                "better (validation_rmse_ holds the path).", ConvergenceWarning, stacklevel=4)
+                f"better ({self._path_attribute()} holds the path).", ConvergenceWarning, stacklevel=4)
         return result.coef
 
     @staticmethod

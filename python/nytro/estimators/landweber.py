@@ -18,6 +18,13 @@ class LandweberRegressor(KernelRegressorBase):
     a ConvergenceWarning when the selected t is max_iter: with the paper's step 1/n the
     path is often still falling there (step_size="auto" takes the largest stable step).
 
+    refit : bool, default=False
+        After the hold-out selection, run the selected number of iterations t (n_iter_;
+        for method "hybrid", at the selected lambda_) again on all rows given to fit, the
+        authors' "recompute": centers_ are then all rows, and the step rule is evaluated
+        on them. The validation path and the selection are those of the hold-out fit.
+        Ignored without a hold-out set (validation_fraction=None).
+
     Attributes
     ----------
     centers_ : (n_train, d) the training rows.
@@ -29,7 +36,7 @@ class LandweberRegressor(KernelRegressorBase):
 
     def __init__(self, sigma=1.0, *, method="gd", nu=1.0, max_iter=500, step_size="paper", stopping="best",
                  tol=None, window=10, n_iter_no_change=None, iterates="auto", validation_fraction=0.2,
-                 random_state=None, n_threads=None, verbose=0, dtype=None):
+                 refit=False, random_state=None, n_threads=None, verbose=0, dtype=None):
         self.sigma = sigma
         self.method = method
         self.nu = nu
@@ -41,6 +48,7 @@ class LandweberRegressor(KernelRegressorBase):
         self.n_iter_no_change = n_iter_no_change
         self.iterates = iterates
         self.validation_fraction = validation_fraction
+        self.refit = refit
         self.random_state = random_state
         self.n_threads = n_threads
         self.verbose = verbose
@@ -49,11 +57,16 @@ class LandweberRegressor(KernelRegressorBase):
     def _fit_path(self, X, Y, rng):
         X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)
         held_out = X_val.shape[0] > 0
+        refit = self._refits(held_out)
+        shared = dict(method=self.method, nu=self.nu, step_size=self.step_size, iterates=self.iterates,
+                      n_threads=self.n_threads, progress=self._progress())
         result = landweber_path(
             X_train, Y_train, self.sigma, X_val=X_val if held_out else None, y_val=Y_val if held_out else None,
-            method=self.method, nu=self.nu, max_iter=self.max_iter, step_size=self.step_size, stopping=self.stopping,
-            tol=self.tol,
-            window=self.window, n_iter_no_change=self.n_iter_no_change, iterates=self.iterates,
-            n_threads=self.n_threads, progress=self._progress())
+            max_iter=self.max_iter, stopping=self.stopping, tol=self.tol, window=self.window,
+            n_iter_no_change=self.n_iter_no_change, metric=self._selection_metric(), **shared)
         self.centers_ = X_train
-        return self._take_path(result)
+        coef = self._take_path(result)
+        if refit:  # all rows, the selected t (and lambda), no hold-out set
+            again = landweber_path(X, Y, self.sigma, max_iter=self.n_iter_, hybrid_lambda=self.lambda_, **shared)
+            self.centers_, self.step_size_, coef = X, again.step_size, again.coef
+        return coef

@@ -105,6 +105,14 @@ class NytroRegressor(KernelRegressorBase):
         np.float32 / np.float16 and their dtypes mean the same.
     validation_fraction : float in (0, 1) or None, default=0.2
         Hold-out share used to select t; None runs exactly `max_iter` iterations on all rows.
+    refit : bool, default=False
+        After the hold-out selection, fit again on all rows given to fit (training and
+        hold-out parts together) at the selected t (n_iter_; for method "hybrid", t and
+        lambda_), without a hold-out set: the authors' "recompute". The centres stay
+        those drawn from the training part; the step rule (step_size "auto" or "paper")
+        is evaluated on all rows. The validation path and the selection are those of
+        the hold-out fit; coef_ is the refitted model's. Ignored without a hold-out set
+        (validation_fraction=None).
     random_state : int, RandomState or None
         Seeds the hold-out split and the centres.
     n_threads : int or None, default=None
@@ -136,7 +144,7 @@ class NytroRegressor(KernelRegressorBase):
     def __init__(self, n_centers=1000, sigma=1.0, *, method="hybrid", nu=1.0, max_iter=500, step_size="auto",
                  stopping="best", tol=None, window=10, n_iter_no_change=50, iterates="auto", factor="pivoted",
                  solver="auto", storage=None,
-                 validation_fraction=0.2, random_state=None, n_threads=None, verbose=0, dtype=None):
+                 validation_fraction=0.2, refit=False, random_state=None, n_threads=None, verbose=0, dtype=None):
         self.n_centers = n_centers
         self.sigma = sigma
         self.method = method
@@ -152,6 +160,7 @@ class NytroRegressor(KernelRegressorBase):
         self.solver = solver
         self.storage = storage
         self.validation_fraction = validation_fraction
+        self.refit = refit
         self.random_state = random_state
         self.n_threads = n_threads
         self.verbose = verbose
@@ -161,15 +170,21 @@ class NytroRegressor(KernelRegressorBase):
         X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)
         centers = draw_centers(X_train, self.n_centers, rng)
         held_out = X_val.shape[0] > 0
+        refit = self._refits(held_out)
+        shared = dict(method=self.method, nu=self.nu, step_size=self.step_size, iterates=self.iterates,
+                      factor=self.factor, solver=self.solver, storage=self.storage, n_threads=self.n_threads,
+                      progress=self._progress())
         result = nytro_path(
             X_train, Y_train, centers, self.sigma, X_val=X_val if held_out else None,
-            y_val=Y_val if held_out else None, method=self.method, nu=self.nu, max_iter=self.max_iter,
-            step_size=self.step_size,
+            y_val=Y_val if held_out else None, max_iter=self.max_iter,
             stopping=self.stopping, tol=self.tol, window=self.window, n_iter_no_change=self.n_iter_no_change,
-            iterates=self.iterates, factor=self.factor, solver=self.solver,
-            storage=self.storage,
-            n_threads=self.n_threads, progress=self._progress())
+            metric=self._selection_metric(), **shared)
         self.centers_ = centers
         self.rank_ = result.rank
         self.solver_ = result.solver
-        return self._take_path(result)
+        coef = self._take_path(result)
+        if refit:  # all rows, the selected t (and lambda), no hold-out set
+            again = nytro_path(X, Y, centers, self.sigma, max_iter=self.n_iter_, hybrid_lambda=self.lambda_,
+                               **shared)
+            self.step_size_, self.solver_, coef = again.step_size, again.solver, again.coef
+        return coef

@@ -16,6 +16,11 @@ _SHARED_DOC = """
     solver : {"eigh", "cholesky"}, default="eigh"
         "eigh": one eigendecomposition serves every lambda exactly; "cholesky": the
         paper's form, one Cholesky solve per lambda.
+    refit : bool, default=False
+        After the hold-out selection, solve again on all rows given to fit (training and
+        hold-out parts) at the selected lambda_ (times the number of all rows), the
+        authors' "recompute". The validation path and the selection are those of the
+        hold-out fit. Ignored without a hold-out set (validation_fraction=None).
     validation_fraction, random_state, n_threads, verbose, dtype : as in NytroRegressor.
 """
 
@@ -27,7 +32,8 @@ class NystromKRLSRegressor(KernelRegressorBase):
     Parameters
     ----------
     n_centers, sigma, factor, storage : as in NytroRegressor (storage="float32" computes
-    the kernel blocks of A^T A and keeps the hold-out kernel in float32).""" + _SHARED_DOC + """
+    the kernel blocks of A^T A and keeps the hold-out kernel in float32). With refit, the
+    centres stay those drawn from the training part.""" + _SHARED_DOC + """
     Attributes
     ----------
     centers_, coef_ : as in NytroRegressor; lambda_ : the selected lambda;
@@ -35,7 +41,7 @@ class NystromKRLSRegressor(KernelRegressorBase):
     """
 
     def __init__(self, n_centers=1000, sigma=1.0, *, lambdas=None, factor="pivoted", solver="eigh", storage=None,
-                 validation_fraction=0.2, random_state=None, n_threads=None, verbose=0, dtype=None):
+                 validation_fraction=0.2, refit=False, random_state=None, n_threads=None, verbose=0, dtype=None):
         self.n_centers = n_centers
         self.sigma = sigma
         self.lambdas = lambdas
@@ -43,6 +49,7 @@ class NystromKRLSRegressor(KernelRegressorBase):
         self.solver = solver
         self.storage = storage
         self.validation_fraction = validation_fraction
+        self.refit = refit
         self.random_state = random_state
         self.n_threads = n_threads
         self.verbose = verbose
@@ -53,15 +60,19 @@ class NystromKRLSRegressor(KernelRegressorBase):
         X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)
         centers = draw_centers(X_train, self.n_centers, rng)
         held_out = X_val.shape[0] > 0
+        refit = self._refits(held_out)
+        shared = dict(factor=self.factor, solver=self.solver, storage=self.storage, n_threads=self.n_threads,
+                      progress=self._progress())
         result = nkrls_path(
             X_train, Y_train, centers, self.sigma, lambdas=lambdas, X_val=X_val if held_out else None,
-            y_val=Y_val if held_out else None, factor=self.factor, solver=self.solver, storage=self.storage,
-            n_threads=self.n_threads, progress=self._progress())
+            y_val=Y_val if held_out else None, metric=self._selection_metric(), **shared)
         self.centers_ = centers
         self.lambdas_ = lambdas
         self.lambda_ = result.lambda_
         self.validation_rmse_ = result.validation_rmse
         self.rank_ = result.rank
+        if refit:  # all rows, the selected lambda, no hold-out set
+            return nkrls_path(X, Y, centers, self.sigma, lambdas=[self.lambda_], **shared).coef
         return result.coef
 
 
@@ -71,19 +82,20 @@ class KRLSRegressor(KernelRegressorBase):
 
     Parameters
     ----------
-    sigma : as in NytroRegressor.""" + _SHARED_DOC + """
+    sigma : as in NytroRegressor. With refit, centers_ are all rows.""" + _SHARED_DOC + """
     Attributes
     ----------
     centers_ : the training rows; coef_, lambda_, lambdas_, validation_rmse_ : as in
     NystromKRLSRegressor.
     """
 
-    def __init__(self, sigma=1.0, *, lambdas=None, solver="eigh", validation_fraction=0.2, random_state=None,
-                 n_threads=None, verbose=0, dtype=None):
+    def __init__(self, sigma=1.0, *, lambdas=None, solver="eigh", validation_fraction=0.2, refit=False,
+                 random_state=None, n_threads=None, verbose=0, dtype=None):
         self.sigma = sigma
         self.lambdas = lambdas
         self.solver = solver
         self.validation_fraction = validation_fraction
+        self.refit = refit
         self.random_state = random_state
         self.n_threads = n_threads
         self.verbose = verbose
@@ -93,12 +105,16 @@ class KRLSRegressor(KernelRegressorBase):
         lambdas = np.asarray(chk.check_lambdas(self.lambdas))
         X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)
         held_out = X_val.shape[0] > 0
+        refit = self._refits(held_out)
+        shared = dict(solver=self.solver, n_threads=self.n_threads, progress=self._progress())
         result = krls_path(
             X_train, Y_train, self.sigma, lambdas=lambdas, X_val=X_val if held_out else None,
-            y_val=Y_val if held_out else None, solver=self.solver, n_threads=self.n_threads,
-            progress=self._progress())
+            y_val=Y_val if held_out else None, metric=self._selection_metric(), **shared)
         self.centers_ = X_train
         self.lambdas_ = lambdas
         self.lambda_ = result.lambda_
         self.validation_rmse_ = result.validation_rmse
+        if refit:  # all rows, the selected lambda, no hold-out set
+            self.centers_ = X
+            return krls_path(X, Y, self.sigma, lambdas=[self.lambda_], **shared).coef
         return result.coef

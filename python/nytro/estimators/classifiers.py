@@ -1,0 +1,158 @@
+"""NytroClassifier and NystromKRLSClassifier: the regressors fitted to classes coded as +-1
+(one column for two classes, one-vs-all columns for more, solved in the same pass by the
+core's multi-output path), with the hold-out selection on the classification error."""
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .. import _checks as chk
+from ._base import KernelRegressorBase, _is_dask_array
+from .nytro import NytroRegressor
+from .tikhonov import NystromKRLSRegressor
+
+SELECTIONS = ("error", "rmse")
+
+
+def _label_kind(value) -> str:
+    """"string", "number" or "bool": labels of more than one kind are refused."""
+    if isinstance(value, (str, bytes)):
+        return "string"
+    if isinstance(value, (bool, np.bool_)):
+        return "bool"
+    return "number"
+
+
+def encode_labels(y):
+    """(classes_, Y): the sorted distinct labels, and Y (n, 1) with +1 for classes_[1] and
+    -1 for classes_[0] (two classes), or (n, K) with +1 in the column of a row's class and
+    -1 elsewhere (K > 2: one-vs-all)."""
+    y = np.asarray(y)
+    if y.dtype == object:
+        kinds = sorted({_label_kind(v) for v in y.ravel()})
+        if len(kinds) > 1:
+            raise ValueError(f"y has labels of mixed types ({' and '.join(kinds)}); use labels of one type")
+    check_classification_targets(y)
+    classes, index = np.unique(y, return_inverse=True)
+    if len(classes) < 2:
+        raise ValueError(f"y has one class ({classes[0]!r} for every sample); a classifier needs at least 2 "
+                         "classes")
+    if len(classes) == 2:
+        Y = np.where(index == 1, 1.0, -1.0)[:, None]
+    else:
+        Y = -np.ones((len(y), len(classes)))
+        Y[np.arange(len(y)), index] = 1.0
+    return classes, Y
+
+
+class KernelClassifierMixin(ClassifierMixin):
+    """What the classifiers add to their regressor: label coding, the selection on the
+    hold-out error, decision_function and predict returning labels."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = False
+        tags.target_tags.single_output = True
+        tags.classifier_tags.multi_class = True
+        tags.regressor_tags = None
+        return tags
+
+    def _selection_metric(self) -> str:
+        chk.check_choice("selection", self.selection, SELECTIONS)
+        return self.selection
+
+    def _validated(self, X, y):
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+        dtype = chk.compute_dtype(getattr(self, "dtype", None), X if hasattr(X, "dtype") else None)
+        X, y = validate_data(self, X, y, dtype=dtype, order="C")
+        self.classes_, Y = encode_labels(y)
+        return X, np.ascontiguousarray(Y, dtype=X.dtype), Y.shape[1] == 1
+
+    def fit(self, X, y):
+        """Fit the one-vs-all +-1 coded targets of the labels y, selecting t (and lambda)
+        on a hold-out part by the classification error (selection="error") or the RMSE of
+        the +-1 targets (selection="rmse")."""
+        if _is_dask_array(X):
+            raise ValueError(f"X is a Dask array: {type(self).__name__} fits NumPy arrays only (compute X first)")
+        self._selection_metric()  # refuse an unknown selection before any work
+        KernelRegressorBase.fit(self, X, y)
+        path = getattr(self, "validation_rmse_", None)
+        self.validation_error_ = path if self.selection == "error" else None
+        if self.selection == "error":
+            self.validation_rmse_ = None
+        return self
+
+    def decision_function(self, X):
+        """k(X, centers_) @ coef_: (n,) for two classes (> 0 predicts classes_[1]), else
+        (n, n_classes), one column per class."""
+        return KernelRegressorBase.predict(self, X)
+
+    def predict(self, X):
+        """The class of the largest decision value (for two classes: classes_[1] where the
+        decision is > 0)."""
+        check_is_fitted(self, "classes_")
+        scores = self.decision_function(X)
+        index = (scores > 0).astype(int) if scores.ndim == 1 else np.argmax(scores, axis=1)
+        return self.classes_[index]
+
+
+_CLASSIFIER_DOC = """
+    The labels y (strings, integers or booleans, of one type) are coded as +-1: one column
+    for two classes (+1 for classes_[1]), one-vs-all columns for more, all fitted in the
+    same pass. The hold-out selection minimises the classification error by default.
+
+    Parameters
+    ----------
+    The regressor's, and:
+    selection : {{"error", "rmse"}}, default="error"
+        What the hold-out selection minimises: the fraction of misclassified hold-out
+        rows, or the RMSE of the +-1 coded targets (the regressor's choice). Error rates
+        tie often: a tie goes to {ties}.
+    refit : bool, default=False
+        As for the regressor: after the selection, fit again on all rows at the selected
+        {what}.
+
+    Attributes
+    ----------
+    classes_ : (n_classes,) the labels, sorted.
+    coef_ : (m,) for two classes, else (m, n_classes).
+    validation_error_ : hold-out error rate {path} (selection="error"; else None).
+    validation_rmse_ : hold-out RMSE of the +-1 targets {path} (selection="rmse"; else
+        None).
+    Others as for the regressor.
+"""
+
+
+class NytroClassifier(KernelClassifierMixin, NytroRegressor):
+    __doc__ = """NYTRO classifier: NytroRegressor fitted to the coded labels.""" + _CLASSIFIER_DOC.format(
+        ties='the smaller t and, for method "hybrid", to the larger lambda (the stronger regularisation)',
+        what='t (and lambda for "hybrid")', path="after each iteration")
+
+    def __init__(self, n_centers=1000, sigma=1.0, *, method="hybrid", nu=1.0, max_iter=500, step_size="auto",
+                 stopping="best", tol=None, window=10, n_iter_no_change=50, iterates="auto", factor="pivoted",
+                 solver="auto", storage=None, selection="error", validation_fraction=0.2, refit=False,
+                 random_state=None, n_threads=None, verbose=0, dtype=None):
+        super().__init__(
+            n_centers, sigma, method=method, nu=nu, max_iter=max_iter, step_size=step_size, stopping=stopping,
+            tol=tol, window=window, n_iter_no_change=n_iter_no_change, iterates=iterates, factor=factor,
+            solver=solver, storage=storage, validation_fraction=validation_fraction, refit=refit,
+            random_state=random_state, n_threads=n_threads, verbose=verbose, dtype=dtype)
+        self.selection = selection
+
+
+class NystromKRLSClassifier(KernelClassifierMixin, NystromKRLSRegressor):
+    __doc__ = """Nystrom KRLS classifier: NystromKRLSRegressor fitted to the coded labels.""" + \
+        _CLASSIFIER_DOC.format(ties="the larger lambda (the stronger regularisation)", what="lambda",
+                               path="per lambda of the grid")
+
+    def __init__(self, n_centers=1000, sigma=1.0, *, lambdas=None, factor="pivoted", solver="eigh", storage=None,
+                 selection="error", validation_fraction=0.2, refit=False, random_state=None, n_threads=None,
+                 verbose=0, dtype=None):
+        super().__init__(
+            n_centers, sigma, lambdas=lambdas, factor=factor, solver=solver, storage=storage,
+            validation_fraction=validation_fraction, refit=refit, random_state=random_state, n_threads=n_threads,
+            verbose=verbose, dtype=dtype)
+        self.selection = selection
