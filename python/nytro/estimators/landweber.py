@@ -2,6 +2,7 @@
 "Early Stopping" baseline)."""
 from __future__ import annotations
 
+from .. import options as opt
 from .._api import landweber_path
 from ._base import KernelRegressorBase
 
@@ -14,7 +15,8 @@ class LandweberRegressor(KernelRegressorBase):
     to "paper" (1/n, as in the paper's experiments) and n_iter_no_change to None (the
     whole path). method "nu" and "cg" accelerate the iterations on K alpha = y; "hybrid"
     selects (t, lambda) of Tikhonov's problem projected onto their Krylov space (lambda_).
-    iterates ("auto", "lanczos", "stepwise") is as for NytroRegressor. As there, fit emits
+    options (an :class:`~nytro.IterativeOptions`: iterates, n_threads) and its shortcuts
+    iterates and n_threads are as for NytroRegressor. As there, fit emits
     a ConvergenceWarning when the selected t is max_iter: with the paper's step 1/n the
     path is often still falling there (step_size="auto" takes the largest stable step).
 
@@ -29,7 +31,7 @@ class LandweberRegressor(KernelRegressorBase):
 
     def __init__(self, sigma=1.0, *, method="gd", nu=1.0, max_iter=500, step_size="paper", stopping="best",
                  tol=None, window=10, n_iter_no_change=None, iterates="auto", validation_fraction=0.2,
-                 random_state=None, n_threads=None, verbose=0, dtype=None):
+                 random_state=None, n_threads=None, verbose=0, dtype=None, options=None):
         self.sigma = sigma
         self.method = method
         self.nu = nu
@@ -45,6 +47,9 @@ class LandweberRegressor(KernelRegressorBase):
         self.n_threads = n_threads
         self.verbose = verbose
         self.dtype = dtype
+        self.options = options
+
+    _family = opt.LANDWEBER
 
     def _fit_path(self, X, Y, rng):
         X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)
@@ -53,7 +58,7 @@ class LandweberRegressor(KernelRegressorBase):
             X_train, Y_train, self.sigma, X_val=X_val if held_out else None, y_val=Y_val if held_out else None,
             method=self.method, nu=self.nu, max_iter=self.max_iter, step_size=self.step_size, stopping=self.stopping,
             tol=self.tol,
-            window=self.window, n_iter_no_change=self.n_iter_no_change, iterates=self.iterates,
-            n_threads=self.n_threads, progress=self._progress())
+            window=self.window, n_iter_no_change=self.n_iter_no_change, options=self._options(),
+            progress=self._progress())
         self.centers_ = X_train
         return self._take_path(result)
