@@ -7,7 +7,8 @@ from importlib.metadata import PackageNotFoundError, version as package_version
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "_scripts"))
 
-import make_performance  # noqa: E402  (docs/_scripts, put on the path just above)
+import make_options  # noqa: E402  (docs/_scripts, put on the path just above)
+import make_performance  # noqa: E402
 
 project = "nytro"
 author = "the nytro developers"
@@ -27,7 +28,7 @@ extensions = [
     "sphinx_gallery.gen_gallery",
 ]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build", "_scripts", "auto_examples/*.ipynb", "auto_examples/*.py", "auto_examples/*.zip",
+exclude_patterns = ["_build", "_scripts", "options_table.md", "auto_examples/*.ipynb", "auto_examples/*.py", "auto_examples/*.zip",
                     "auto_examples/*.md5", "auto_examples/*.codeobj.json"]
 myst_enable_extensions = ["colon_fence", "dollarmath"]
 myst_heading_anchors = 0
@@ -80,3 +81,5 @@ def setup(app):
     # docs/performance.md is written from benchmarks/results/<claim>/ at every build.
     app.connect("builder-inited", lambda app: make_performance.write(
         os.path.join(HERE, "..", "benchmarks", "results"), os.path.join(HERE, "performance.md")))
+    # docs/options_table.md is written from nytro.options (the parameters' one declaration).
+    app.connect("builder-inited", lambda app: make_options.write(os.path.join(HERE, "options_table.md")))

@@ -85,34 +85,60 @@ py::dict tikhonov_dict(nytro::TikhonovResult<T>&& r) {
     return d;
 }
 
-nytro::FactorOptions factor_options(const std::string& method, double rank_tol, double jitter) {
-    nytro::FactorOptions f;
-    f.method = nytro::parse_factor_method(method);
-    f.rank_tol = rank_tol;
-    f.jitter = jitter;
-    return f;
+// An enum field of an options struct, seen from Python as the names of options.cpp.
+template <class Class, class S, class E>
+void enum_field(Class& cls, const char* name, E S::*field, E (*parse)(const std::string&)) {
+    cls.def_property(
+        name, [field](const S& o) { return std::string(nytro::to_string(o.*field)); },
+        [field, parse](S& o, const std::string& value) { o.*field = parse(value); });
 }
 
-void iterative_options(nytro::IterativeOptions& o, const std::string& method, double nu, Index max_iter,
-                       const std::string& step_rule, double step_size, const std::string& stopping, double tol,
-                       Index window, Index patience, const std::string& iterates, int n_threads,
-                       py::object progress) {
-    o.method = nytro::parse_method(method);
-    o.iterates = nytro::parse_iterates(iterates);
-    o.nu = nu;
-    o.max_iter = max_iter;
-    if (step_rule == "fixed") {
-        o.step_rule = nytro::StepRule::fixed;
-        o.step_size = step_size;
-    } else {
-        o.step_rule = nytro::parse_step_rule(step_rule);
-    }
-    o.stopping = nytro::parse_stopping(stopping);
-    o.tol = tol;
-    o.window = window;
-    o.patience = patience;
-    o.n_threads = n_threads;
-    o.callback = make_callback(std::move(progress));
+// The options structs of options.hpp, bound field by field under their C++ names:
+// nytro/options.py builds them by name (setattr), so a misspelt or removed field is an
+// AttributeError rather than a value landing in the wrong slot, and tests/test_options.py
+// compares every default with the Python layers. The callback is not a field here: the
+// path functions take `progress` and wrap it (make_callback).
+void bind_options(py::module_& m) {
+    py::class_<nytro::FactorOptions> factor(m, "FactorOptions");
+    factor.def(py::init<>())
+        .def_readwrite("rank_tol", &nytro::FactorOptions::rank_tol)
+        .def_readwrite("jitter", &nytro::FactorOptions::jitter);
+    enum_field(factor, "method", &nytro::FactorOptions::method, &nytro::parse_factor_method);
+
+    py::class_<nytro::IterativeOptions> iterative(m, "IterativeOptions");
+    iterative.def(py::init<>())
+        .def_readwrite("nu", &nytro::IterativeOptions::nu)
+        .def_readwrite("max_iter", &nytro::IterativeOptions::max_iter)
+        .def_readwrite("step_size", &nytro::IterativeOptions::step_size)
+        .def_readwrite("tol", &nytro::IterativeOptions::tol)
+        .def_readwrite("window", &nytro::IterativeOptions::window)
+        .def_readwrite("patience", &nytro::IterativeOptions::patience)
+        .def_readwrite("validation_weights", &nytro::IterativeOptions::validation_weights)
+        .def_readwrite("hybrid_lambda", &nytro::IterativeOptions::hybrid_lambda)
+        .def_readwrite("n_threads", &nytro::IterativeOptions::n_threads);
+    enum_field(iterative, "metric", &nytro::IterativeOptions::metric, &nytro::parse_metric);
+    enum_field(iterative, "method", &nytro::IterativeOptions::method, &nytro::parse_method);
+    enum_field(iterative, "stopping", &nytro::IterativeOptions::stopping, &nytro::parse_stopping);
+    enum_field(iterative, "iterates", &nytro::IterativeOptions::iterates, &nytro::parse_iterates);
+    // "fixed" is settable here (a numeric step_size in Python), unlike in parse_step_rule
+    enum_field(iterative, "step_rule", &nytro::IterativeOptions::step_rule,
+               +[](const std::string& value) {
+                   return value == "fixed" ? nytro::StepRule::fixed : nytro::parse_step_rule(value);
+               });
+
+    py::class_<nytro::NytroOptions, nytro::IterativeOptions> nystrom(m, "NytroOptions");
+    nystrom.def(py::init<>()).def_readwrite("factor", &nytro::NytroOptions::factor);
+    enum_field(nystrom, "solver", &nytro::NytroOptions::solver, &nytro::parse_solver);
+    enum_field(nystrom, "storage", &nytro::NytroOptions::storage, &nytro::parse_storage);
+
+    py::class_<nytro::TikhonovOptions> tikhonov(m, "TikhonovOptions");
+    tikhonov.def(py::init<>())
+        .def_readwrite("factor", &nytro::TikhonovOptions::factor)
+        .def_readwrite("validation_weights", &nytro::TikhonovOptions::validation_weights)
+        .def_readwrite("n_threads", &nytro::TikhonovOptions::n_threads);
+    enum_field(tikhonov, "metric", &nytro::TikhonovOptions::metric, &nytro::parse_metric);
+    enum_field(tikhonov, "solver", &nytro::TikhonovOptions::solver, &nytro::parse_tikhonov_solver);
+    enum_field(tikhonov, "storage", &nytro::TikhonovOptions::storage, &nytro::parse_storage);
 }
 
 template <class T>
@@ -127,7 +153,7 @@ void define(py::module_& m, const std::string& suffix) {
               }
               return to_numpy<T>(std::move(K));
           },
-          py::arg("X"), py::arg("Z"), py::arg("sigma"), py::arg("n_threads"));
+          py::kw_only(), py::arg("X"), py::arg("Z"), py::arg("sigma"), py::arg("n_threads"));
 
     // Into a caller's C-contiguous, writable (n, m) array (checked in Python): no fresh
     // n x m allocation, whose first-touch page faults cost as much as the kernel itself.
@@ -146,7 +172,7 @@ void define(py::module_& m, const std::string& suffix) {
                   nytro::gaussian_kernel_into<T>(x, z, sigma, target, n_threads);
               }
           },
-          py::arg("X"), py::arg("Z"), py::arg("sigma"), py::arg("out"), py::arg("n_threads"));
+          py::kw_only(), py::arg("X"), py::arg("Z"), py::arg("sigma"), py::arg("out"), py::arg("n_threads"));
 
     m.def(("kernel_predict_" + suffix).c_str(),
           [](const Array<T>& X, const Array<T>& centers, const Array<T>& coef, double sigma, int n_threads,
@@ -160,8 +186,8 @@ void define(py::module_& m, const std::string& suffix) {
               }
               return to_numpy<T>(std::move(out));
           },
-          py::arg("X"), py::arg("centers"), py::arg("coef"), py::arg("sigma"), py::arg("n_threads"),
-          py::arg("progress") = py::none());
+          py::kw_only(), py::arg("X"), py::arg("centers"), py::arg("coef"), py::arg("sigma"),
+          py::arg("n_threads"), py::arg("progress") = py::none());
 
     // Benchmark hook (benchmarks/bench_kernels.py): median seconds of `repeats` fused passes
     // K^T (K a - y) over a stored kernel, the inner loop of the direct solver; K may be
@@ -218,109 +244,81 @@ void define(py::module_& m, const std::string& suffix) {
     });
 
     m.def(("nystrom_factor_" + suffix).c_str(),
-          [](const Array<T>& K_mm, const std::string& method, double rank_tol, double jitter, int n_threads) {
+          [](const Array<T>& K_mm, const nytro::FactorOptions& options, int n_threads) {
               auto k = view(K_mm);
               const auto interrupt = make_callback(py::none());  // Ctrl-C only: no progress argument
               Matrix<T> R;
               {
                   py::gil_scoped_release release;
-                  const auto f = nytro::nystrom_factor<T>(k, factor_options(method, rank_tol, jitter), n_threads,
-                                                          interrupt);
+                  const auto f = nytro::nystrom_factor<T>(k, options, n_threads, interrupt);
                   R = f.dense(k.rows());
               }
               return to_numpy<T>(std::move(R));
           },
-          py::arg("K_mm"), py::arg("method"), py::arg("rank_tol"), py::arg("jitter"), py::arg("n_threads"));
+          py::kw_only(), py::arg("K_mm"), py::arg("options"), py::arg("n_threads"));
 
+    // The path functions take their options struct whole and every argument by keyword
+    // (nytro/_api.py), so that two arguments of one type cannot be swapped unnoticed.
     m.def(("nytro_path_" + suffix).c_str(),
           [](const Array<T>& X, const Array<T>& Y, const Array<T>& centers, double sigma, const Array<T>& X_val,
-             const Array<T>& Y_val, const std::string& method, double nu, Index max_iter,
-             const std::string& step_rule, double step_size, const std::string& stopping, double tol, Index window,
-             Index patience, const std::string& iterates, const std::string& factor, double rank_tol,
-             double jitter, const std::string& solver, const std::string& storage, int n_threads,
-             py::object progress, const std::vector<double>& weights,
-             const std::string& metric, double hybrid_lambda) {
-              nytro::NytroOptions o;
-              iterative_options(o, method, nu, max_iter, step_rule, step_size, stopping, tol, window, patience,
-                                iterates, n_threads, std::move(progress));
-              o.validation_weights = weights;
-              o.metric = nytro::parse_metric(metric);
-              o.lambda = hybrid_lambda;
-              o.factor = factor_options(factor, rank_tol, jitter);
-              o.solver = nytro::parse_solver(solver);
-              o.storage = nytro::parse_storage(storage);
+             const Array<T>& Y_val, nytro::NytroOptions options, py::object progress) {
+              options.callback = make_callback(std::move(progress));
               auto x = view(X), y = view(Y), c = view(centers), xv = view(X_val), yv = view(Y_val);
               nytro::PathResult<T> r;
               {
                   py::gil_scoped_release release;
-                  r = nytro::nytro_path<T>(x, y, c, sigma, xv, yv, o);
+                  r = nytro::nytro_path<T>(x, y, c, sigma, xv, yv, options);
               }
               return path_dict<T>(std::move(r));
-          });
+          },
+          py::kw_only(), py::arg("X"), py::arg("Y"), py::arg("centers"), py::arg("sigma"), py::arg("X_val"),
+          py::arg("Y_val"), py::arg("options"), py::arg("progress") = py::none());
 
     m.def(("landweber_path_" + suffix).c_str(),
           [](const Array<T>& X, const Array<T>& Y, double sigma, const Array<T>& X_val, const Array<T>& Y_val,
-             const std::string& method, double nu, Index max_iter, const std::string& step_rule, double step_size,
-             const std::string& stopping, double tol, Index window, Index patience, const std::string& iterates,
-             int n_threads, py::object progress, const std::vector<double>& weights,
-             const std::string& metric, double hybrid_lambda) {
-              nytro::IterativeOptions o;
-              iterative_options(o, method, nu, max_iter, step_rule, step_size, stopping, tol, window, patience,
-                                iterates, n_threads, std::move(progress));
-              o.validation_weights = weights;
-              o.metric = nytro::parse_metric(metric);
-              o.lambda = hybrid_lambda;
+             nytro::IterativeOptions options, py::object progress) {
+              options.callback = make_callback(std::move(progress));
               auto x = view(X), y = view(Y), xv = view(X_val), yv = view(Y_val);
               nytro::PathResult<T> r;
               {
                   py::gil_scoped_release release;
-                  r = nytro::landweber_path<T>(x, y, sigma, xv, yv, o);
+                  r = nytro::landweber_path<T>(x, y, sigma, xv, yv, options);
               }
               return path_dict<T>(std::move(r));
-          });
+          },
+          py::kw_only(), py::arg("X"), py::arg("Y"), py::arg("sigma"), py::arg("X_val"), py::arg("Y_val"),
+          py::arg("options"), py::arg("progress") = py::none());
 
     m.def(("nkrls_path_" + suffix).c_str(),
           [](const Array<T>& X, const Array<T>& Y, const Array<T>& centers, double sigma,
              const std::vector<double>& lambdas, const Array<T>& X_val, const Array<T>& Y_val,
-             const std::string& factor, double rank_tol, double jitter, const std::string& solver,
-             const std::string& storage, int n_threads, py::object progress, const std::vector<double>& weights,
-             const std::string& metric) {
-              nytro::TikhonovOptions o;
-              o.validation_weights = weights;
-              o.metric = nytro::parse_metric(metric);
-              o.factor = factor_options(factor, rank_tol, jitter);
-              o.solver = nytro::parse_tikhonov_solver(solver);
-              o.storage = nytro::parse_storage(storage);
-              o.n_threads = n_threads;
-              o.callback = make_callback(std::move(progress));
+             nytro::TikhonovOptions options, py::object progress) {
+              options.callback = make_callback(std::move(progress));
               auto x = view(X), y = view(Y), c = view(centers), xv = view(X_val), yv = view(Y_val);
               nytro::TikhonovResult<T> r;
               {
                   py::gil_scoped_release release;
-                  r = nytro::nkrls_path<T>(x, y, c, sigma, lambdas, xv, yv, o);
+                  r = nytro::nkrls_path<T>(x, y, c, sigma, lambdas, xv, yv, options);
               }
               return tikhonov_dict<T>(std::move(r));
-          });
+          },
+          py::kw_only(), py::arg("X"), py::arg("Y"), py::arg("centers"), py::arg("sigma"), py::arg("lambdas"),
+          py::arg("X_val"), py::arg("Y_val"), py::arg("options"), py::arg("progress") = py::none());
 
     m.def(("krls_path_" + suffix).c_str(),
           [](const Array<T>& X, const Array<T>& Y, double sigma, const std::vector<double>& lambdas,
-             const Array<T>& X_val, const Array<T>& Y_val, const std::string& solver, int n_threads,
-             py::object progress, const std::vector<double>& weights,
-             const std::string& metric) {
-              nytro::TikhonovOptions o;
-              o.validation_weights = weights;
-              o.metric = nytro::parse_metric(metric);
-              o.solver = nytro::parse_tikhonov_solver(solver);
-              o.n_threads = n_threads;
-              o.callback = make_callback(std::move(progress));
+             const Array<T>& X_val, const Array<T>& Y_val, nytro::TikhonovOptions options, py::object progress) {
+              options.callback = make_callback(std::move(progress));
               auto x = view(X), y = view(Y), xv = view(X_val), yv = view(Y_val);
               nytro::TikhonovResult<T> r;
               {
                   py::gil_scoped_release release;
-                  r = nytro::krls_path<T>(x, y, sigma, lambdas, xv, yv, o);
+                  r = nytro::krls_path<T>(x, y, sigma, lambdas, xv, yv, options);
               }
               return tikhonov_dict<T>(std::move(r));
-          });
+          },
+          py::kw_only(), py::arg("X"), py::arg("Y"), py::arg("sigma"), py::arg("lambdas"), py::arg("X_val"),
+          py::arg("Y_val"), py::arg("options"), py::arg("progress") = py::none());
 
     m.def(("kols_" + suffix).c_str(),
           [](const Array<T>& X, const Array<T>& Y, double sigma, double rcond, int n_threads) {
@@ -332,7 +330,8 @@ void define(py::module_& m, const std::string& suffix) {
                   coef = nytro::kols<T>(x, y, sigma, rcond, n_threads, interrupt);
               }
               return to_numpy<T>(std::move(coef));
-          });
+          },
+          py::kw_only(), py::arg("X"), py::arg("Y"), py::arg("sigma"), py::arg("rcond"), py::arg("n_threads"));
 }
 
 // SciPy exports its LAPACK to Cython as PyCapsules; taking ?syevd, ?potrf, ?geqp3 and
@@ -375,12 +374,16 @@ PYBIND11_MODULE(_core, m) {
             PyErr_SetString(PyExc_MemoryError, text.c_str());
         }
     });
+    bind_options(m);
     define<float>(m, "float32");
     define<double>(m, "float64");
-    m.def("sample_centers", [](Index n, Index m_centers, std::uint64_t seed) {
-        const auto idx = nytro::sample_centers(n, m_centers, seed);
-        return py::array_t<std::int64_t>(idx.size(), reinterpret_cast<const std::int64_t*>(idx.data()));
-    });
+    m.def(
+        "sample_centers",
+        [](Index n, Index m_centers, std::uint64_t seed) {
+            const auto idx = nytro::sample_centers(n, m_centers, seed);
+            return py::array_t<std::int64_t>(idx.size(), reinterpret_cast<const std::int64_t*>(idx.data()));
+        },
+        py::kw_only(), py::arg("n"), py::arg("m_centers"), py::arg("seed"));
     m.def("has_lapack", &nytro::has_lapack_syevd);
     m.def("has_lapack_qr", &nytro::has_lapack_qr);
     m.def("physical_memory_bytes", &nytro::physical_memory_bytes);

@@ -13,6 +13,7 @@ from ._api import (default_n_threads, gaussian_kernel, kernel_predict, kols, krl
 from ._checks import paper_lambdas
 from ._config import get_cmake_dir, get_include, get_library_dir, show_config
 from ._results import PathResult, TikhonovResult
+from .options import IterativeOptions, NytroOptions, TikhonovOptions
 from . import datasets
 from .estimators import (KOLSRegressor, KRLSRegressor, LandweberRegressor, NystromKRLSClassifier,
                          NystromKRLSRegressor, NytroClassifier, NytroRegressor)
@@ -27,6 +28,7 @@ __all__ = [
     "NytroClassifier", "NystromKRLSClassifier",
     "gaussian_kernel", "kernel_predict", "sample_centers", "nystrom_factor", "nytro_path",
     "landweber_path", "nkrls_path", "krls_path", "kols", "paper_lambdas", "PathResult",
-    "TikhonovResult", "default_n_threads", "show_config", "get_cmake_dir", "get_include", "get_library_dir",
+    "TikhonovResult", "NytroOptions", "IterativeOptions", "TikhonovOptions", "default_n_threads", "show_config",
+    "get_cmake_dir", "get_include", "get_library_dir",
     "__version__",
 ]

@@ -6,6 +6,7 @@ import numpy as np
 
 from . import _checks as chk
 from . import _core
+from . import options as opt
 from ._results import PathResult, TikhonovResult
 
 
@@ -97,9 +98,8 @@ def gaussian_kernel(X, Z, sigma, *, n_threads=None, dtype=None, out=None):
 
     out: an existing C-contiguous, writable array of shape (len(X), len(Z)) and of the
     computation's dtype to write K into (it is returned). Reusing one saves the first
-    touch of a fresh result's pages: on the benchmark VM, 20000 x 2000 float64 at
-    d = 90 took 175 ms fresh on a first call (the VM's host backing the pages anew)
-    against 136 ms into an existing array in the same run.
+    touch of a fresh result's pages, which costs a sizeable share of the kernel's own
+    time on a fresh n x m array (measured: docs/design.md).
     """
     dt = chk.compute_dtype(dtype, X, Z)
     X = chk.as_matrix(X, "X", dt)
@@ -108,9 +108,9 @@ def gaussian_kernel(X, Z, sigma, *, n_threads=None, dtype=None, out=None):
         raise ValueError(f"X has {X.shape[1]} features but Z has {Z.shape[1]}")
     sigma, n_threads = chk.check_sigma(sigma), chk.check_n_threads(n_threads)
     if out is None:
-        return _native("gaussian_kernel", dt)(X, Z, sigma, n_threads)
+        return _native("gaussian_kernel", dt)(X=X, Z=Z, sigma=sigma, n_threads=n_threads)
     chk.check_output_array(out, "out", (X.shape[0], Z.shape[0]), dt)
-    _native("gaussian_kernel_into", dt)(X, Z, sigma, out, n_threads)
+    _native("gaussian_kernel_into", dt)(X=X, Z=Z, sigma=sigma, out=out, n_threads=n_threads)
     return out
 
 
@@ -127,8 +127,8 @@ def kernel_predict(X, centers, coef, sigma, *, n_threads=None, progress=None):
     if coef.shape[0] != centers.shape[0]:
         raise ValueError(f"coef has {coef.shape[0]} rows but there are {centers.shape[0]} centres")
     chk.check_progress(progress)
-    out = _native("kernel_predict", dt)(X, centers, coef, chk.check_sigma(sigma),
-                                        chk.check_n_threads(n_threads), progress)
+    out = _native("kernel_predict", dt)(X=X, centers=centers, coef=coef, sigma=chk.check_sigma(sigma),
+                                        n_threads=chk.check_n_threads(n_threads), progress=progress)
     return out[:, 0] if one_d else out
 
 
@@ -139,7 +139,7 @@ def sample_centers(n, m, seed):
     if m > n:
         raise ValueError(f"n_centers={m} must be <= n={n}")
     seed = chk.check_int("seed", seed, 0, 2**64 - 1)
-    return _core.sample_centers(n, m, seed)
+    return _core.sample_centers(n=n, m_centers=m, seed=seed)
 
 
 def nystrom_factor(K_mm, *, method="pivoted", rank_tol=None, jitter=1e-10, n_threads=None):
@@ -149,8 +149,10 @@ def nystrom_factor(K_mm, *, method="pivoted", rank_tol=None, jitter=1e-10, n_thr
     if K_mm.shape[0] != K_mm.shape[1]:
         raise ValueError(f"K_mm must be square, got shape {K_mm.shape}")
     chk.check_choice("method", method, chk.FACTOR_METHODS)
-    rank_tol = chk.check_optional_positive("rank_tol", rank_tol, -1.0)
-    jitter = chk.check_optional_positive("jitter", jitter, 1e-10)
+    factor = _core.FactorOptions()  # the factor's rows of the options table, set by name
+    factor.method = method
+    factor.rank_tol = opt.RANK_TOL.to_core(rank_tol)["factor.rank_tol"]
+    factor.jitter = opt.JITTER.to_core(jitter)["factor.jitter"]
     n_threads = chk.check_n_threads(n_threads)
     # A kernel matrix is positive semidefinite: its diagonal is >= 0, and a factor of
     # rank 0 (every pivot <= 0) means an indefinite or negative K_mm, not an empty model.
@@ -159,7 +161,7 @@ def nystrom_factor(K_mm, *, method="pivoted", rank_tol=None, jitter=1e-10, n_thr
         i = int(np.argmin(diagonal))
         raise ValueError(f"K_mm must be positive semidefinite (a kernel matrix), but K_mm[{i}, {i}] = "
                          f"{float(diagonal[i]):.6g} < 0")
-    R = _native("nystrom_factor", dt)(K_mm, method, rank_tol, jitter, n_threads)
+    R = _native("nystrom_factor", dt)(K_mm=K_mm, options=factor, n_threads=n_threads)
     if K_mm.shape[0] > 0 and R.shape[1] == 0 and np.any(K_mm != 0):
         raise ValueError("K_mm has no positive pivot: it is not positive semidefinite (not a kernel matrix)")
     return R
@@ -167,100 +169,71 @@ def nystrom_factor(K_mm, *, method="pivoted", rank_tol=None, jitter=1e-10, n_thr
 
 def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
                step_size="auto", stopping="best", tol=None, window=10, n_iter_no_change=None,
-               iterates="auto", factor="pivoted", rank_tol=None,
-               jitter=1e-10, solver="auto", storage=None, n_threads=None, progress=None,
-               dtype=None, metric="rmse", hybrid_lambda=None) -> PathResult:
-    """NYTRO's path on A = K_nm R (gd: the paper's gradient descent; nu, cg: accelerated),
-    with the validation RMSE at every iteration. storage="float32" keeps K_nm (direct) or
-    A^T A (gram) and K_val in float32 while computing in float64; storage="float16" keeps
-    K_nm (direct solver only) in half precision and K_val in float32, and its factor's
-    default rank_tol is 1e-4 (see NytroRegressor). iterates ("auto",
-    "lanczos", "stepwise"): how gd's iterates are computed; "lanczos" takes them from a
-    Lanczos basis of the Krylov space (A^T A, A^T y), each within 64 machine epsilons of
-    the stepwise iterate by a computed bound (float32 epsilons with storage="float32"), in
-    tens of products with A^T A instead of one per iteration; "auto" does so in float64
-    compute unless the solver is "spectral". The result's `products` counts the products
-    taken. metric ("rmse", "error"): what the hold-out selection minimises; "error" is
-    the fraction of misclassified hold-out rows for targets coding classes as +-1 (the
-    sign of one column, or the largest of one-vs-all columns), ties going to the smaller
-    t and, for "hybrid", to the larger lambda. hybrid_lambda: method "hybrid" without a
-    hold-out set, the lambda of the projected problems (None: the grid's smallest), to
-    refit at a selected (t, lambda)."""
+               iterates="auto", factor="pivoted", rank_tol=None, jitter=1e-10, solver="auto", storage=None,
+               n_threads=None, options=None, progress=None, dtype=None, metric="rmse",
+               hybrid_lambda=None) -> PathResult:
+    """NYTRO's path on A = K_nm R (method "gd": the paper's gradient descent; "nu", "cg",
+    "hybrid": accelerated), with the validation RMSE at every iteration.
+
+    The defaults compute the paper's algorithm (method "gd", the whole path);
+    NytroRegressor defaults to method "hybrid" with n_iter_no_change=50. The result's
+    `products` counts the products with A^T A taken, `solver` the solver that ran.
+    """
+    values = opt.merged(opt.NYTRO, options, locals())
     dt, X, Y, one_d, Xv, Yv, centers, scale = _training_data(X, y, X_val, y_val, dtype, centers)
-    chk.check_choice("method", method, chk.METHODS)
-    step_rule, step_value = chk.check_step_size(step_size)
-    chk.check_choice("stopping", stopping, chk.STOPPING_RULES)
-    chk.check_choice("factor", factor, chk.FACTOR_METHODS)
-    chk.check_choice("solver", solver, chk.NYTRO_SOLVERS)
-    chk.check_choice("iterates", iterates, chk.GD_ITERATES)
     chk.check_progress(progress)
-    chk.check_choice("metric", metric, chk.METRICS)
-    raw = _native("nytro_path", dt)(
-        X, Y, centers, chk.check_sigma(sigma), Xv, Yv, method, chk.check_nu(nu),
-        chk.check_int("max_iter", max_iter, 1), step_rule,
-        step_value, stopping, chk.tol_for_scaled_targets(tol, stopping, scale), chk.check_int("window", window, 2),
-        chk.check_patience(n_iter_no_change), iterates, factor,
-        chk.check_optional_positive("rank_tol", rank_tol, -1.0), chk.check_optional_positive("jitter", jitter, 1e-10),
-        solver, chk.check_storage(storage, chk.NYTRO_STORAGES), chk.check_n_threads(n_threads), progress,
-        scale.weights(), metric, chk.check_optional_positive("hybrid_lambda", hybrid_lambda, -1.0))
+    core = opt.core_options(opt.NYTRO, values, validation_weights=scale.weights())
+    core.tol = chk.tol_for_scaled_targets(tol, stopping, scale)
+    raw = _native("nytro_path", dt)(X=X, Y=Y, centers=centers, sigma=chk.check_sigma(sigma), X_val=Xv, Y_val=Yv,
+                                    options=core, progress=progress)
     return _path_result(raw, one_d, scale, metric)
 
 
 def landweber_path(X, y, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
                    step_size="paper", stopping="best", tol=None, window=10, n_iter_no_change=None,
-                   iterates="auto", n_threads=None, progress=None, dtype=None, metric="rmse",
+                   iterates="auto", n_threads=None, options=None, progress=None, dtype=None, metric="rmse",
                    hybrid_lambda=None) -> PathResult:
     """Landweber iteration (early stopping) on the full n x n kernel (method gd), or its
-    accelerated forms (nu, cg) on K alpha = y. iterates, metric, hybrid_lambda: as for
-    nytro_path."""
+    accelerated forms (nu, cg, hybrid) on K alpha = y; step_size defaults to the paper's
+    "paper"."""
+    values = opt.merged(opt.LANDWEBER, options, locals())
     dt, X, Y, one_d, Xv, Yv, _, scale = _training_data(X, y, X_val, y_val, dtype)
-    chk.check_choice("method", method, chk.METHODS)
-    step_rule, step_value = chk.check_step_size(step_size)
-    chk.check_choice("stopping", stopping, chk.STOPPING_RULES)
-    chk.check_choice("iterates", iterates, chk.GD_ITERATES)
     chk.check_progress(progress)
-    chk.check_choice("metric", metric, chk.METRICS)
-    raw = _native("landweber_path", dt)(
-        X, Y, chk.check_sigma(sigma), Xv, Yv, method, chk.check_nu(nu), chk.check_int("max_iter", max_iter, 1),
-        step_rule, step_value,
-        stopping, chk.tol_for_scaled_targets(tol, stopping, scale), chk.check_int("window", window, 2),
-        chk.check_patience(n_iter_no_change), iterates, chk.check_n_threads(n_threads), progress, scale.weights(),
-        metric, chk.check_optional_positive("hybrid_lambda", hybrid_lambda, -1.0))
+    core = opt.core_options(opt.LANDWEBER, values, validation_weights=scale.weights())
+    core.tol = chk.tol_for_scaled_targets(tol, stopping, scale)
+    raw = _native("landweber_path", dt)(X=X, Y=Y, sigma=chk.check_sigma(sigma), X_val=Xv, Y_val=Yv, options=core,
+                                        progress=progress)
     return _path_result(raw, one_d, scale, metric)
 
 
 def nkrls_path(X, y, centers, sigma, *, lambdas=None, X_val=None, y_val=None, factor="pivoted",
-               rank_tol=None, jitter=1e-10, solver="eigh", storage=None, n_threads=None, progress=None,
-               dtype=None, metric="rmse") -> TikhonovResult:
-    """Nystrom KRLS along a lambda grid (default: the paper's 100 values in [1e-15, 1]).
-    storage="float32" computes the kernel blocks of A^T A and keeps K_val in float32.
-    metric: as for nytro_path; error rates that tie go to the largest lambda."""
+               rank_tol=None, jitter=1e-10, solver="eigh", storage=None, n_threads=None, options=None,
+               progress=None, dtype=None, metric="rmse") -> TikhonovResult:
+    """Nystrom KRLS along a lambda grid (default: the paper's 100 values in [1e-15, 1])."""
+    values = opt.merged(opt.NKRLS, options, locals())
     dt, X, Y, one_d, Xv, Yv, centers, scale = _training_data(X, y, X_val, y_val, dtype, centers)
     lambdas = chk.check_lambdas(lambdas)
-    chk.check_choice("factor", factor, chk.FACTOR_METHODS)
-    chk.check_choice("solver", solver, chk.TIKHONOV_SOLVERS)
-    sigma, n_threads = chk.check_sigma(sigma), chk.check_n_threads(n_threads)
-    rank_tol = chk.check_optional_positive("rank_tol", rank_tol, -1.0)
-    jitter = chk.check_optional_positive("jitter", jitter, 1e-10)
-    storage = chk.check_storage(storage)
+    sigma = chk.check_sigma(sigma)
+    core = opt.core_options(opt.NKRLS, values, validation_weights=scale.weights())
     chk.check_progress(progress)
-    chk.check_choice("metric", metric, chk.METRICS)
-    raw = _native("nkrls_path", dt)(X, Y, centers, sigma, lambdas, Xv, Yv, factor, rank_tol, jitter, solver,
-                                    storage, n_threads, progress, scale.weights(), metric)
+    raw = _native("nkrls_path", dt)(X=X, Y=Y, centers=centers, sigma=sigma, lambdas=lambdas, X_val=Xv, Y_val=Yv,
+                                    options=core, progress=progress)
     return _tikhonov_result(raw, lambdas, one_d, scale, metric)
 
 
-def krls_path(X, y, sigma, *, lambdas=None, X_val=None, y_val=None, solver="eigh", n_threads=None,
+def krls_path(X, y, sigma, *, lambdas=None, X_val=None, y_val=None, solver="eigh", n_threads=None, options=None,
               progress=None, dtype=None, metric="rmse") -> TikhonovResult:
-    """KRLS (Tikhonov on the full kernel) along a lambda grid. metric: as for nkrls_path."""
+    """KRLS (Tikhonov on the full kernel) along a lambda grid. Of
+    :class:`~nytro.TikhonovOptions` it uses solver and n_threads; its Nystrom fields are
+    refused."""
+    values = opt.merged(opt.KRLS, options, locals())
     dt, X, Y, one_d, Xv, Yv, _, scale = _training_data(X, y, X_val, y_val, dtype)
     lambdas = chk.check_lambdas(lambdas)
-    chk.check_choice("solver", solver, chk.TIKHONOV_SOLVERS)
-    sigma, n_threads = chk.check_sigma(sigma), chk.check_n_threads(n_threads)
+    sigma = chk.check_sigma(sigma)
+    core = opt.core_options(opt.KRLS, values, validation_weights=scale.weights())
     chk.check_progress(progress)
-    chk.check_choice("metric", metric, chk.METRICS)
-    raw = _native("krls_path", dt)(X, Y, sigma, lambdas, Xv, Yv, solver, n_threads, progress, scale.weights(),
-                                   metric)
+    raw = _native("krls_path", dt)(X=X, Y=Y, sigma=sigma, lambdas=lambdas, X_val=Xv, Y_val=Yv, options=core,
+                                   progress=progress)
     return _tikhonov_result(raw, lambdas, one_d, scale, metric)
 
 
@@ -269,5 +242,12 @@ def kols(X, y, sigma, *, rcond=None, n_threads=None, dtype=None):
     dt, X, Y, one_d, _, _, _, scale = _training_data(X, y, None, None, dtype)
     rcond = chk.check_optional_positive("rcond", rcond, -1.0)
     sigma, n_threads = chk.check_sigma(sigma), chk.check_n_threads(n_threads)
-    coef = _native("kols", dt)(X, Y, sigma, rcond, n_threads)
+    coef = _native("kols", dt)(X=X, Y=Y, sigma=sigma, rcond=rcond, n_threads=n_threads)
     return _coef(_scaled_coef(coef, scale), one_d)
+
+
+# The path functions' Parameters sections, generated from the parameters' one declaration.
+nytro_path.__doc__ = opt.with_parameters(nytro_path.__doc__, opt.NYTRO, "NytroOptions")
+landweber_path.__doc__ = opt.with_parameters(landweber_path.__doc__, opt.LANDWEBER, "IterativeOptions")
+nkrls_path.__doc__ = opt.with_parameters(nkrls_path.__doc__, opt.NKRLS, "TikhonovOptions")
+krls_path.__doc__ = opt.with_parameters(krls_path.__doc__, opt.KRLS, "TikhonovOptions")

@@ -820,23 +820,25 @@ def fit_estimator(est, X, y):
     name = type(est).__name__
     if not isinstance(est, (NytroRegressor, NystromKRLSRegressor)):
         raise NotImplementedError(f"{name} does not take Dask arrays; NytroRegressor and NystromKRLSRegressor do")
-    if getattr(est, "storage", None) is not None:
-        raise NotImplementedError(f"storage={est.storage!r} is not supported on Dask arrays yet; use storage=None")
+    options = est._options()
+    if options.storage is not None:
+        raise NotImplementedError(f"storage={options.storage!r} is not supported on Dask arrays yet; use storage=None")
     if getattr(est, "refit", False):
         raise NotImplementedError("refit=True is not supported on Dask arrays yet; use refit=False")
     rng = check_random_state(est.random_state)
     seed = int(rng.randint(0, 2**63 - 1, dtype=np.int64))
     common = dict(n_centers=est.n_centers, validation_fraction=est.validation_fraction, seed=seed,
-                  factor=est.factor, n_threads=est.n_threads, dtype=est.dtype, estimator=name)
+                  factor=options.factor, rank_tol=options.rank_tol, jitter=options.jitter,
+                  n_threads=options.n_threads, dtype=est.dtype, estimator=name)
     if isinstance(est, NytroRegressor):
         fit = nytro_path(X, y, est.sigma, method=est.method, nu=est.nu, max_iter=est.max_iter,
                          step_size=est.step_size, stopping=est.stopping, tol=est.tol, window=est.window,
-                         n_iter_no_change=est.n_iter_no_change, solver=est.solver, **common)
+                         n_iter_no_change=est.n_iter_no_change, solver=options.solver, **common)
         est.solver_ = fit.result.solver
         coef = est._take_path(fit.result)
     else:
         lambdas = np.asarray(chk.check_lambdas(est.lambdas))
-        fit = nkrls_path(X, y, est.sigma, lambdas=lambdas, solver=est.solver, **common)
+        fit = nkrls_path(X, y, est.sigma, lambdas=lambdas, solver=options.solver, **common)
         est.lambdas_ = lambdas
         est.lambda_ = fit.result.lambda_
         est.validation_rmse_ = fit.result.validation_rmse

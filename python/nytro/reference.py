@@ -15,6 +15,7 @@ import numpy as np
 import scipy.linalg
 
 from . import _checks as chk
+from . import options as opt
 from ._results import PathResult, TikhonovResult
 
 _MASK64 = (1 << 64) - 1
@@ -459,9 +460,14 @@ def _out(coef, one_d):
 def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
                step_size="auto", stopping="best", tol=None, window=10, n_iter_no_change=None,
                iterates="auto", factor="pivoted", rank_tol=None, jitter=1e-10, solver="auto", storage=None,
-               n_threads=None, progress=None, dtype=None, metric="rmse", hybrid_lambda=None) -> PathResult:
+               n_threads=None, options=None, progress=None, dtype=None, metric="rmse",
+               hybrid_lambda=None) -> PathResult:
     """NYTRO (paper, eq. 13): beta_t = beta_{t-1} - step A^T (A beta_{t-1} - y) for method
-    "gd"; "nu" and "cg" run the accelerated regularisers on the same A^T A beta = A^T y."""
+    "gd"; "nu" and "cg" run the accelerated regularisers on the same A^T A beta = A^T y.
+    Of the options (keywords or `options`), storage, factor, rank_tol and jitter change
+    the result; the others only how the core computes it."""
+    values = opt.merged(opt.NYTRO, options, locals())
+    storage, factor, rank_tol, jitter = (values[name] for name in ("storage", "factor", "rank_tol", "jitter"))
     dt, X, Y, one_d, Xv, Yv, C = _prepare(X, y, X_val, y_val, dtype, centers)
     K_nm = gaussian_kernel(X, C, sigma)
     storage = chk.float_dtype_name("storage", storage, chk.NYTRO_STORAGES)
@@ -483,10 +489,12 @@ def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=
 
 def landweber_path(X, y, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
                    step_size="paper", stopping="best", tol=None, window=10, n_iter_no_change=None,
-                   iterates="auto", n_threads=None, progress=None, dtype=None, metric="rmse",
+                   iterates="auto", n_threads=None, options=None, progress=None, dtype=None, metric="rmse",
                    hybrid_lambda=None) -> PathResult:
     """Landweber (paper, eq. 8): alpha_t = alpha_{t-1} - step (K alpha_{t-1} - y) for "gd";
-    "nu" and "cg" run the accelerated regularisers on K alpha = y."""
+    "nu" and "cg" run the accelerated regularisers on K alpha = y. The options change only
+    how the core computes the path."""
+    opt.merged(opt.LANDWEBER, options, locals())
     dt, X, Y, one_d, Xv, Yv, _ = _prepare(X, y, X_val, y_val, dtype)
     K = gaussian_kernel(X, X, sigma)
     step = 0.0 if method in ("cg", "hybrid") else _step(step_size, X.shape[0], K)
@@ -517,9 +525,12 @@ def _tikhonov(gram, rhs, lambdas, n, lift, predict_val, Y_val, one_d, rank, metr
 
 
 def nkrls_path(X, y, centers, sigma, *, lambdas=None, X_val=None, y_val=None, factor="pivoted",
-               rank_tol=None, jitter=1e-10, solver="eigh", storage=None, n_threads=None, progress=None,
-               dtype=None, metric="rmse") -> TikhonovResult:
-    """Nystrom KRLS (paper, eq. 12): alpha = R (A^T A + lambda n I)^-1 A^T y."""
+               rank_tol=None, jitter=1e-10, solver="eigh", storage=None, n_threads=None, options=None,
+               progress=None, dtype=None, metric="rmse") -> TikhonovResult:
+    """Nystrom KRLS (paper, eq. 12): alpha = R (A^T A + lambda n I)^-1 A^T y. Of the
+    options, factor, rank_tol and jitter change the result."""
+    values = opt.merged(opt.NKRLS, options, locals())
+    factor, rank_tol, jitter = (values[name] for name in ("factor", "rank_tol", "jitter"))
     dt, X, Y, one_d, Xv, Yv, C = _prepare(X, y, X_val, y_val, dtype, centers)
     lambdas = chk.check_lambdas(lambdas)
     R = nystrom_factor(gaussian_kernel(C, C, sigma), method=factor, rank_tol=rank_tol, jitter=jitter)
@@ -529,9 +540,10 @@ def nkrls_path(X, y, centers, sigma, *, lambdas=None, X_val=None, y_val=None, fa
                      (lambda a: K_val @ a) if K_val is not None else None, Yv, one_d, R.shape[1], metric)
 
 
-def krls_path(X, y, sigma, *, lambdas=None, X_val=None, y_val=None, solver="eigh", n_threads=None,
+def krls_path(X, y, sigma, *, lambdas=None, X_val=None, y_val=None, solver="eigh", n_threads=None, options=None,
               progress=None, dtype=None, metric="rmse") -> TikhonovResult:
     """KRLS (paper, eq. 6): alpha = (K + lambda n I)^-1 y."""
+    opt.merged(opt.KRLS, options, locals())
     dt, X, Y, one_d, Xv, Yv, _ = _prepare(X, y, X_val, y_val, dtype)
     lambdas = chk.check_lambdas(lambdas)
     K_val = gaussian_kernel(Xv, X, sigma) if len(Xv) else None

@@ -110,7 +110,7 @@ struct IterativeOptions {
     Iterates iterates = Iterates::automatic;  // see Iterates (method gd only)
     std::vector<double> validation_weights;  // see TikhonovOptions::validation_weights
     Metric metric = Metric::rmse;          // see Metric (validation_weights apply to rmse)
-    double lambda = -1.0;                  // method hybrid without a hold-out set: the lambda of
+    double hybrid_lambda = -1.0;           // method hybrid without a hold-out set: the lambda of
                                            // the projected problems (< 0: the grid's smallest),
                                            // e.g. one selected before, to refit at (t, lambda)
     int n_threads = 0;                     // <= 0: nytro::default_threads()
@@ -144,7 +144,9 @@ struct TikhonovOptions {
 };
 
 // Parse the option strings used by the Python API; unknown values throw
-// std::invalid_argument naming the argument and the accepted values.
+// std::invalid_argument naming the argument and the accepted values. to_string gives
+// the same names back (StepRule::fixed is "fixed", which parse_step_rule refuses: a
+// numeric step selects it).
 FactorMethod parse_factor_method(const std::string& value);
 Method parse_method(const std::string& value);
 StepRule parse_step_rule(const std::string& value);
@@ -154,6 +156,14 @@ Metric parse_metric(const std::string& value);
 Solver parse_solver(const std::string& value);
 TikhonovSolver parse_tikhonov_solver(const std::string& value);
 Storage parse_storage(const std::string& value);
-const char* to_string(Solver solver);
+const char* to_string(FactorMethod value);
+const char* to_string(Method value);
+const char* to_string(StepRule value);
+const char* to_string(Stopping value);
+const char* to_string(Iterates value);
+const char* to_string(Metric value);
+const char* to_string(Solver value);
+const char* to_string(TikhonovSolver value);
+const char* to_string(Storage value);
 
 }  // namespace nytro

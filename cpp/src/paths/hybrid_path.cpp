@@ -358,7 +358,7 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
     }
     // Without a hold-out set: the lambda given (a refit at a selected (t, lambda)), else the
     // grid's smallest.
-    const double fixed_lambda = options.lambda > 0 ? options.lambda : grid[0];
+    const double fixed_lambda = options.hybrid_lambda > 0 ? options.hybrid_lambda : grid[0];
     if (!validation) {
         for (std::size_t c = 0; c < columns.size(); ++c) {
             selected[c].resize(columns[c].size());

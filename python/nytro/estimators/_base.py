@@ -14,6 +14,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import _checks as chk
+from .. import options as opt
 from .._api import kernel_predict
 
 
@@ -43,7 +44,13 @@ _FITTING: set = set()
 
 
 class KernelRegressorBase(RegressorMixin, BaseEstimator):
-    """Base of the estimators; subclasses implement `_fit_path(X, Y, rng)`."""
+    """Base of the estimators; subclasses implement `_fit_path(X, Y, rng)`.
+
+    A subclass with an options object names its family of nytro.options in `_family`
+    and takes `options=None`; its keywords that share a name with an option (solver,
+    n_threads, ...) are shortcuts for that option (see `_options`)."""
+
+    _family = None
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -149,6 +156,17 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
             with _FITTING_LOCK:
                 _FITTING.discard(key)
 
+    def _options(self):
+        """The options object a fit runs with: `options` (or the defaults) with the
+        keyword shortcuts folded in (nytro.options.merged: a shortcut left at its default
+        takes the object's value; two values set differently are refused)."""
+        family = self._family
+        shortcuts = {name: getattr(self, name) for name in family.option_names if hasattr(self, name)}
+        return opt.options_object(family, opt.merged(family, self.options, shortcuts))
+
+    def _n_threads(self):
+        return self.n_threads if self._family is None else self._options().n_threads
+
     # -- prediction --------------------------------------------------------------
     def predict(self, X):
         """k(X, centers_) @ coef_, with the kernel streamed in row blocks (a Dask array
@@ -156,6 +174,6 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
         check_is_fitted(self, "coef_")
         if _is_dask_array(X):
             from ..dask import predict
-            return predict(X, self.centers_, self.coef_, self.sigma, n_threads=self.n_threads)
+            return predict(X, self.centers_, self.coef_, self.sigma, n_threads=self._n_threads())
         X = validate_data(self, X, reset=False, dtype=self.coef_.dtype, order="C")
-        return kernel_predict(X, self.centers_, self.coef_, self.sigma, n_threads=self.n_threads)
+        return kernel_predict(X, self.centers_, self.coef_, self.sigma, n_threads=self._n_threads())

@@ -134,12 +134,12 @@ class NytroClassifier(KernelClassifierMixin, NytroRegressor):
     def __init__(self, n_centers=1000, sigma=1.0, *, method="hybrid", nu=1.0, max_iter=500, step_size="auto",
                  stopping="best", tol=None, window=10, n_iter_no_change=50, iterates="auto", factor="pivoted",
                  solver="auto", storage=None, selection="error", validation_fraction=0.2, refit=False,
-                 random_state=None, n_threads=None, verbose=0, dtype=None):
+                 random_state=None, n_threads=None, verbose=0, dtype=None, options=None):
         super().__init__(
             n_centers, sigma, method=method, nu=nu, max_iter=max_iter, step_size=step_size, stopping=stopping,
             tol=tol, window=window, n_iter_no_change=n_iter_no_change, iterates=iterates, factor=factor,
             solver=solver, storage=storage, validation_fraction=validation_fraction, refit=refit,
-            random_state=random_state, n_threads=n_threads, verbose=verbose, dtype=dtype)
+            random_state=random_state, n_threads=n_threads, verbose=verbose, dtype=dtype, options=options)
         self.selection = selection
 
 
@@ -150,9 +150,9 @@ class NystromKRLSClassifier(KernelClassifierMixin, NystromKRLSRegressor):
 
     def __init__(self, n_centers=1000, sigma=1.0, *, lambdas=None, factor="pivoted", solver="eigh", storage=None,
                  selection="error", validation_fraction=0.2, refit=False, random_state=None, n_threads=None,
-                 verbose=0, dtype=None):
+                 verbose=0, dtype=None, options=None):
         super().__init__(
             n_centers, sigma, lambdas=lambdas, factor=factor, solver=solver, storage=storage,
             validation_fraction=validation_fraction, refit=refit, random_state=random_state, n_threads=n_threads,
-            verbose=verbose, dtype=dtype)
+            verbose=verbose, dtype=dtype, options=options)
         self.selection = selection

@@ -2,6 +2,7 @@
 "Early Stopping" baseline)."""
 from __future__ import annotations
 
+from .. import options as opt
 from .._api import landweber_path
 from ._base import KernelRegressorBase
 
@@ -14,7 +15,8 @@ class LandweberRegressor(KernelRegressorBase):
     to "paper" (1/n, as in the paper's experiments) and n_iter_no_change to None (the
     whole path). method "nu" and "cg" accelerate the iterations on K alpha = y; "hybrid"
     selects (t, lambda) of Tikhonov's problem projected onto their Krylov space (lambda_).
-    iterates ("auto", "lanczos", "stepwise") is as for NytroRegressor. As there, fit emits
+    options (an :class:`~nytro.IterativeOptions`: iterates, n_threads) and its shortcuts
+    iterates and n_threads are as for NytroRegressor. As there, fit emits
     a ConvergenceWarning when the selected t is max_iter: with the paper's step 1/n the
     path is often still falling there (step_size="auto" takes the largest stable step).
 
@@ -36,7 +38,7 @@ class LandweberRegressor(KernelRegressorBase):
 
     def __init__(self, sigma=1.0, *, method="gd", nu=1.0, max_iter=500, step_size="paper", stopping="best",
                  tol=None, window=10, n_iter_no_change=None, iterates="auto", validation_fraction=0.2,
-                 refit=False, random_state=None, n_threads=None, verbose=0, dtype=None):
+                 refit=False, random_state=None, n_threads=None, verbose=0, dtype=None, options=None):
         self.sigma = sigma
         self.method = method
         self.nu = nu
@@ -53,13 +55,16 @@ class LandweberRegressor(KernelRegressorBase):
         self.n_threads = n_threads
         self.verbose = verbose
         self.dtype = dtype
+        self.options = options
+
+    _family = opt.LANDWEBER
 
     def _fit_path(self, X, Y, rng):
         X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)
         held_out = X_val.shape[0] > 0
         refit = self._refits(held_out)
-        shared = dict(method=self.method, nu=self.nu, step_size=self.step_size, iterates=self.iterates,
-                      n_threads=self.n_threads, progress=self._progress())
+        shared = dict(method=self.method, nu=self.nu, step_size=self.step_size, options=self._options(),
+                      progress=self._progress())
         result = landweber_path(
             X_train, Y_train, self.sigma, X_val=X_val if held_out else None, y_val=Y_val if held_out else None,
             max_iter=self.max_iter, stopping=self.stopping, tol=self.tol, window=self.window,

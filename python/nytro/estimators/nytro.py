@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _checks as chk
+from .. import options as opt
 from .._api import nytro_path, sample_centers
 from ._base import KernelRegressorBase
 
@@ -39,10 +40,10 @@ class NytroRegressor(KernelRegressorBase):
         each of its sizes t, solves Tikhonov's problem projected onto it for every lambda
         of the paper's grid (O(t) each), selecting (t, lambda) on the hold-out set
         (lambda_): NKRLS's hold-out accuracy without its eigendecomposition, also where
-        the best model is nearly unregularised and every polynomial filter stops short
-        (Ijcnn: CG's best is 3.6% worse). Without a hold-out set it runs max_iter steps
-        with the grid's smallest lambda (CG's iterate, up to rounding). Each iteration
-        costs one product with A^T A for all four.
+        the best model is nearly unregularised and every polynomial filter stops short.
+        Without a hold-out set it runs max_iter steps with the grid's smallest lambda
+        (CG's iterate, up to rounding). Each iteration costs one product with A^T A for
+        all four.
     nu : float, default=1.0
         Order of the nu-method.
     max_iter : int, default=500
@@ -67,42 +68,14 @@ class NytroRegressor(KernelRegressorBase):
         With stopping="best", end the path this many iterations after its last
         improvement (the best of "hybrid" and "cg" comes within tens to hundreds of
         iterations); None runs all max_iter iterations, as the paper's protocol does.
-    iterates : {"auto", "lanczos", "stepwise"}, default="auto"
-        How "gd"'s iterates are computed ("nu" and "cg" always step). "lanczos" takes
-        them from a Lanczos basis of the Krylov space of (A^T A, A^T y), grown until a
-        computed bound puts every iterate up to max_iter within 64 machine epsilons of the
-        stepwise one (64 float32 epsilons with storage="float32", the rounding of the
-        stored operator): tens of products with A^T A instead of one per iteration.
-        Where the bound is not met within the basis' size limit, the path is stepped
-        instead.
-        "auto" uses it in float64 compute except with the "spectral" solver (whose
-        iterations already cost O(m)); float32 compute steps, as the basis would amplify
-        its rounding.
-    factor : {"pivoted", "qr", "cholesky"}, default="pivoted"
-        How R with R R^T = K_mm^+ is computed: rank-revealing pivoted Cholesky (fast),
-        the paper's pivoted QR + Cholesky, or the authors' Cholesky of K_mm + 1e-10 I.
-        "qr" costs far more than the others (its column-pivoted QR, LAPACK's ?geqp3, is
-        half matrix-vector work).
-    solver : {"auto", "direct", "gram", "spectral"}, default="auto"
-        "direct" stores K_nm and reads it once per product with A^T A; "gram" forms A^T A
-        once from streamed blocks (K_nm never stored) and iterates in m dimensions;
-        "spectral" also eigendecomposes A^T A, after which an iteration costs O(m) (long
-        "nu" or "cg" paths, e.g. max_iter=1e5); "auto" picks by a cost model (with
-        Lanczos iterates, a few dozen passes over K_nm often cost less than forming
-        A^T A). All give the same iterates up to rounding.
-    storage : {None, "float32", "float16"}, default=None
-        "float32" keeps K_nm (direct) or A^T A (gram) and the hold-out kernel in float32
-        while computing in float64: half the memory and the bytes read per iteration.
-        "float16" keeps K_nm in half precision (solver "direct" or "auto", which then
-        stores K_nm) and the hold-out kernel in float32. It changes the model slightly:
-        half precision rounds K_nm by up to 2^-11, which R would amplify along centres
-        that K_mm barely separates, so the factor's rank_tol defaults to 1e-4 instead of
-        m * machine epsilon and the centres within that Schur residual of the others are
-        dropped (with factor "pivoted" or "qr"; "cholesky" is refused). K_nm then has
-        rank_ columns at 2 bytes each (on Covertype, m = 10000, about two thirds of the
-        centres are kept). Check the hold-out path against "float32" before relying on it
-        for long paths.
-        np.float32 / np.float16 and their dtypes mean the same.
+    options : NytroOptions or None, default=None
+        How the path is computed (solver, storage, iterates, factor, rank_tol, jitter,
+        n_threads): time, memory and rounding. See :class:`~nytro.NytroOptions`, where
+        each is described; None is its defaults.
+    iterates, factor, solver, storage, n_threads : as in NytroOptions, default as there
+        Shortcuts for the fields of `options` of the same name (searchable with
+        set_params / GridSearchCV). A shortcut left at its default takes the value in
+        `options`; a shortcut and a field both set to different values are refused.
     validation_fraction : float in (0, 1) or None, default=0.2
         Hold-out share used to select t; None runs exactly `max_iter` iterations on all rows.
     refit : bool, default=False
@@ -115,9 +88,6 @@ class NytroRegressor(KernelRegressorBase):
         (validation_fraction=None).
     random_state : int, RandomState or None
         Seeds the hold-out split and the centres.
-    n_threads : int or None, default=None
-        Threads of the C++ core (None: ``nytro.default_n_threads()``, which honours
-        OMP_NUM_THREADS, threadpoolctl limits, CPU affinity and the cgroup CPU quota).
     verbose : int, default=0
         Print progress to stderr.
     dtype : {None, "float32", "float64"}, default=None
@@ -144,7 +114,8 @@ class NytroRegressor(KernelRegressorBase):
     def __init__(self, n_centers=1000, sigma=1.0, *, method="hybrid", nu=1.0, max_iter=500, step_size="auto",
                  stopping="best", tol=None, window=10, n_iter_no_change=50, iterates="auto", factor="pivoted",
                  solver="auto", storage=None,
-                 validation_fraction=0.2, refit=False, random_state=None, n_threads=None, verbose=0, dtype=None):
+                 validation_fraction=0.2, refit=False, random_state=None, n_threads=None, verbose=0, dtype=None,
+                 options=None):
         self.n_centers = n_centers
         self.sigma = sigma
         self.method = method
@@ -165,14 +136,16 @@ class NytroRegressor(KernelRegressorBase):
         self.n_threads = n_threads
         self.verbose = verbose
         self.dtype = dtype
+        self.options = options
+
+    _family = opt.NYTRO
 
     def _fit_path(self, X, Y, rng):
         X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)
         centers = draw_centers(X_train, self.n_centers, rng)
         held_out = X_val.shape[0] > 0
         refit = self._refits(held_out)
-        shared = dict(method=self.method, nu=self.nu, step_size=self.step_size, iterates=self.iterates,
-                      factor=self.factor, solver=self.solver, storage=self.storage, n_threads=self.n_threads,
+        shared = dict(method=self.method, nu=self.nu, step_size=self.step_size, options=self._options(),
                       progress=self._progress())
         result = nytro_path(
             X_train, Y_train, centers, self.sigma, X_val=X_val if held_out else None,

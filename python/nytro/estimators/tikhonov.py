@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _checks as chk
+from .. import options as opt
 from .._api import krls_path, nkrls_path
 from ._base import KernelRegressorBase
 from .nytro import draw_centers
@@ -13,15 +14,16 @@ _SHARED_DOC = """
     lambdas : array-like or None, default=None
         The grid (each multiplied by n_train inside); None is the paper's 100 values
         log-spaced in [1e-15, 1]. Without a hold-out set exactly one lambda is needed.
-    solver : {"eigh", "cholesky"}, default="eigh"
-        "eigh": one eigendecomposition serves every lambda exactly; "cholesky": the
-        paper's form, one Cholesky solve per lambda.
+    options : TikhonovOptions or None, default=None
+        How the path is computed (solver, n_threads and, for Nystrom KRLS, factor,
+        rank_tol, jitter, storage); see :class:`~nytro.TikhonovOptions`.
+    solver, n_threads : shortcuts for the fields of `options`, as in NytroRegressor.
     refit : bool, default=False
         After the hold-out selection, solve again on all rows given to fit (training and
         hold-out parts) at the selected lambda_ (times the number of all rows), the
         authors' "recompute". The validation path and the selection are those of the
         hold-out fit. Ignored without a hold-out set (validation_fraction=None).
-    validation_fraction, random_state, n_threads, verbose, dtype : as in NytroRegressor.
+    validation_fraction, random_state, verbose, dtype : as in NytroRegressor.
 """
 
 
@@ -31,7 +33,8 @@ class NystromKRLSRegressor(KernelRegressorBase):
 
     Parameters
     ----------
-    n_centers, sigma, factor, storage : as in NytroRegressor (storage="float32" computes
+    n_centers, sigma : as in NytroRegressor.
+    factor, storage : shortcuts for the fields of `options` (storage="float32" computes
     the kernel blocks of A^T A and keeps the hold-out kernel in float32). With refit, the
     centres stay those drawn from the training part.""" + _SHARED_DOC + """
     Attributes
@@ -41,7 +44,8 @@ class NystromKRLSRegressor(KernelRegressorBase):
     """
 
     def __init__(self, n_centers=1000, sigma=1.0, *, lambdas=None, factor="pivoted", solver="eigh", storage=None,
-                 validation_fraction=0.2, refit=False, random_state=None, n_threads=None, verbose=0, dtype=None):
+                 validation_fraction=0.2, refit=False, random_state=None, n_threads=None, verbose=0, dtype=None,
+                 options=None):
         self.n_centers = n_centers
         self.sigma = sigma
         self.lambdas = lambdas
@@ -54,6 +58,9 @@ class NystromKRLSRegressor(KernelRegressorBase):
         self.n_threads = n_threads
         self.verbose = verbose
         self.dtype = dtype
+        self.options = options
+
+    _family = opt.NKRLS
 
     def _fit_path(self, X, Y, rng):
         lambdas = np.asarray(chk.check_lambdas(self.lambdas))
@@ -61,8 +68,7 @@ class NystromKRLSRegressor(KernelRegressorBase):
         centers = draw_centers(X_train, self.n_centers, rng)
         held_out = X_val.shape[0] > 0
         refit = self._refits(held_out)
-        shared = dict(factor=self.factor, solver=self.solver, storage=self.storage, n_threads=self.n_threads,
-                      progress=self._progress())
+        shared = dict(options=self._options(), progress=self._progress())
         result = nkrls_path(
             X_train, Y_train, centers, self.sigma, lambdas=lambdas, X_val=X_val if held_out else None,
             y_val=Y_val if held_out else None, metric=self._selection_metric(), **shared)
@@ -90,7 +96,7 @@ class KRLSRegressor(KernelRegressorBase):
     """
 
     def __init__(self, sigma=1.0, *, lambdas=None, solver="eigh", validation_fraction=0.2, refit=False,
-                 random_state=None, n_threads=None, verbose=0, dtype=None):
+                 random_state=None, n_threads=None, verbose=0, dtype=None, options=None):
         self.sigma = sigma
         self.lambdas = lambdas
         self.solver = solver
@@ -100,13 +106,16 @@ class KRLSRegressor(KernelRegressorBase):
         self.n_threads = n_threads
         self.verbose = verbose
         self.dtype = dtype
+        self.options = options
+
+    _family = opt.KRLS
 
     def _fit_path(self, X, Y, rng):
         lambdas = np.asarray(chk.check_lambdas(self.lambdas))
         X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)
         held_out = X_val.shape[0] > 0
         refit = self._refits(held_out)
-        shared = dict(solver=self.solver, n_threads=self.n_threads, progress=self._progress())
+        shared = dict(options=self._options(), progress=self._progress())
         result = krls_path(
             X_train, Y_train, self.sigma, lambdas=lambdas, X_val=X_val if held_out else None,
             y_val=Y_val if held_out else None, metric=self._selection_metric(), **shared)

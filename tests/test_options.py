@@ -1,0 +1,261 @@
+"""The options table (nytro.options) against every layer: the C++ structs' defaults and
+fields, the binding's keyword-only calls, the functions' and their NumPy twins'
+signatures, the estimators' signatures and the options objects."""
+import inspect
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+import nytro
+from nytro import _core, reference
+from nytro import options as opt
+
+FUNCTIONS = {"nytro_path": opt.NYTRO, "landweber_path": opt.LANDWEBER, "nkrls_path": opt.NKRLS,
+             "krls_path": opt.KRLS}
+ESTIMATORS = {nytro.NytroRegressor: opt.NYTRO, nytro.LandweberRegressor: opt.LANDWEBER,
+              nytro.NystromKRLSRegressor: opt.NKRLS, nytro.KRLSRegressor: opt.KRLS}
+
+
+def _field(core, path):
+    owner, _, name = path.rpartition(".")
+    return getattr(getattr(core, owner) if owner else core, name)
+
+
+def _fields(cls):
+    """The names of the attributes a bound struct exposes (its C++ fields), nested ones
+    as "factor.method"."""
+    names = []
+    for klass in inspect.getmro(cls):
+        for name, value in vars(klass).items():
+            if isinstance(value, property) and name not in names:
+                names.append(name)
+    nested = [name for name in names if name == "factor"]
+    return [n for n in names if n not in nested] + [f"{n}.{f}" for n in nested for f in _fields(_core.FactorOptions)]
+
+
+def _default(sig, name):
+    return sig.parameters[name].default
+
+
+def _same(a, b):
+    return type(a) is type(b) and a == b if a is not None and b is not None else a is b
+
+
+@pytest.mark.parametrize("family", opt.FAMILIES.values(), ids=list(opt.FAMILIES))
+def test_cpp_struct_defaults_are_the_table_defaults(family):
+    core = getattr(_core, family.core)()
+    differing = set()
+    for param in family.params:
+        for path, value in param.to_core(param.default).items():
+            if _field(core, path) != value:
+                differing.add(param.name)
+    declared = {name for layer, name in family.differences if layer == "core"}
+    assert differing == declared
+
+
+@pytest.mark.parametrize("family", [opt.NYTRO, opt.LANDWEBER, opt.NKRLS], ids=["nytro", "landweber", "nkrls"])
+def test_every_cpp_field_is_set_from_the_table(family):
+    """A field added to the C++ struct and bound, but missing from the table, would keep
+    its C++ default from Python without anyone deciding so."""
+    set_by_table = {path for param in family.params for path in param.to_core(param.default)}
+    bound = set(_fields(getattr(_core, family.core)))
+    assert bound - set_by_table == {"validation_weights"}  # set by the path functions (TargetScales)
+    assert set_by_table <= bound
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_function_and_twin_signatures_carry_the_table_defaults(name):
+    family = FUNCTIONS[name]
+    for module in (nytro, reference):
+        sig = inspect.signature(getattr(module, name))
+        assert _default(sig, "options") is None
+        for param in family.params:
+            assert _same(_default(sig, param.name), param.default), (module.__name__, name, param.name)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: e.__name__)
+def test_estimator_defaults_are_the_table_defaults_or_declared(estimator):
+    family = ESTIMATORS[estimator]
+    params = estimator().get_params()
+    assert params["options"] is None
+    differing = {p.name for p in family.params if p.name in params and not _same(params[p.name], p.default)}
+    declared = {name for layer, name in family.differences if layer == estimator.__name__}
+    assert differing == declared
+    # the engineering options it names are shortcuts: each is an options field
+    shortcuts = {p.name for p in family.params if p.engineering and p.name in params}
+    assert shortcuts <= set(family.option_names)
+
+
+@pytest.mark.parametrize("core", opt.OPTIONS_CLASSES)
+def test_options_objects_carry_the_table_defaults(core):
+    options = opt.OPTIONS_CLASSES[core]()
+    assert [f for f in vars(options)] == [p.name for p in opt.OPTIONS_PARAMS[core]]
+    for param in opt.OPTIONS_PARAMS[core]:
+        assert _same(getattr(options, param.name), param.default)
+    assert {p.name for p in opt.OPTIONS_PARAMS[core]} >= {
+        n for f in opt.FAMILIES.values() if f.core == core for n in f.option_names}
+
+
+def test_declared_differences_name_real_parameters():
+    for family in opt.FAMILIES.values():
+        for layer, name in family.differences:
+            assert name in family.names and family.differences[layer, name]
+
+
+# ------------------------------------------------------------------------ the binding
+def _small():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 3))
+    return X, np.sin(X[:, :1]).copy()
+
+
+def test_binding_refuses_positional_arguments():
+    X, Y = _small()
+    core = _core.NytroOptions()
+    with pytest.raises(TypeError):
+        _core.nytro_path_float64(X, Y, X[:5], 1.0, X[:0], Y[:0], core)
+    with pytest.raises(TypeError):
+        _core.landweber_path_float64(X, Y, 1.0, X[:0], Y[:0], _core.IterativeOptions())
+    with pytest.raises(TypeError):
+        _core.krls_path_float64(X, Y, 1.0, [1e-3], X[:0], Y[:0], _core.TikhonovOptions())
+    with pytest.raises(TypeError):
+        _core.gaussian_kernel_float64(X, X, 1.0, 1)
+    with pytest.raises(TypeError):
+        _core.kols_float64(X, Y, 1.0, -1.0, 1)
+
+
+def test_binding_refuses_unknown_names():
+    X, Y = _small()
+    with pytest.raises(TypeError):  # an unknown keyword
+        _core.nytro_path_float64(X=X, Y=Y, centers=X[:5], sigma=1.0, X_val=X[:0], Y_val=Y[:0],
+                                 options=_core.NytroOptions(), patience=3)
+    with pytest.raises(TypeError):  # the wrong struct for the function
+        _core.nytro_path_float64(X=X, Y=Y, centers=X[:5], sigma=1.0, X_val=X[:0], Y_val=Y[:0],
+                                 options=_core.TikhonovOptions())
+    core = _core.NytroOptions()
+    with pytest.raises(AttributeError):  # a field the struct does not have
+        core.n_iter_no_change = 3
+    with pytest.raises(AttributeError):
+        core.factor.methd = "qr"
+
+
+def test_binding_by_keyword_is_the_function():
+    """The binding called by keyword with the table's struct gives the function's result."""
+    X, Y = _small()
+    values = {p.name: p.default for p in opt.NYTRO.params}
+    values.update(method="cg", max_iter=7, n_threads=1, n_iter_no_change=3)
+    core = opt.core_options(opt.NYTRO, values)
+    raw = _core.nytro_path_float64(X=X, Y=Y, centers=X[:8], sigma=1.0, X_val=X[:10], Y_val=Y[:10], options=core)
+    result = nytro.nytro_path(X, Y, X[:8], 1.0, X_val=X[:10], y_val=Y[:10], method="cg", max_iter=7,
+                              n_iter_no_change=3, n_threads=1)
+    assert core.patience == 3 and core.method == "cg"
+    np.testing.assert_array_equal(raw["coef"], result.coef)
+    np.testing.assert_array_equal(raw["validation_rmse"], result.validation_rmse)
+
+
+@pytest.mark.parametrize("core, field, choices", [
+    ("NytroOptions", "method", nytro._checks.METHODS),
+    ("NytroOptions", "stopping", nytro._checks.STOPPING_RULES),
+    ("NytroOptions", "iterates", nytro._checks.GD_ITERATES),
+    ("NytroOptions", "solver", nytro._checks.NYTRO_SOLVERS),
+    ("NytroOptions", "storage", ("same", "float32", "float16")),
+    ("NytroOptions", "step_rule", nytro._checks.STEP_RULES + ("fixed",)),
+    ("TikhonovOptions", "solver", nytro._checks.TIKHONOV_SOLVERS),
+    ("FactorOptions", "method", nytro._checks.FACTOR_METHODS),
+])
+def test_python_choices_are_the_cpp_names(core, field, choices):
+    struct = getattr(_core, core)()
+    for choice in choices:
+        setattr(struct, field, choice)
+        assert getattr(struct, field) == choice
+    with pytest.raises(ValueError, match="is not one of"):
+        setattr(struct, field, "nonsense")
+
+
+# ------------------------------------------------------------------- options objects
+def _path_args():
+    X, Y = _small()
+    return (X, Y[:, 0], X[:8], 1.0), dict(X_val=X[:10], y_val=Y[:10, 0], max_iter=20)
+
+
+@pytest.mark.parametrize("fields", [dict(solver="gram"), dict(storage="float32", iterates="stepwise"),
+                                    dict(factor="qr", n_threads=1)])
+def test_options_object_equals_the_keywords(fields):
+    args, kwargs = _path_args()
+    by_keyword = nytro.nytro_path(*args, **kwargs, **fields)
+    by_object = nytro.nytro_path(*args, **kwargs, options=nytro.NytroOptions(**fields))
+    np.testing.assert_array_equal(by_object.coef, by_keyword.coef)
+    np.testing.assert_array_equal(by_object.validation_rmse, by_keyword.validation_rmse)
+    assert by_object.solver == by_keyword.solver
+    twin = reference.nytro_path(*args, **kwargs, options=nytro.NytroOptions(**fields))
+    twin_keyword = reference.nytro_path(*args, **kwargs, **fields)
+    np.testing.assert_array_equal(twin.coef, twin_keyword.coef)
+
+
+def test_options_and_keyword_must_agree():
+    args, kwargs = _path_args()
+    with pytest.raises(ValueError, match="solver is given twice"):
+        nytro.nytro_path(*args, **kwargs, solver="direct", options=nytro.NytroOptions(solver="gram"))
+    same = nytro.nytro_path(*args, **kwargs, solver="gram", options=nytro.NytroOptions(solver="gram"))
+    assert same.solver == "gram"
+    with pytest.raises(ValueError, match="options must be a nytro.NytroOptions"):
+        nytro.nytro_path(*args, **kwargs, options=nytro.TikhonovOptions())
+    with pytest.raises(ValueError, match="options must be"):
+        nytro.nytro_path(*args, **kwargs, options={"solver": "gram"})
+
+
+def test_options_objects_check_their_fields():
+    with pytest.raises(ValueError, match="solver"):
+        nytro.NytroOptions(solver="gramm")
+    with pytest.raises(ValueError, match="n_threads"):
+        nytro.TikhonovOptions(n_threads=0)
+    with pytest.raises(ValueError, match="rank_tol"):
+        nytro.NytroOptions(rank_tol=-1.0)
+    with pytest.raises(TypeError):
+        nytro.NytroOptions(patience=3)  # a statistical parameter: the signatures keep it
+
+
+def test_krls_refuses_nystrom_fields():
+    X, Y = _small()
+    with pytest.raises(ValueError, match="factor"):
+        nytro.krls_path(X, Y, 1.0, lambdas=[1e-3], options=nytro.TikhonovOptions(factor="qr"))
+    with pytest.raises(ValueError, match="storage"):
+        nytro.KRLSRegressor(options=nytro.TikhonovOptions(storage="float32")).fit(X, Y[:, 0])
+    result = nytro.krls_path(X, Y, 1.0, lambdas=[1e-3], options=nytro.TikhonovOptions(solver="cholesky"))
+    np.testing.assert_array_equal(result.coef, nytro.krls_path(X, Y, 1.0, lambdas=[1e-3], solver="cholesky").coef)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # short paths on purpose
+@pytest.mark.parametrize("estimator, options, shortcut", [
+    (nytro.NytroRegressor(n_centers=10, max_iter=20, random_state=0), nytro.NytroOptions(solver="gram"),
+     {"solver": "gram"}),
+    (nytro.LandweberRegressor(max_iter=20, random_state=0), nytro.IterativeOptions(iterates="stepwise"),
+     {"iterates": "stepwise"}),
+    (nytro.NystromKRLSRegressor(n_centers=10, random_state=0), nytro.TikhonovOptions(factor="qr"),
+     {"factor": "qr"}),
+    (nytro.KRLSRegressor(random_state=0), nytro.TikhonovOptions(solver="cholesky"), {"solver": "cholesky"}),
+])
+def test_estimator_options_equal_shortcuts_and_survive_clone_and_pickle(estimator, options, shortcut):
+    X, Y = _small()
+    y = Y[:, 0]
+    with_options = clone(estimator).set_params(options=options)
+    assert clone(with_options).get_params()["options"] == options
+    fitted = with_options.fit(X, y)
+    by_shortcut = clone(estimator).set_params(**shortcut).fit(X, y)
+    np.testing.assert_array_equal(fitted.coef_, by_shortcut.coef_)
+    restored = pickle.loads(pickle.dumps(fitted))
+    assert restored.options == options
+    np.testing.assert_array_equal(restored.predict(X), fitted.predict(X))
+    name, value = next(iter(shortcut.items()))
+    other = next(v for v in ("gram", "direct", "lanczos", "auto", "pivoted", "eigh") if v != value)
+    conflicting = clone(with_options).set_params(**{name: other})
+    with pytest.raises(ValueError, match=f"{name} is given twice"):
+        conflicting.fit(X, y)
+
+
+def test_options_doc_is_generated_from_the_table():
+    doc = nytro.NytroOptions.__doc__
+    for param in opt.OPTIONS_PARAMS["NytroOptions"]:
+        assert param.doc.splitlines()[1].strip() in doc
