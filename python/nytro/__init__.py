@@ -11,7 +11,8 @@ from importlib.metadata import PackageNotFoundError, version as _version
 from ._api import (default_n_threads, gaussian_kernel, kernel_predict, kols, krls_path, landweber_path,
                    nkrls_path, nystrom_factor, nytro_path, sample_centers)
 from ._checks import paper_lambdas
-from ._config import get_cmake_dir, get_include, get_library_dir, show_config
+from ._config import (get_cmake_dir, get_include, get_library_dir, machine_rates, set_machine_rates,
+                      show_config)
 from ._results import PathResult, TikhonovResult
 from . import datasets
 from .estimators import (KOLSRegressor, KRLSRegressor, LandweberRegressor, NystromKRLSRegressor,
@@ -26,6 +27,7 @@ __all__ = [
     "NytroRegressor", "NystromKRLSRegressor", "KRLSRegressor", "LandweberRegressor", "KOLSRegressor",
     "gaussian_kernel", "kernel_predict", "sample_centers", "nystrom_factor", "nytro_path",
     "landweber_path", "nkrls_path", "krls_path", "kols", "paper_lambdas", "PathResult",
-    "TikhonovResult", "default_n_threads", "show_config", "get_cmake_dir", "get_include", "get_library_dir",
+    "TikhonovResult", "default_n_threads", "show_config", "machine_rates", "set_machine_rates", "get_cmake_dir",
+    "get_include", "get_library_dir",
     "__version__",
 ]
