@@ -401,5 +401,35 @@ PYBIND11_MODULE(_core, m) {
         return d;
     });
     m.def("select_isa", &nytro::select_isa, py::arg("name"));
+    m.def(
+        "machine_rates",
+        [](int n_threads, bool refresh) {
+            nytro::MachineRates r;
+            {
+                py::gil_scoped_release release;  // a probe takes a fraction of a second
+                r = nytro::machine_rates(n_threads, refresh);
+            }
+            py::dict d;
+            d["flops"] = r.flops;
+            d["flops32"] = r.flops32;
+            d["bytes"] = r.bytes;
+            d["fresh_bytes"] = r.fresh_bytes;
+            d["threads"] = r.threads;
+            d["source"] = r.source;
+            d["key"] = r.key;
+            return d;
+        },
+        py::arg("n_threads"), py::arg("refresh"));
+    m.def(
+        "set_machine_rates",
+        [](double flops, double flops32, double bytes, double fresh_bytes) {
+            nytro::MachineRates r;
+            r.flops = flops;
+            r.flops32 = flops32;
+            r.bytes = bytes;
+            r.fresh_bytes = fresh_bytes;
+            nytro::set_machine_rates(r);
+        },
+        py::arg("flops"), py::arg("flops32"), py::arg("bytes"), py::arg("fresh_bytes"));
     register_scipy_lapack();
 }

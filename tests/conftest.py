@@ -8,6 +8,7 @@ float32: 1e-4 relative, where eps * cond(K_mm) is already ~2e-5).
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,14 @@ import pytest
 
 import nytro
 import nytro.reference
+
+# solver="auto" chooses from the machine's rates (nytro.machine_rates): pinned here, so
+# that every test sees the same choices on every machine and nothing is probed or cached
+# (the subprocesses the tests start inherit them). test_machine_rates.py unpins them
+# where it tests the probe and its cache.
+PINNED_RATES = "flops=1e11,bytes=3e10,fresh=3e9"
+os.environ["NYTRO_RATES"] = PINNED_RATES
+os.environ["NYTRO_RATES_CACHE"] = "off"
 
 # The comparison tests run the C++ core on one thread: on a busy 2-core machine every
 # parallel region of a tiny problem can wait a whole scheduler slice (tens of times the

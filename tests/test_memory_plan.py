@@ -81,3 +81,73 @@ def test_the_plan_names_the_binding_limit_in_process():
     with pytest.raises(MemoryError, match="GB available") as error:
         nytro.nytro_path(X, np.zeros(n), X[: 10**5], 1.0, solver="gram")
     assert "n_centers <= " in str(error.value)
+
+
+# As LIMITED, for the exact methods' entry points: argv[2] names the call.
+LIMITED_CALL = """
+import json, resource, sys
+import numpy as np
+import nytro
+with open("/proc/self/statm") as f:
+    mapped = int(f.read().split()[0]) * resource.getpagesize()
+room = int(float(sys.argv[1]) * 2**30)
+resource.setrlimit(resource.RLIMIT_AS, (mapped + room, resource.getrlimit(resource.RLIMIT_AS)[1]))
+call, n, m = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+X = np.random.default_rng(0).standard_normal((n, 5))
+try:
+    if call == "landweber_path":
+        nytro.landweber_path(X, X[:, 0].copy(), 2.0, max_iter=5, n_threads=1)
+    else:
+        nytro.gaussian_kernel(X, X[:m], 2.0, n_threads=1)
+    outcome, message = "done", ""
+except MemoryError as error:
+    outcome, message = "MemoryError", str(error)
+print(json.dumps([outcome, message]))
+"""
+
+
+def call_under_limit(room_gib, call, n, m=0):
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+                   "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", LIMITED_CALL, str(room_gib), call, str(n), str(m)],
+                          env=environment, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
+    assert "bad_alloc" not in done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_landweber_beyond_the_limit_is_refused_with_advice_that_fits():
+    # n = 30000: K alone is 7.2 GB, under a 0.5 GiB limit.
+    outcome, message = call_under_limit(0.5, "landweber_path", 30000)
+    assert outcome == "MemoryError"
+    assert "RLIMIT_AS" in message and "Landweber on n = 30000" in message
+    for words in ("K (30000 x 30000 float64)", "NytroRegressor", "training rows", "float32"):
+        assert words in message, (words, message)
+    advised = int(message.split("at most ")[1].split()[0])
+    assert 1000 < advised < 30000
+    outcome, message = call_under_limit(0.5, "landweber_path", advised * 3 // 4)
+    assert outcome == "done", message
+
+
+def test_gaussian_kernel_beyond_the_limit_is_refused_with_advice_that_fits():
+    # 100000 x 4000 float64: 3.2 GB, under a 0.5 GiB limit.
+    outcome, message = call_under_limit(0.5, "gaussian_kernel", 100000, 4000)
+    assert outcome == "MemoryError"
+    assert "RLIMIT_AS" in message and "K (100000 x 4000 float64)" in message
+    for words in ("X in blocks of at most", "kernel_predict", "float32"):
+        assert words in message, (words, message)
+    advised = int(message.split("at most ")[1].split()[0])
+    assert 1000 < advised < 100000
+    outcome, message = call_under_limit(0.5, "gaussian_kernel", advised * 3 // 4, 4000)
+    assert outcome == "done", message
+
+
+def test_exact_methods_name_what_to_change_in_process():
+    # Far beyond any machine's memory: refused from the plan, nothing allocated.
+    X = np.zeros((300_000, 2))
+    with pytest.raises(MemoryError, match="GB available") as error:
+        nytro.landweber_path(X, np.zeros(len(X)), 1.0, max_iter=3)
+    assert "training rows" in str(error.value) and "NytroRegressor" in str(error.value)
+    with pytest.raises(MemoryError, match="GB available") as error:
+        nytro.gaussian_kernel(X, X[:200_000], 1.0)
+    assert "X in blocks of at most" in str(error.value)

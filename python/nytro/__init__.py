@@ -11,7 +11,8 @@ from importlib.metadata import PackageNotFoundError, version as _version
 from ._api import (default_n_threads, gaussian_kernel, kernel_predict, kols, krls_path, landweber_path,
                    nkrls_path, nystrom_factor, nytro_path, sample_centers)
 from ._checks import paper_lambdas
-from ._config import get_cmake_dir, get_include, get_library_dir, show_config
+from ._config import (get_cmake_dir, get_include, get_library_dir, machine_rates, set_machine_rates,
+                      show_config)
 from ._results import PathResult, TikhonovResult
 from .options import IterativeOptions, NytroOptions, TikhonovOptions
 from . import datasets
@@ -29,6 +30,6 @@ __all__ = [
     "gaussian_kernel", "kernel_predict", "sample_centers", "nystrom_factor", "nytro_path",
     "landweber_path", "nkrls_path", "krls_path", "kols", "paper_lambdas", "PathResult",
     "TikhonovResult", "NytroOptions", "IterativeOptions", "TikhonovOptions", "default_n_threads", "show_config",
-    "get_cmake_dir", "get_include", "get_library_dir",
+    "machine_rates", "set_machine_rates", "get_cmake_dir", "get_include", "get_library_dir",
     "__version__",
 ]

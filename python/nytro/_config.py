@@ -1,5 +1,6 @@
 """Build and machine configuration: which instruction-set variant of the C++ core runs
-(``show_config``), and where the C++ library this package carries lives
+and the machine rates behind ``solver="auto"`` (``show_config``, ``machine_rates``), and
+where the C++ library this package carries lives
 (``get_cmake_dir``, ``get_include``, ``get_library_dir``), as pybind11 offers its own.
 """
 from __future__ import annotations
@@ -47,12 +48,63 @@ def isa_info() -> Dict[str, Any]:
     return dict(_core.isa_info())
 
 
+def machine_rates(n_threads: Optional[int] = None, *, refresh: bool = False) -> Dict[str, Any]:
+    """The rates behind ``solver="auto"`` (direct, gram or spectral) and the hold-out
+    kernel's storage, for ``n_threads`` threads (None: ``default_n_threads()``), as a
+    dict: ``flops`` and ``flops32`` (flop/s of the products that form A^T A, in float64
+    and float32), ``bytes`` (bytes/s read by the direct solver's pass over a stored
+    kernel), ``fresh_bytes`` (bytes/s of a first write to fresh memory), ``threads``,
+    ``source`` (``"probe"``, ``"cache <file>"``, ``"NYTRO_RATES"``,
+    ``"set_machine_rates"`` or ``"default (...)"``) and ``key`` (the cache's key: CPU
+    model, instruction-set variant, threads).
+
+    They are measured once per process and thread count by a short probe of the core's
+    own kernels (a fraction of a second) and cached on disk
+    (``$XDG_CACHE_HOME/nytro/machine_rates.txt``; ``NYTRO_RATES_CACHE=off`` disables it,
+    ``NYTRO_RATES_CACHE=<file>`` moves it; a cache that cannot be written is ignored).
+    ``NYTRO_RATES="flops=1e11,bytes=3e10,fresh=3e9"`` (optionally ``flops32=...``) or
+    ``set_machine_rates`` pin them, for reproducible solver choices. ``refresh=True``
+    probes again and updates the cache."""
+    from ._checks import check_n_threads
+    return dict(_core.machine_rates(check_n_threads(n_threads), bool(refresh)))
+
+
+def set_machine_rates(flops: Optional[float] = None, *, bytes: Optional[float] = None,
+                      fresh_bytes: Optional[float] = None, flops32: Optional[float] = None) -> None:
+    """Pin the rates of ``machine_rates`` in this process, for every thread count (over
+    ``NYTRO_RATES``); ``flops32`` defaults to twice ``flops``. With no arguments, unpin
+    them (the next fit measures or reads the cache again)."""
+    if flops is None:
+        if bytes is not None or fresh_bytes is not None or flops32 is not None:
+            raise ValueError("set_machine_rates: pass flops with bytes and fresh_bytes, or nothing to unpin")
+        _core.set_machine_rates(0.0, 0.0, 0.0, 0.0)
+        return
+    def rate(name, value):
+        if value is None:
+            raise ValueError(f"set_machine_rates: {name} is required with flops")
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be a positive number, got {value!r}") from None
+        if not (0 < number < float("inf")):
+            raise ValueError(f"{name} must be a positive, finite number, got {value!r}")
+        return number
+
+    flops = rate("flops", flops)
+    flops32 = 2.0 * flops if flops32 is None else rate("flops32", flops32)
+    _core.set_machine_rates(flops, flops32, rate("bytes", bytes), rate("fresh_bytes", fresh_bytes))
+
+
 def show_config(file: Optional[TextIO] = None) -> Dict[str, Any]:
-    """Print which variant of the C++ core runs on this machine and why; return
-    ``isa_info()``. ``NYTRO_ISA=baseline|avx2|avx512`` in the environment, set before
-    nytro is imported, asks for a variant (granted when the machine can run it)."""
+    """Print which variant of the C++ core runs on this machine and why, and the machine
+    rates behind ``solver="auto"`` (``machine_rates()``, measured now if not yet);
+    return ``isa_info()`` with those rates under ``"rates"``.
+    ``NYTRO_ISA=baseline|avx2|avx512`` in the environment, set before nytro is imported,
+    asks for a variant (granted when the machine can run it)."""
     from . import __version__
     info = isa_info()
+    rates = machine_rates()
+    info["rates"] = rates
     out = sys.stdout if file is None else file
     build = ("run-time dispatch over " + ", ".join(info["compiled"]) if info["dispatch"]
              else "no run-time dispatch (one variant)")
@@ -64,6 +116,11 @@ def show_config(file: Optional[TextIO] = None) -> Dict[str, Any]:
         f"  runnable here: {', '.join(info['runnable'])}",
         f"  NYTRO_ISA    : {info['requested'] or '(unset)'}",
         f"  cpu features : {' '.join(info['cpu_features']) or '(none detected)'}",
+    ]
+    lines += [
+        f"  cost model   : {rates['threads']} threads, {rates['source']}",
+        f"    products   : {rates['flops'] / 1e9:.3g} GFLOP/s float64, {rates['flops32'] / 1e9:.3g} float32",
+        f"    memory     : read {rates['bytes'] / 1e9:.3g} GB/s, first write {rates['fresh_bytes'] / 1e9:.3g} GB/s",
     ]
     try:
         lines.append(f"  cmake dir    : {get_cmake_dir()}")

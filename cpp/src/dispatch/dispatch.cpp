@@ -158,6 +158,12 @@ bool has_lapack_qr() { return api().has_lapack_qr(); }
 int default_threads() { return api().default_threads(); }
 int cgroup_cpu_limit() { return api().cgroup_cpu_limit(); }
 
+// Each variant measures its own rates (its own kernels); a pin applies to every variant.
+MachineRates machine_rates(int n_threads, bool refresh) { return api().machine_rates(n_threads, refresh); }
+void set_machine_rates(const MachineRates& rates) {
+    for (const auto* table : detail::runnable_tables()) table->set_machine_rates(rates);
+}
+
 #define NYTRO_INSTANTIATE(T)                                                                                      \
     template Matrix<T> gaussian_kernel<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double, int);             \
     template void gaussian_kernel_into<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double, MatrixRef<T>, int); \

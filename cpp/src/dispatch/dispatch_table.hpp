@@ -75,7 +75,9 @@ constexpr EigenInterruptible<T> eigen_interruptible(EigenInterruptible<T> f) { r
     X(set_lapack_qr, &nytro::set_lapack_qr)                                                      \
     X(has_lapack_qr, &nytro::has_lapack_qr)                                                      \
     X(default_threads, &nytro::default_threads)                                                  \
-    X(cgroup_cpu_limit, &nytro::cgroup_cpu_limit)
+    X(cgroup_cpu_limit, &nytro::cgroup_cpu_limit)                                                \
+    X(machine_rates, &nytro::machine_rates)                                                      \
+    X(set_machine_rates, &nytro::set_machine_rates)
 
 struct ApiTable {
 #define NYTRO_TABLE_MEMBER(member, address) decltype(address) member;

@@ -2,6 +2,7 @@
 
 #include "nytro/errors.hpp"
 #include "runtime/huge_pages.hpp"
+#include "runtime/memory_plan.hpp"
 #include "kernel/micro_tile.hpp"
 #include "kernel/packed_centers.hpp"
 #include "runtime/parallel.hpp"
@@ -338,7 +339,20 @@ template Matrix<Eigen::half> gaussian_kernel_stored<float, Eigen::half>(const Ma
 template <class T>
 Matrix<T> gaussian_kernel(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double sigma,
                           int n_threads) {
-    return detail::gaussian_kernel_stored<T, T>(X, Z, sigma, n_threads);
+    check_kernel_arguments<T>(X, Z, sigma);
+    // Planned before the n x m result is allocated; refused with what to change: rows
+    // of X in blocks that fit (or kernel_predict, which streams them for K @ coef).
+    const double rows = double(X.rows()), cols = double(Z.rows());
+    // Small results skip the plan (it reads the memory limits from /proc three times).
+    if (rows * cols * sizeof(T) < double(1 << 26)) return detail::gaussian_kernel_stored<T, T>(X, Z, sigma, n_threads);
+    detail::MemoryPlan plan("gaussian_kernel of " + std::to_string(X.rows()) + " x " + std::to_string(Z.rows()));
+    plan.add(detail::MemoryPlan::whole, "K (" + shape_text<T>(rows, cols) + ")", rows * cols * sizeof(T));
+    const double most_rows = cols > 0 ? std::floor(double(available_memory_bytes()) / (cols * sizeof(T))) : rows;
+    plan.advise("X in blocks of at most " + std::to_string(static_cast<long long>(std::max(0.0, most_rows))) +
+                " rows (or kernel_predict, which streams them, for K @ coef)");
+    if (sizeof(T) == 8) plan.advise("float32 data (dtype=np.float32: 4 bytes an entry)");
+    plan.check();
+    return plan.guard([&] { return detail::gaussian_kernel_stored<T, T>(X, Z, sigma, n_threads); });
 }
 
 template <class T>

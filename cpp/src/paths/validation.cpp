@@ -86,9 +86,10 @@ Validation<T>::Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val
         // more features (docs/design.md, "Storing the hold-out kernel").
         // Stored at once for d >= 84 in float64; Ijcnn (d = 22) after one recomputation.
         // A float32 kernel (low_) is computed at about twice the rate.
-        const double first_touch = bytes / kFreshBytesPerSecond;
+        const MachineRates rates = machine_rates(n_threads);
+        const double first_touch = bytes / rates.fresh_bytes;
         const double recompute = 2.0 * double(X_val.rows()) * double(centers.rows()) * double(X_val.cols() + 50) /
-                                 (kFlopsPerSecond * (low_ ? 2.0 : 1.0));
+                                 (low_ ? rates.flops32 : rates.flops);
         store_after_ = static_cast<Index>(std::floor(first_touch / recompute));
     }
     if (!deferred()) store(n_threads);

@@ -1,15 +1,14 @@
-// Rough rates of a current core pair, for the choices made by cost (the solver, when to
-// store the hold-out kernel). Only their ratios matter.
+// The rates of the choices made by cost (the solver, when to store the hold-out kernel):
+// nytro::machine_rates (nytro/resources.hpp), measured on this machine or pinned. Only
+// their ratios matter.
 #pragma once
+
+#include "nytro/resources.hpp"
 
 namespace nytro::detail {
 
-// A flop in a GEMM.
-constexpr double kFlopsPerSecond = 1e11;
-// A byte of a matrix streamed through a matrix-vector product.
-constexpr double kBytesPerSecond = 3e10;
-// A byte of freshly allocated memory at its first write (page faults), for buffers of a
-// few hundred MB (measured: docs/design.md, "Measurements behind the code").
-constexpr double kFreshBytesPerSecond = 3e9;
+// The eigendecomposition of a k x k matrix (LAPACK's or Eigen's divide and conquer)
+// runs at about a tenth of the rate of the products that form it.
+constexpr double kEigenRateFraction = 0.1;
 
 }  // namespace nytro::detail

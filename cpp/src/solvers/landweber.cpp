@@ -2,12 +2,15 @@
 #include "passes/dense.hpp"
 #include "paths/gradient_path.hpp"
 #include "runtime/input_checks.hpp"
+#include "runtime/memory_plan.hpp"
 #include "solvers/nystrom_setup.hpp"
 #include "nytro/errors.hpp"
 #include "nytro/kernel.hpp"
 #include "nytro/solvers.hpp"
 #include "runtime/parallel.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
 
 namespace nytro {
@@ -20,27 +23,46 @@ PathResult<T> landweber_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, dou
     detail::check_iterative_options(options);
     const int threads = detail::resolve_threads(options.n_threads);
     const Index n = X.rows(), q = Y.cols();
-    const Matrix<T> K = gaussian_kernel<T>(X, X, sigma, threads);
-    const Matrix<T> centers = X;
-    const auto validation = detail::make_validation<T>(X_val, Y_val, centers, sigma, threads, false, 0.0);
-    if (validation) validation->set_weights(options.validation_weights);
-    if (validation) validation->set_metric(options.metric);
+    // Planned before K, the n x n kernel, is formed; the hold-out kernel is streamed
+    // (never stored), and gd's Lanczos basis holds at most min(max_iter, n) + 1 vectors.
+    const double nn = double(n), d = double(X.cols());
+    const double basis_per_row = double(std::min<Index>(options.max_iter, n) + 1) * double(q) * 8.0;
+    detail::MemoryPlan plan("Landweber on n = " + std::to_string(n) + " rows (its kernel is n x n)");
+    plan.add(detail::MemoryPlan::whole, "K (" + shape_text<T>(nn, nn) + ")", nn * nn * sizeof(T));
+    plan.add(detail::MemoryPlan::whole, "a copy of X as the centres (n x d)", nn * d * sizeof(T));
+    plan.add(detail::MemoryPlan::solve, "the Krylov basis (at most)", nn * basis_per_row);
+    const double budget = double(available_memory_bytes());
+    const double most_rows = (-(d * sizeof(T) + basis_per_row) +
+                              std::sqrt(std::pow(d * sizeof(T) + basis_per_row, 2) + 4.0 * sizeof(T) * budget)) /
+                             (2.0 * sizeof(T));
+    plan.advise("NytroRegressor or nytro_path (Nystrom centres: memory O(n m), not O(n^2))");
+    plan.advise("at most " + std::to_string(static_cast<long long>(std::max(0.0, std::floor(most_rows)))) +
+                " training rows");
+    if (sizeof(T) == 8) plan.advise("float32 data (dtype=np.float32: K in 4 bytes an entry)");
+    plan.check();
+    return plan.guard([&] {
+        const Matrix<T> K = gaussian_kernel<T>(X, X, sigma, threads);
+        const Matrix<T> centers = X;
+        const auto validation = detail::make_validation<T>(X_val, Y_val, centers, sigma, threads, false, 0.0);
+        if (validation) validation->set_weights(options.validation_weights);
+        if (validation) validation->set_metric(options.metric);
 
-    // The iterations solve K alpha = y directly (K is symmetric positive semidefinite).
-    detail::LinearProblem<T> problem;
-    problem.dim = problem.alpha_rows = n;
-    problem.q = q;
-    problem.apply = [&](const Matrix<T>& p, Matrix<T>& out) { detail::multiply<T>(K, p, out, threads); };
-    problem.iteration_bytes = double(K.size()) * sizeof(T);
-    problem.rhs = Y;
-    problem.to_alpha = [](const MatrixCRef<T>& betas, MatrixRef<T> alphas) { alphas = betas; };
-    PathResult<T> result;
-    result.rank = n;
-    result.solver = Solver::direct;
-    IterativeOptions loop = options;
-    loop.n_threads = threads;
-    detail::run_path_with_step<T>(problem, n, validation.get(), loop, result);
-    return result;
+        // The iterations solve K alpha = y directly (K is symmetric positive semidefinite).
+        detail::LinearProblem<T> problem;
+        problem.dim = problem.alpha_rows = n;
+        problem.q = q;
+        problem.apply = [&](const Matrix<T>& p, Matrix<T>& out) { detail::multiply<T>(K, p, out, threads); };
+        problem.iteration_bytes = double(K.size()) * sizeof(T);
+        problem.rhs = Y;
+        problem.to_alpha = [](const MatrixCRef<T>& betas, MatrixRef<T> alphas) { alphas = betas; };
+        PathResult<T> result;
+        result.rank = n;
+        result.solver = Solver::direct;
+        IterativeOptions loop = options;
+        loop.n_threads = threads;
+        detail::run_path_with_step<T>(problem, n, validation.get(), loop, result);
+        return result;
+    });
 }
 
 template PathResult<float> landweber_path<float>(const MatrixCRef<float>&, const MatrixCRef<float>&, double,

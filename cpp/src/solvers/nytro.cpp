@@ -25,9 +25,6 @@
 namespace nytro {
 namespace {
 
-using detail::kBytesPerSecond;
-using detail::kFlopsPerSecond;
-using detail::kFreshBytesPerSecond;
 
 // Products with H that gd's Lanczos basis takes for t_max iterates, at most k (a
 // complete basis); the stepwise path takes t_max. Since the basis grows only as far as
@@ -41,7 +38,7 @@ double lanczos_products(Index max_iter, Index k) {
 }
 
 // stored: bytes per stored K_nm or H entry; computed: sizeof(T). With float32 storage the
-// GEMMs of the normal equations run in float (about twice the flop rate), and the direct
+// GEMMs of the normal equations run in float (rates.flops32), and the direct
 // pass pays for widening each float entry to double (see pass_bytes below). lanczos: gd's
 // iterates come from a Lanczos basis, so the path takes tens of products (above)
 // and validates the basis (k vectors) rather than every iterate. That makes the direct
@@ -49,34 +46,36 @@ double lanczos_products(Index max_iter, Index k) {
 // K_nm fits in memory.
 // inverse_pending: the factor is held as U (FitFactor), and the solvers that need R as a
 // matrix (gram, spectral) pay for its k^3 / 3-flop inverse, which direct never forms.
+// rates: the machine's (nytro::machine_rates): the choice is a function of the shapes
+// and of these alone.
 Solver choose_solver(Index n, Index n_val, Index k, Index max_iter, bool upper, bool inverse_pending, double stored,
-                     double computed, bool lanczos, bool kernel_first) {
+                     double computed, bool lanczos, bool kernel_first, const MachineRates& rates) {
     const double t_max = double(max_iter), kk = double(k) * double(k);
     const double products = lanczos ? lanczos_products(max_iter, k) : t_max;
-    const double flop_rate = stored < 8 ? 2.0 * kFlopsPerSecond : kFlopsPerSecond;
+    const double flop_rate = stored < 8 ? rates.flops32 : rates.flops;
     // Validation: about 2 n_val k flops (as GEMMs) per iterate, or per basis vector.
-    const double validation = products * 2.0 * double(n_val) * double(k) / kFlopsPerSecond;
+    const double validation = products * 2.0 * double(n_val) * double(k) / rates.flops;
     // gram: A = K R per block (n k^2 triangular, 2 n k^2 dense) and A^T A (n k^2 with the
     // symmetric half), or by the kernel-first route K^T K (n k^2) and two k^3 products;
     // then one product with H per iteration, reading its lower half.
     const double normal_equations =
         (kernel_first ? double(n) * kk + 2.0 * kk * double(k) : (upper ? 2.0 : 3.0) * double(n) * kk) / flop_rate +
-        (inverse_pending ? kk * double(k) / 3.0 / kFlopsPerSecond : 0.0);
-    const double gram = normal_equations + products * 0.5 * kk * stored / kBytesPerSecond + validation;
-    // spectral: the same, an eigendecomposition (LAPACK's divide and conquer runs at
-    // about a tenth of the GEMM rate: ~9 k^3 flops at 1e10/s), then O(k) per iteration
-    // (it always steps: Lanczos would save nothing there).
-    const double spectral = normal_equations + 9.0 * kk * double(k) / 1e10 +
-                            t_max * 2.0 * double(n_val) * double(k) / kFlopsPerSecond;
+        (inverse_pending ? kk * double(k) / 3.0 / rates.flops : 0.0);
+    const double gram = normal_equations + products * 0.5 * kk * stored / rates.bytes + validation;
+    // spectral: the same, an eigendecomposition (~9 k^3 flops at kEigenRateFraction of
+    // the product rate), then O(k) per iteration (it always steps: Lanczos would save
+    // nothing there).
+    const double spectral = normal_equations + 9.0 * kk * double(k) / (detail::kEigenRateFraction * rates.flops) +
+                            t_max * 2.0 * double(n_val) * double(k) / rates.flops;
     // direct: a pass over the stored n x k kernel and two products with R (or solves
     // with U, reading as much; kept in T) per product. A float32 pass with float64 sums
     // widens each entry in registers, which costs it about 30% over a plain float32 pass
     // (bench_kernels, 40000 x 5000).
     const double pass_bytes = stored < computed ? 1.3 * stored : stored;
-    // The stored kernel is fresh memory, and its first touch costs (kFreshBytesPerSecond).
-    const double first_touch = double(n) * double(k) * stored / kFreshBytesPerSecond;
+    // The stored kernel is fresh memory, and its first touch costs (fresh_bytes).
+    const double first_touch = double(n) * double(k) * stored / rates.fresh_bytes;
     const double direct =
-        products * (double(n) * double(k) * pass_bytes + (upper ? 1.0 : 2.0) * kk * computed) / kBytesPerSecond +
+        products * (double(n) * double(k) * pass_bytes + (upper ? 1.0 : 2.0) * kk * computed) / rates.bytes +
         validation + first_touch;
     const bool direct_fits = double(n) * double(k) * stored <= 0.7 * double(available_memory_bytes());
     if (spectral < gram && (!direct_fits || spectral < direct)) return Solver::spectral;
@@ -327,11 +326,12 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
         if (result.solver == Solver::automatic) {
             // The kernel-first route halves the normal equations' flops but needs a check of
             // cond(K_mm) (a Lanczos run on R^T R): made only when the choice hinges on it.
+            const MachineRates rates = machine_rates(threads);
             auto choose = [&](bool kernel_first) {
                 return choose_solver(X.rows(), X_val.rows(), setup.used.rows(), options.max_iter,
                                      setup.factor.upper_triangular(), setup.factor.inverse_pending(), stored,
                                      double(sizeof(T)),
-                                     detail::lanczos_applies<T>(options), kernel_first);
+                                     detail::lanczos_applies<T>(options), kernel_first, rates);
             };
             result.solver = choose(!low);
             if (result.solver != Solver::direct && !low) {

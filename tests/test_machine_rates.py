@@ -1,0 +1,151 @@
+"""The machine rates behind solver="auto" (nytro.machine_rates): pinned (conftest pins
+them for every test), set in-process, probed and cached on disk in a fresh interpreter;
+and the solver choice as a function of the rates alone. No assertion depends on what the
+probe measures beyond its being a positive rate."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import nytro
+from conftest import PINNED_RATES
+
+RATE_NAMES = ("flops", "flops32", "bytes", "fresh_bytes")
+
+
+@pytest.fixture
+def unpinned_after():
+    yield
+    nytro.set_machine_rates()
+
+
+def test_the_tests_run_on_pinned_rates():
+    rates = nytro.machine_rates(1)
+    assert rates["source"] == "NYTRO_RATES"
+    assert os.environ["NYTRO_RATES"] == PINNED_RATES
+    assert (rates["flops"], rates["flops32"], rates["bytes"], rates["fresh_bytes"]) == (1e11, 2e11, 3e10, 3e9)
+    assert rates["threads"] == 1
+    assert nytro.machine_rates()["threads"] == nytro.default_n_threads()
+    assert rates["key"].endswith("| 1 threads")
+
+
+def test_show_config_reports_the_rates():
+    out = io.StringIO()
+    info = nytro.show_config(file=out)
+    text = out.getvalue()
+    assert info["rates"] == nytro.machine_rates()
+    assert "cost model" in text and "NYTRO_RATES" in text
+    assert "100 GFLOP/s float64, 200 float32" in text
+    assert "read 30 GB/s, first write 3 GB/s" in text
+
+
+def test_set_machine_rates_pins_and_unpins(unpinned_after):
+    nytro.set_machine_rates(2e10, bytes=1e10, fresh_bytes=1e9)
+    rates = nytro.machine_rates(2)
+    assert rates["source"] == "set_machine_rates"
+    assert (rates["flops"], rates["flops32"], rates["bytes"], rates["fresh_bytes"]) == (2e10, 4e10, 1e10, 1e9)
+    nytro.set_machine_rates()
+    assert nytro.machine_rates(2)["source"] == "NYTRO_RATES"
+
+
+@pytest.mark.parametrize("kwargs, word", [
+    ({"flops": 1e10}, "bytes"),
+    ({"flops": 1e10, "bytes": -1.0, "fresh_bytes": 1e9}, "bytes"),
+    ({"flops": 1e10, "bytes": 1e9, "fresh_bytes": float("inf")}, "fresh_bytes"),
+    ({"flops": "fast", "bytes": 1e9, "fresh_bytes": 1e9}, "flops"),
+    ({"bytes": 1e9}, "flops"),
+])
+def test_bad_rates_are_refused(kwargs, word, unpinned_after):
+    flops = kwargs.pop("flops", None)
+    with pytest.raises(ValueError, match=word):
+        nytro.set_machine_rates(flops, **kwargs)
+
+
+def test_bad_environment_rates_are_a_value_error():
+    script = ("import nytro, numpy as np\n"
+              "try:\n"
+              "    nytro.machine_rates(1)\n"
+              "except ValueError as e:\n"
+              "    print('ValueError', e)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "NYTRO_RATES": "flops=1e11,bytes=fast,fresh=1e9",
+                               "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
+    assert done.returncode == 0, done.stderr
+    assert "ValueError NYTRO_RATES: bytes must be a positive number" in done.stdout
+
+
+# In a fresh interpreter, unpinned, with the cache NYTRO_RATES_CACHE: the rates (probed or read
+# back; probed again and written if argv[1] is "refresh") and the solver a fit with
+# solver="auto" chose.
+PROBE = """
+import json, sys
+import numpy as np
+import nytro
+rates = nytro.machine_rates(1, refresh=sys.argv[1] == "refresh")
+X = np.random.default_rng(0).standard_normal((400, 4))
+est = nytro.NytroRegressor(n_centers=30, max_iter=5, n_threads=1, random_state=0).fit(X, X[:, 0])
+print(json.dumps([rates, est.solver_]))
+"""
+
+
+def run_unpinned(cache, refresh=False):
+    environment = {k: v for k, v in os.environ.items() if k != "NYTRO_RATES"}
+    environment.update(NYTRO_RATES_CACHE=cache, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    done = subprocess.run([sys.executable, "-c", PROBE, "refresh" if refresh else "read"], env=environment,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def probed(rates):
+    # "probe (unsteady)" when the machine was busy: then written to the cache on refresh only
+    return rates["source"] in ("probe", "probe (unsteady)")
+
+
+def test_rates_are_probed_then_read_from_the_cache(tmp_path):
+    cache = tmp_path / "new" / "dir" / "rates.txt"
+    first, solver = run_unpinned(str(cache))
+    assert probed(first)
+    assert cache.exists() == (first["source"] == "probe")
+    first, solver = run_unpinned(str(cache), refresh=True)
+    assert probed(first)
+    assert solver in ("direct", "gram", "spectral")
+    for name in RATE_NAMES:
+        assert np.isfinite(first[name]) and first[name] > 0, (name, first)
+    assert first["key"] in cache.read_text()
+    second, _ = run_unpinned(str(cache))
+    assert second["source"] == f"cache {cache}"
+    for name in RATE_NAMES:
+        assert second[name] == pytest.approx(first[name], rel=1e-5)
+
+
+@pytest.mark.parametrize("cache", ["/proc/nytro_no_such_dir/rates.txt", "/dev/null/rates.txt", "off"])
+def test_an_unusable_cache_never_fails_a_fit(cache):
+    rates, solver = run_unpinned(cache, refresh=True)
+    assert probed(rates)
+    assert solver in ("direct", "gram", "spectral")
+
+
+def test_the_choice_follows_the_rates(unpinned_after):
+    # The same problem, three sets of rates, each making one solver the cheapest by a
+    # wide margin in the cost model's terms.
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((2000, 4))
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(2000)
+    fits = {}
+    for name, (flops, bytes_, fresh) in {"direct": (1e7, 1e10, 1e10), "spectral": (1e14, 1e8, 1e8),
+                                         "gram": (1e9, 1e11, 1e7)}.items():
+        nytro.set_machine_rates(flops, bytes=bytes_, fresh_bytes=fresh)
+        est = nytro.NytroRegressor(n_centers=100, max_iter=500, n_threads=1, random_state=0).fit(X, y)
+        assert est.solver_ == name
+        fits[name] = est
+    # The same model whichever the solver.
+    reference = fits["direct"].predict(X[:200])
+    for est in fits.values():
+        np.testing.assert_allclose(est.predict(X[:200]), reference, rtol=0, atol=1e-6 * np.abs(reference).max())
