@@ -95,8 +95,10 @@ def test_path_equals_in_memory(client, method, max_iter, chunks):
     assert 1 < fit.result.n_iter < max_iter  # the selection is inside the path, not at an end
 
 
-@pytest.mark.parametrize("method, max_iter", [("gd", 80), ("nu", 40), ("cg", 8)])
-@pytest.mark.parametrize("chunks", [50, 300], ids=["uneven", "chunk-past-n"])
+# Each product is a round trip to the workers: gd (its step's Lanczos estimate too) runs
+# on one chunk, the others on uneven chunks as well.
+@pytest.mark.parametrize("method, max_iter, chunks", [("gd", 80, 300), ("nu", 40, 50), ("cg", 8, 50), ("cg", 8, 300)],
+                         ids=["gd-chunk-past-n", "nu-uneven", "cg-uneven", "cg-chunk-past-n"])
 def test_direct_path_equals_in_memory_direct(client, method, max_iter, chunks):
     """solver="direct": A_i kept on the workers, each product a map-reduce of m-vectors;
     the same answer as the in-memory direct solver (gd's step from the same Lanczos
@@ -133,15 +135,15 @@ def _log_read(block, log, block_info=None):
 
 
 def test_direct_reads_each_chunk_a_bounded_number_of_times(client, tmp_path):
-    """The A_i blocks stay on the workers: with 40 products, each chunk is still read 2
+    """The A_i blocks stay on the workers: with 15 or more products, each chunk is still read 2
     or 3 times (its training rows' blocks, its hold-out rows, and its centres if it holds
     any), not once per product."""
     X, y, sigma = data()
     log = str(tmp_path / "reads")
     Xd = da.from_array(X, chunks=60).map_blocks(_log_read, log, meta=np.empty((0, 0), X.dtype))
     fit = nd.nytro_path(Xd, da.from_array(y, chunks=60), sigma, n_centers=40, seed=SEED, validation_fraction=FRACTION,
-                        method="nu", max_iter=40, solver="direct")
-    assert fit.result.products >= 40
+                        method="nu", max_iter=15, solver="direct")
+    assert fit.result.products >= 15
     reads = np.bincount(np.loadtxt(log, dtype=int), minlength=5)
     assert (reads >= 2).all() and (reads <= 3).all(), reads
 
@@ -369,6 +371,55 @@ def test_targets_near_the_end_of_the_range(client):
     assert np.isfinite(fit.result.validation_rmse).all()
 
 
+def assert_columns_close(actual, expected, dtype, what):
+    """Column by column (each relative to its own size): columns of wildly different
+    magnitudes would otherwise be judged by the largest alone."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
+    for j in range(expected.shape[1]):
+        assert_close(actual[:, j], expected[:, j], dtype, f"{what}, column {j}")
+
+
+# Column 1 beyond float64's 2^128 (float32's 2^32) and column 2 below its inverse: each
+# gets its own power of two in memory (chk.TargetScales), and must on Dask too.
+COLUMN_MAGNITUDES = {np.dtype(np.float64): [1.0, 2.0**300, 2.0**-200], np.dtype(np.float32): [1.0, 2.0**60, 2.0**-50]}
+
+
+@pytest.mark.parametrize("method, solver, stopping", [("nu", "gram", "best"), ("gd", "gram", "window"),
+                                                      ("hybrid", "gram", "relative"), ("cg", "direct", "best")])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_per_column_target_scales_equal_in_memory(client, method, solver, stopping, dtype):
+    """y's columns of wildly different magnitudes: each scaled by its own power of two in
+    the tasks, the hold-out errors weighted per column, the results scaled back; the same
+    coef (column by column), path and selection as in memory."""
+    X, y, sigma = data(dtype=dtype, n_outputs=3)
+    y = (y * np.asarray(COLUMN_MAGNITUDES[np.dtype(dtype)])).astype(dtype)
+    options = dict(method=method, max_iter=8 if method == "cg" else 40, stopping=stopping,
+                   tol={"best": None, "window": 1e-3 * 2.0**300 if dtype == np.float64 else 1e-3 * 2.0**60,
+                        "relative": 1e-3}[stopping])
+    fit = nd.nytro_path(da.from_array(X, chunks=70), da.from_array(y, chunks=(70, 3)), sigma, n_centers=40,
+                        seed=SEED, validation_fraction=FRACTION, solver=solver, **options)
+    expected = in_memory_path(X, y, sigma, fit, solver=solver, **options)
+    assert (fit.result.n_iter, fit.result.iterations_run) == (expected.n_iter, expected.iterations_run)
+    assert fit.result.lambda_ == expected.lambda_
+    assert np.isfinite(fit.result.validation_rmse).all() and np.isfinite(fit.result.coef).all()
+    assert_close(fit.result.validation_rmse, expected.validation_rmse, dtype, "validation path")
+    assert_columns_close(fit.result.coef, expected.coef, dtype, "coef")
+
+
+def test_per_column_target_scales_nkrls(client):
+    X, y, sigma = data(n_outputs=3)
+    y = y * np.asarray(COLUMN_MAGNITUDES[np.dtype(np.float64)])
+    fit = nd.nkrls_path(da.from_array(X, chunks=45), da.from_array(y, chunks=(45, 3)), sigma, n_centers=40,
+                        seed=SEED, validation_fraction=FRACTION)
+    train, held = split(len(X))
+    expected = nytro.nkrls_path(X[train], y[train], X[fit.center_rows], sigma, X_val=X[held], y_val=y[held],
+                                n_threads=1)
+    assert fit.result.selected == expected.selected
+    assert_close(fit.result.validation_rmse, expected.validation_rmse, X.dtype, "validation path")
+    assert_columns_close(fit.result.coef, expected.coef, X.dtype, "coef")
+
+
 def test_hybrid_with_zero_targets(client):
     """A^T y = 0: no Krylov space; every prediction is 0 and the path is flat, as in memory."""
     X, _, sigma = data(n=80)
@@ -390,12 +441,15 @@ def test_tasks_fold_a_chunk_in_row_blocks(monkeypatch):
     R = nytro.nystrom_factor(nytro.gaussian_kernel(C, C, sigma))
     Y = y[:, None]
     monkeypatch.setattr(nd, "_BLOCK_ELEMENTS", 100)  # blocks of 100 // width rows
-    share = nd._gram_part(X, Y, 0, 90, FRACTION, SEED, C, R, sigma, X.dtype, None, 1)
+    share = nd._gram_part(X, Y, 0, 90, FRACTION, SEED, C, R, sigma, X.dtype, None, 1, None)
     train, held = split(90)
     A = nytro.gaussian_kernel(X[train], C, sigma) @ R
     np.testing.assert_allclose(share, np.hstack([A.T @ A, A.T @ Y[train]]), rtol=1e-12, atol=1e-12)
+    share = nd._gram_part(X, Y, 0, 90, FRACTION, SEED, C, None, sigma, X.dtype, None, 1, None)  # kernel first
+    K = nytro.gaussian_kernel(X[train], C, sigma)
+    np.testing.assert_allclose(share, np.hstack([K.T @ K, K.T @ Y[train]]), rtol=1e-12, atol=1e-12)
     bases = np.linalg.qr(np.random.default_rng(0).standard_normal((12, 5)))[0]
-    factors = nd._images_part(X, Y, 0, 90, FRACTION, SEED, C, bases, [5], sigma, X.dtype, None, 1, 1.0)
+    factors = nd._images_part(X, Y, 0, 90, FRACTION, SEED, C, bases, [5], sigma, X.dtype, None, 1, None)
     images = np.hstack([nytro.gaussian_kernel(X[held], C, sigma) @ bases, Y[held]])
     direct = np.linalg.qr(images, mode="r")
     np.testing.assert_allclose(np.abs(factors[0]), np.abs(direct), rtol=1e-10, atol=1e-12)
