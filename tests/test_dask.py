@@ -28,7 +28,7 @@ FRACTION = 0.25
 
 @pytest.fixture(scope="module")
 def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                                   worker_dashboard_address=None) as cluster, distributed.Client(cluster) as c:
         yield c
 
@@ -336,6 +336,35 @@ def test_a_worker_killed_mid_fit_changes_nothing(client, tmp_path):
     assert result.n_iter == expected.n_iter
     assert_close(result.validation_rmse, expected.validation_rmse, X.dtype, "validation path")
     assert_close(result.coef, expected.coef, X.dtype, "coef")
+
+
+def test_a_worker_killed_between_direct_products_changes_nothing(client, monkeypatch):
+    """solver="direct": a worker holding persisted K_i blocks dies between two products
+    of the path (its nanny restarts it empty); the scheduler recomputes the lost blocks
+    again, and the fit equals the in-memory one (a product cancelled by the loss is
+    repeated, never summed from the surviving workers' parts). On the code without the
+    rebuild, the product failed with distributed's FutureCancelledError."""
+    import os
+    X, y, sigma = data()
+    Xd, yd = da.from_array(X, chunks=40), da.from_array(y, chunks=40)
+    options = dict(method="cg", max_iter=8, solver="direct")
+    product = nd._DirectOperator.__call__
+    killed = []
+
+    def kill_before_the_fourth(self, B):
+        if self.products == 3 and not killed:
+            holders = {w for ws in client.who_has(list(self.blocks)).values() for w in ws}
+            victim = sorted(holders)[0]
+            pid = client.run(os.getpid, workers=[victim])[victim]
+            os.kill(pid, 9)  # no goodbye: the scheduler learns of it from the broken connection
+            killed.append(victim)
+        return product(self, B)
+
+    monkeypatch.setattr(nd._DirectOperator, "__call__", kill_before_the_fourth)
+    fit = nd.nytro_path(Xd, yd, sigma, n_centers=40, seed=SEED, validation_fraction=FRACTION, **options)
+    assert killed and fit.result.products == 8
+    check_path(fit, in_memory_path(X, y, sigma, fit, **options), X.dtype)
+    client.wait_for_workers(2, timeout=60)  # the nanny's new worker, for the tests after this one
 
 
 def test_without_holdout_equals_in_memory(client):

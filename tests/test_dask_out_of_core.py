@@ -67,7 +67,7 @@ def test_fit_from_a_zarr_store_four_times_the_workers_memory(tmp_path):
     n_train = n - n_val
 
     with distributed.LocalCluster(n_workers=WORKERS, threads_per_worker=1, processes=True,
-                                  memory_limit=MEMORY_LIMIT, dashboard_address=None,
+                                  memory_limit=MEMORY_LIMIT, dashboard_address=":0",
                                   worker_dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         workers_before = set(client.scheduler_info()["workers"])
         X = da.from_zarr(store, component="X")

@@ -489,29 +489,53 @@ class _DirectOperator:
     """A^T A and A^T Y (A = K R) from the chunks' (K_i, Y_i), persisted where they were
     computed (on the workers with a distributed client): each product A^T A B =
     R^T (sum_i K_i^T (K_i (R B))) is one map over the chunks and a tree sum of m x p
-    matrices, R applied on the client."""
+    matrices, R applied on the client.
+
+    A worker that dies takes its blocks with it. Where the scheduler cannot recompute them
+    itself (it forgets persisted results whose inputs, the scattered centres, went with
+    the worker), the product is cancelled; the blocks are then computed again from the
+    chunks (centres scattered anew) and the product repeated, once: the same numbers as
+    before, so the path goes on unchanged. A second loss in the same product is reported
+    as a RuntimeError, never answered with a partial sum."""
 
     def __init__(self, data, fraction, seed, C, R, sigma, n_threads, split_every, exponents):
+        self._recipe = (data, fraction, seed, C, sigma, n_threads, exponents)
+        self.R, self.m, self.q, self.dtype = R, C.shape[0], data.Y.shape[1], data.dtype
+        self.n_threads, self.split_every = n_threads, split_every
+        self.products = 0
+        self._persist()
+
+    def _persist(self):
+        data, fraction, seed, C, sigma, n_threads, exponents = self._recipe
         (C_b,) = _broadcast(C)
         blocks = [dask.delayed(_direct_block)(x, y, start, stop, fraction, seed, C_b, sigma, data.dtype,
                                               data.estimator, n_threads, exponents)
                   for x, y, start, stop in _blocks(data)]
         self.blocks = dask.persist(*blocks)
-        self.R, self.m, self.q, self.dtype = R, C.shape[0], data.Y.shape[1], data.dtype
-        self.n_threads, self.split_every = n_threads, split_every
-        self.products = 0
+
+    def _sum(self, task, shape, *args):
+        """The tree sum of task(block, *args) over the blocks (float64), rebuilding the
+        blocks once if a lost worker took some of them."""
+        from concurrent.futures import CancelledError
+        for attempt in (0, 1):
+            parts = [dask.delayed(task)(b, *args) for b in self.blocks]
+            try:
+                return _tree_sum(parts, shape, self.split_every).compute()
+            except CancelledError as error:
+                if attempt:
+                    raise RuntimeError("solver='direct': the workers holding the kernel blocks were lost twice in "
+                                       f"one product ({error}); no result was formed from partial sums") from error
+                self._persist()
 
     def rhs(self):
-        parts = [dask.delayed(_direct_rhs)(b) for b in self.blocks]
-        return self.R.T @ _tree_sum(parts, (self.m, self.q), self.split_every).compute().astype(self.dtype)
+        return self.R.T @ self._sum(_direct_rhs, (self.m, self.q)).astype(self.dtype)
 
     def __call__(self, B):
         """A^T A B for B of shape (k,) or (k, p)."""
         B = np.asarray(B)
         lifted = self.R @ B.reshape(self.R.shape[1], -1).astype(self.dtype)
-        parts = [dask.delayed(_direct_product)(b, lifted, self.n_threads) for b in self.blocks]
         self.products += 1
-        out = self.R.T @ _tree_sum(parts, lifted.shape, self.split_every).compute().astype(self.dtype)
+        out = self.R.T @ self._sum(_direct_product, lifted.shape, lifted, self.n_threads).astype(self.dtype)
         return out.reshape(B.shape)
 
 
