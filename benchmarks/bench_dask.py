@@ -232,7 +232,6 @@ def out_of_core(args) -> dict:
     per_row = flops_per_row(args.m, R.shape[1], args.d, 1, False)
     report["core"] = dict(chunk_task_s=task_s, rows_per_s=train_rows / task_s,
                           flops_per_s=train_rows * per_row / task_s)
-    del X1, y1
     client_base = _peak_rss()
     with cluster(args.workers, 1, args.memory_limit) as lc, Client(lc) as client:
         client.wait_for_workers(args.workers)

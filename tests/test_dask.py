@@ -286,6 +286,15 @@ def test_unknown_chunk_sizes_are_refused_clearly(client):
     keep = Xd[:, 0] > -100  # every row, but Dask cannot know how many per chunk
     with pytest.raises(ValueError, match="unknown chunk sizes.*compute_chunk_sizes"):
         nd.nytro_path(Xd[keep], da.from_array(y, chunks=60)[keep], sigma, n_centers=5)
+    with pytest.raises(ValueError, match="^y has unknown chunk sizes.*compute_chunk_sizes"):
+        nd.nytro_path(Xd, da.from_array(y, chunks=60)[keep], sigma, n_centers=5)
+    # Once known, the same rows fit; prediction needs no offsets and takes unknown chunks.
+    fit = nd.nytro_path(Xd[keep].compute_chunk_sizes(), da.from_array(y, chunks=60)[keep].compute_chunk_sizes(),
+                        sigma, n_centers=5, seed=SEED)
+    predicted = nd.predict(Xd[keep], fit.centers, fit.result.coef, sigma)
+    assert np.isnan(predicted.shape[0])
+    np.testing.assert_allclose(predicted.compute(), nytro.kernel_predict(X, fit.centers, fit.result.coef, sigma),
+                               rtol=1e-12, atol=1e-12)
 
 
 def test_what_is_not_supported_yet_says_so(client):

@@ -163,6 +163,9 @@ def _as_dask_data(X, y, dtype, estimator=None) -> _Data:
         y = da.from_array(np.asarray(y), chunks=(X.chunks[0],) + ((-1,) if np.ndim(y) == 2 else ()))
     if y.ndim not in (1, 2):
         raise ValueError(f"y must be 1-D (n_samples,) or 2-D (n_samples, n_outputs), got shape {y.shape}")
+    if any(math.isnan(c) for c in y.chunks[0]):
+        raise ValueError("y has unknown chunk sizes (nan) along its rows: its rows cannot be matched with X's. "
+                         "Call y.compute_chunk_sizes() first (or to_dask_array(lengths=True) on a dask DataFrame)")
     if y.shape[0] != X.shape[0]:
         raise ValueError(f"y has {y.shape[0]} rows but X has {X.shape[0]}")
     one_d = y.ndim == 1
@@ -548,15 +551,16 @@ def _worker_memory_limits():
     return [int(w.get("memory_limit") or 0) for w in client.scheduler_info(n_workers=-1)["workers"].values()]
 
 
-def _choose_solver(solver, method, n_train, k, max_iter, itemsize, limits=None):
-    """ "gram" or "direct" for solver "auto" (see nytro_path's docstring for the model)."""
+def _choose_solver(solver, method, n_train, k, max_iter, itemsize, limits=None, m=None):
+    """ "gram" or "direct" for solver "auto" (see nytro_path's docstring for the model;
+    the direct mode's blocks hold n_train x m kernel values, m = k when not given)."""
     if solver != "auto":
         return solver
     if method == "hybrid" or not 4 * max_iter * n_train * k < 2 * n_train * k * k + k ** 3:
         return "gram"
     if not limits:  # the local schedulers: the blocks would sit in this process
         return "gram"
-    share = n_train * k * itemsize / len(limits)
+    share = n_train * (m or k) * itemsize / len(limits)
     return "direct" if all(limit == 0 or share <= limit / 2 for limit in limits) else "gram"
 
 
@@ -747,14 +751,14 @@ def nytro_path(X, y, sigma, *, n_centers, validation_fraction=0.2, seed=0, metho
 
     - "gram": one pass forms A^T A (2 n_train k^2 flops on the workers), then the path
       runs in k dimensions on the client (k^3 for the step's estimate or eigenproblem);
-    - "direct" (methods gd, nu, cg): each chunk's A_i = k(X_i, C) R (n_i x k) is computed
-      once and persisted where it was computed (the workers' memory), and every product
-      A^T A v is one map over the chunks (4 n_train k flops) and a tree sum of
-      k-vectors; the step's estimate for step_size="auto" takes its Lanczos products the
-      same way;
+    - "direct" (methods gd, nu, cg): each chunk's kernel K_i = k(X_i, C) (n_i x m) is
+      computed once and persisted where it was computed (the workers' memory), and every
+      product A^T A v = R^T K^T K R v is one map over the chunks (4 n_train m flops) and a
+      tree sum of m-vectors, R applied on the client; the step's estimate for
+      step_size="auto" takes its Lanczos products the same way;
     - "auto": "direct" when 4 T n_train k < 2 n_train k^2 + k^3 for T = max_iter
       products (so about T < k / 2), the method is not "hybrid", a distributed client is
-      running and the n_train k values of A, shared among its workers, fit within half of
+      running and the n_train m kernel values, shared among its workers, fit within half of
       each worker's memory_limit (no limit counts as fitting); "gram" otherwise.
 
     The other arguments as in ``nytro.nytro_path`` (every method). seed seeds the split
@@ -777,7 +781,7 @@ def nytro_path(X, y, sigma, *, n_centers, validation_fraction=0.2, seed=0, metho
     exponents = _exponents(scales)
     k, q = R.shape[1], data.Y.shape[1]
     mode = _choose_solver(solver, method, n_train, k, max_iter, data.dtype.itemsize,
-                          _worker_memory_limits() if solver == "auto" else None)
+                          _worker_memory_limits() if solver == "auto" else None, C.shape[0])
     if mode == "direct" and method == "hybrid":
         raise NotImplementedError("method='hybrid' with solver='direct' is not supported on Dask arrays yet; "
                                   "use solver='gram' (or 'auto')")
