@@ -142,7 +142,7 @@ def flops_per_row(m, k, d, q, kernel_first):
     return kernel + 2 * m * k + k * k + 2 * k * q
 
 
-def model(n, m, d, nodes, cores, core_flops, read_rate, *, q=1, itemsize=4, kernel_first=False, split_every=32,
+def model(n, m, d, nodes, cores, core_flops, read_rate, *, q=1, itemsize=4, kernel_first=False, split_every=4,
           network=1.25e9, chunk_rows=1_000_000, task_overhead=1e-3, client_flops=None) -> dict:
     """Seconds of one gram fit's stages on `nodes` machines of `cores` cores each.
 
@@ -308,11 +308,11 @@ def format_out_of_core(args, r) -> str:
 
 def format_model(rows) -> str:
     lines = ["| n | m | nodes x cores | compute (s) | read (s) | reduction (s) | scheduler (s) | client (s) | "
-             "total (s) |", "|---|---|---|---|---|---|---|---|---|"]
+             "total (s) | partial sum (GB) |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['n']:.0e} | {r['m']} | {r['nodes']} x {r['cores']} | {r['compute_s']:.3g} | "
                      f"{r['read_s']:.3g} | {r['reduction_s']:.3g} | {r['scheduler_s']:.3g} | {r['client_s']:.3g} | "
-                     f"{r['total_s']:.3g} |")
+                     f"{r['total_s']:.3g} | {r['reduction_bytes_per_partial'] / 1e9:.3g} |")
     return "\n".join(lines) + "\n"
 
 
@@ -358,6 +358,7 @@ def main(argv=None) -> int:
     p.add_argument("--nodes", default="1,32,128")
     p.add_argument("--cores", type=int, default=16)
     p.add_argument("--d", type=int, default=10)
+    p.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     if args.command == "overhead":
         if args.quick:
