@@ -177,7 +177,11 @@ def _as_dask_data(X, y, dtype, estimator=None) -> _Data:
 def _blocks(data: _Data):
     """(X block, Y block, first row, last row + 1) for every row chunk with rows (empty
     chunks, which concatenation can leave, are skipped), as delayed objects."""
-    xs, ys = data.X.to_delayed().ravel(), data.Y.to_delayed().ravel()
+    # Unoptimised: each pass would otherwise fuse the chunks' tasks anew (from_zarr's
+    # getitem into its reader, say) under the same output keys with a different recipe,
+    # which distributed warns "can cause failures and deadlocks".
+    xs = data.X.to_delayed(optimize_graph=False).ravel()
+    ys = data.Y.to_delayed(optimize_graph=False).ravel()
     return [(x, yb, int(data.offsets[b]), int(data.offsets[b + 1])) for b, (x, yb) in enumerate(zip(xs, ys))
             if data.offsets[b + 1] > data.offsets[b]]
 
