@@ -177,9 +177,10 @@ def _as_dask_data(X, y, dtype, estimator=None) -> _Data:
 def _blocks(data: _Data):
     """(X block, Y block, first row, last row + 1) for every row chunk with rows (empty
     chunks, which concatenation can leave, are skipped), as delayed objects."""
-    # Unoptimised: each pass would otherwise fuse the chunks' tasks anew (from_zarr's
-    # getitem into its reader, say) under the same output keys with a different recipe,
-    # which distributed warns "can cause failures and deadlocks".
+    # Unoptimised, here and in every pass's compute: an optimised graph fuses the chunks'
+    # tasks (from_zarr's getitem into its reader, say) under the same output keys with a
+    # different recipe from pass to pass, which distributed warns "can cause failures
+    # and deadlocks".
     xs = data.X.to_delayed(optimize_graph=False).ravel()
     ys = data.Y.to_delayed(optimize_graph=False).ravel()
     return [(x, yb, int(data.offsets[b]), int(data.offsets[b + 1])) for b, (x, yb) in enumerate(zip(xs, ys))
@@ -382,7 +383,7 @@ def _tree_r(parts, split_every):
     level = list(parts)
     while len(level) > 1:
         level = [dask.delayed(_combine_r)(*level[i:i + split_every]) for i in range(0, len(level), split_every)]
-    return level[0].compute()
+    return level[0].compute(optimize_graph=False)
 
 
 # ------------------------------------------------------------------ the passes
@@ -391,7 +392,7 @@ def _split_counts(data: _Data, fraction, seed):
     (chk.TargetScales of the in-memory functions, from the chunks' largest |y| per
     column: max |y_j| over every row, training and hold-out, as in memory)."""
     parts = [dask.delayed(_count_and_peak)(y, start, stop, fraction, seed) for _, y, start, stop in _blocks(data)]
-    counts, peaks = zip(*dask.compute(*parts))
+    counts, peaks = zip(*dask.compute(*parts, optimize_graph=False))
     counts = np.array(counts, dtype=np.int64)
     peaks = [p for p in peaks if p is not None and p.size]
     peak = np.max(np.vstack(peaks), axis=0) if peaks else np.zeros(data.Y.shape[1])
@@ -439,7 +440,7 @@ def _centers(data: _Data, counts, n_centers, fraction, seed, center_seed):
     for b in np.unique(chunk):
         x, _, start, stop = blocks[b]
         wanted[b] = dask.delayed(_pick_rows, nout=2)(x, start, stop, fraction, seed, ordinals[chunk == b] - first[b])
-    picked = dict(zip(wanted, dask.compute(*wanted.values())))
+    picked = dict(zip(wanted, dask.compute(*wanted.values(), optimize_graph=False)))
     rows = np.empty(m, dtype=np.int64)
     C = np.empty((m, data.X.shape[1]), dtype=data.X.dtype)
     for b, (global_rows, values) in picked.items():
@@ -473,7 +474,7 @@ def _normal_equations(data, fraction, seed, C, R, sigma, n_threads, split_every,
     parts = [dask.delayed(_gram_part)(x, y, start, stop, fraction, seed, C_b, None if kernel_first else R_b, sigma,
                                       data.dtype, data.estimator, n_threads, exponents)
              for x, y, start, stop in _blocks(data)]
-    total = _tree_sum(parts, (width, width + q), split_every).compute()
+    total = _tree_sum(parts, (width, width + q), split_every).compute(optimize_graph=False)
     H, c = total[:, :width], total[:, width:]
     if kernel_first:
         H, c = R.T @ H @ R, R.T @ c
@@ -489,7 +490,7 @@ def _holdout_errors(data, fraction, seed, C, alphas, sigma, n_threads, split_eve
     C_b, alphas_b = _broadcast(C, alphas)
     parts = [dask.delayed(_holdout_part)(x, y, start, stop, fraction, seed, C_b, alphas_b, sigma, data.dtype,
                                          data.estimator, n_threads, exponents) for x, y, start, stop in _blocks(data)]
-    return _tree_sum(parts, (L, q), split_every).compute()
+    return _tree_sum(parts, (L, q), split_every).compute(optimize_graph=False)
 
 
 class _DirectOperator:
@@ -518,7 +519,7 @@ class _DirectOperator:
         blocks = [dask.delayed(_direct_block)(x, y, start, stop, fraction, seed, C_b, sigma, data.dtype,
                                               data.estimator, n_threads, exponents)
                   for x, y, start, stop in _blocks(data)]
-        self.blocks = dask.persist(*blocks)
+        self.blocks = dask.persist(*blocks, optimize_graph=False)
 
     def _sum(self, task, shape, *args):
         """The tree sum of task(block, *args) over the blocks (float64), rebuilding the
@@ -527,7 +528,7 @@ class _DirectOperator:
         for attempt in (0, 1):
             parts = [dask.delayed(task)(b, *args) for b in self.blocks]
             try:
-                return _tree_sum(parts, shape, self.split_every).compute()
+                return _tree_sum(parts, shape, self.split_every).compute(optimize_graph=False)
             except CancelledError as error:
                 if attempt:
                     raise RuntimeError("solver='direct': the workers holding the kernel blocks were lost twice in "
