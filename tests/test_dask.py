@@ -95,8 +95,10 @@ def test_path_equals_in_memory(client, method, max_iter, chunks):
     assert 1 < fit.result.n_iter < max_iter  # the selection is inside the path, not at an end
 
 
-@pytest.mark.parametrize("method, max_iter", [("gd", 80), ("nu", 40), ("cg", 8)])
-@pytest.mark.parametrize("chunks", [50, 300], ids=["uneven", "chunk-past-n"])
+# Each product is a round trip to the workers: gd (its step's Lanczos estimate too) runs
+# on one chunk, the others on uneven chunks as well.
+@pytest.mark.parametrize("method, max_iter, chunks", [("gd", 80, 300), ("nu", 40, 50), ("cg", 8, 50), ("cg", 8, 300)],
+                         ids=["gd-chunk-past-n", "nu-uneven", "cg-uneven", "cg-chunk-past-n"])
 def test_direct_path_equals_in_memory_direct(client, method, max_iter, chunks):
     """solver="direct": A_i kept on the workers, each product a map-reduce of m-vectors;
     the same answer as the in-memory direct solver (gd's step from the same Lanczos
@@ -112,7 +114,8 @@ def test_direct_path_equals_in_memory_direct(client, method, max_iter, chunks):
     assert 1 < fit.result.n_iter < max_iter
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+# float64 with several outputs in direct mode: test_per_column_target_scales_equal_in_memory.
+@pytest.mark.parametrize("dtype", [np.float32])
 def test_direct_several_outputs_and_stopping(client, dtype):
     X, y, sigma = data(dtype=dtype, n_outputs=2)
     fit = nd.nytro_path(da.from_array(X, chunks=70), da.from_array(y, chunks=(70, 2)), sigma, n_centers=40,
@@ -133,15 +136,15 @@ def _log_read(block, log, block_info=None):
 
 
 def test_direct_reads_each_chunk_a_bounded_number_of_times(client, tmp_path):
-    """The A_i blocks stay on the workers: with 40 products, each chunk is still read 2
+    """The A_i blocks stay on the workers: with 15 or more products, each chunk is still read 2
     or 3 times (its training rows' blocks, its hold-out rows, and its centres if it holds
     any), not once per product."""
     X, y, sigma = data()
     log = str(tmp_path / "reads")
     Xd = da.from_array(X, chunks=60).map_blocks(_log_read, log, meta=np.empty((0, 0), X.dtype))
     fit = nd.nytro_path(Xd, da.from_array(y, chunks=60), sigma, n_centers=40, seed=SEED, validation_fraction=FRACTION,
-                        method="nu", max_iter=40, solver="direct")
-    assert fit.result.products >= 40
+                        method="nu", max_iter=15, solver="direct")
+    assert fit.result.products >= 15
     reads = np.bincount(np.loadtxt(log, dtype=int), minlength=5)
     assert (reads >= 2).all() and (reads <= 3).all(), reads
 
@@ -284,6 +287,15 @@ def test_unknown_chunk_sizes_are_refused_clearly(client):
     keep = Xd[:, 0] > -100  # every row, but Dask cannot know how many per chunk
     with pytest.raises(ValueError, match="unknown chunk sizes.*compute_chunk_sizes"):
         nd.nytro_path(Xd[keep], da.from_array(y, chunks=60)[keep], sigma, n_centers=5)
+    with pytest.raises(ValueError, match="^y has unknown chunk sizes.*compute_chunk_sizes"):
+        nd.nytro_path(Xd, da.from_array(y, chunks=60)[keep], sigma, n_centers=5)
+    # Once known, the same rows fit; prediction needs no offsets and takes unknown chunks.
+    fit = nd.nytro_path(Xd[keep].compute_chunk_sizes(), da.from_array(y, chunks=60)[keep].compute_chunk_sizes(),
+                        sigma, n_centers=5, seed=SEED)
+    predicted = nd.predict(Xd[keep], fit.centers, fit.result.coef, sigma)
+    assert np.isnan(predicted.shape[0])
+    np.testing.assert_allclose(predicted.compute(), nytro.kernel_predict(X, fit.centers, fit.result.coef, sigma),
+                               rtol=1e-12, atol=1e-12)
 
 
 def test_what_is_not_supported_yet_says_so(client):
@@ -336,6 +348,35 @@ def test_a_worker_killed_mid_fit_changes_nothing(client, tmp_path):
     assert_close(result.coef, expected.coef, X.dtype, "coef")
 
 
+def test_a_worker_killed_between_direct_products_changes_nothing(client, monkeypatch):
+    """solver="direct": a worker holding persisted K_i blocks dies between two products
+    of the path (its nanny restarts it empty); the scheduler recomputes the lost blocks
+    again, and the fit equals the in-memory one (a product cancelled by the loss is
+    repeated, never summed from the surviving workers' parts). On the code without the
+    rebuild, the product failed with distributed's FutureCancelledError."""
+    import os
+    X, y, sigma = data()
+    Xd, yd = da.from_array(X, chunks=40), da.from_array(y, chunks=40)
+    options = dict(method="cg", max_iter=8, solver="direct")
+    product = nd._DirectOperator.__call__
+    killed = []
+
+    def kill_before_the_fourth(self, B):
+        if self.products == 3 and not killed:
+            holders = {w for ws in client.who_has(list(self.blocks)).values() for w in ws}
+            victim = sorted(holders)[0]
+            pid = client.run(os.getpid, workers=[victim])[victim]
+            os.kill(pid, 9)  # no goodbye: the scheduler learns of it from the broken connection
+            killed.append(victim)
+        return product(self, B)
+
+    monkeypatch.setattr(nd._DirectOperator, "__call__", kill_before_the_fourth)
+    fit = nd.nytro_path(Xd, yd, sigma, n_centers=40, seed=SEED, validation_fraction=FRACTION, **options)
+    assert killed and fit.result.products == 8
+    check_path(fit, in_memory_path(X, y, sigma, fit, **options), X.dtype)
+    client.wait_for_workers(2, timeout=60)  # the nanny's new worker, for the tests after this one
+
+
 def test_without_holdout_equals_in_memory(client):
     """validation_fraction=None: every row trains, max_iter iterations (NKRLS: its one
     lambda)."""
@@ -369,6 +410,55 @@ def test_targets_near_the_end_of_the_range(client):
     assert np.isfinite(fit.result.validation_rmse).all()
 
 
+def assert_columns_close(actual, expected, dtype, what):
+    """Column by column (each relative to its own size): columns of wildly different
+    magnitudes would otherwise be judged by the largest alone."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
+    for j in range(expected.shape[1]):
+        assert_close(actual[:, j], expected[:, j], dtype, f"{what}, column {j}")
+
+
+# Column 1 beyond float64's 2^128 (float32's 2^32) and column 2 below its inverse: each
+# gets its own power of two in memory (chk.TargetScales), and must on Dask too.
+COLUMN_MAGNITUDES = {np.dtype(np.float64): [1.0, 2.0**300, 2.0**-200], np.dtype(np.float32): [1.0, 2.0**60, 2.0**-50]}
+
+
+@pytest.mark.parametrize("method, solver, stopping", [("nu", "gram", "best"), ("gd", "gram", "window"),
+                                                      ("hybrid", "gram", "relative"), ("cg", "direct", "best")])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_per_column_target_scales_equal_in_memory(client, method, solver, stopping, dtype):
+    """y's columns of wildly different magnitudes: each scaled by its own power of two in
+    the tasks, the hold-out errors weighted per column, the results scaled back; the same
+    coef (column by column), path and selection as in memory."""
+    X, y, sigma = data(dtype=dtype, n_outputs=3)
+    y = (y * np.asarray(COLUMN_MAGNITUDES[np.dtype(dtype)])).astype(dtype)
+    options = dict(method=method, max_iter=8 if method == "cg" else 40, stopping=stopping,
+                   tol={"best": None, "window": 1e-3 * 2.0**300 if dtype == np.float64 else 1e-3 * 2.0**60,
+                        "relative": 1e-3}[stopping])
+    fit = nd.nytro_path(da.from_array(X, chunks=70), da.from_array(y, chunks=(70, 3)), sigma, n_centers=40,
+                        seed=SEED, validation_fraction=FRACTION, solver=solver, **options)
+    expected = in_memory_path(X, y, sigma, fit, solver=solver, **options)
+    assert (fit.result.n_iter, fit.result.iterations_run) == (expected.n_iter, expected.iterations_run)
+    assert fit.result.lambda_ == expected.lambda_
+    assert np.isfinite(fit.result.validation_rmse).all() and np.isfinite(fit.result.coef).all()
+    assert_close(fit.result.validation_rmse, expected.validation_rmse, dtype, "validation path")
+    assert_columns_close(fit.result.coef, expected.coef, dtype, "coef")
+
+
+def test_per_column_target_scales_nkrls(client):
+    X, y, sigma = data(n_outputs=3)
+    y = y * np.asarray(COLUMN_MAGNITUDES[np.dtype(np.float64)])
+    fit = nd.nkrls_path(da.from_array(X, chunks=45), da.from_array(y, chunks=(45, 3)), sigma, n_centers=40,
+                        seed=SEED, validation_fraction=FRACTION)
+    train, held = split(len(X))
+    expected = nytro.nkrls_path(X[train], y[train], X[fit.center_rows], sigma, X_val=X[held], y_val=y[held],
+                                n_threads=1)
+    assert fit.result.selected == expected.selected
+    assert_close(fit.result.validation_rmse, expected.validation_rmse, X.dtype, "validation path")
+    assert_columns_close(fit.result.coef, expected.coef, X.dtype, "coef")
+
+
 def test_hybrid_with_zero_targets(client):
     """A^T y = 0: no Krylov space; every prediction is 0 and the path is flat, as in memory."""
     X, _, sigma = data(n=80)
@@ -390,12 +480,15 @@ def test_tasks_fold_a_chunk_in_row_blocks(monkeypatch):
     R = nytro.nystrom_factor(nytro.gaussian_kernel(C, C, sigma))
     Y = y[:, None]
     monkeypatch.setattr(nd, "_BLOCK_ELEMENTS", 100)  # blocks of 100 // width rows
-    share = nd._gram_part(X, Y, 0, 90, FRACTION, SEED, C, R, sigma, X.dtype, None, 1)
+    share = nd._gram_part(X, Y, 0, 90, FRACTION, SEED, C, R, sigma, X.dtype, None, 1, None)
     train, held = split(90)
     A = nytro.gaussian_kernel(X[train], C, sigma) @ R
     np.testing.assert_allclose(share, np.hstack([A.T @ A, A.T @ Y[train]]), rtol=1e-12, atol=1e-12)
+    share = nd._gram_part(X, Y, 0, 90, FRACTION, SEED, C, None, sigma, X.dtype, None, 1, None)  # kernel first
+    K = nytro.gaussian_kernel(X[train], C, sigma)
+    np.testing.assert_allclose(share, np.hstack([K.T @ K, K.T @ Y[train]]), rtol=1e-12, atol=1e-12)
     bases = np.linalg.qr(np.random.default_rng(0).standard_normal((12, 5)))[0]
-    factors = nd._images_part(X, Y, 0, 90, FRACTION, SEED, C, bases, [5], sigma, X.dtype, None, 1, 1.0)
+    factors = nd._images_part(X, Y, 0, 90, FRACTION, SEED, C, bases, [5], sigma, X.dtype, None, 1, None)
     images = np.hstack([nytro.gaussian_kernel(X[held], C, sigma) @ bases, Y[held]])
     direct = np.linalg.qr(images, mode="r")
     np.testing.assert_allclose(np.abs(factors[0]), np.abs(direct), rtol=1e-10, atol=1e-12)

@@ -11,6 +11,9 @@ and three passes over X, each a map over its row chunks:
 2. the normal equations: C and R are scattered to every worker once; each chunk's
    training rows give K_i = k(X_i, C) (C++ core, in row blocks), A_i = K_i R and the
    partial sums A_i^T A_i and A_i^T y, added up by Dask's tree reduction (``split_every``);
+   in float64, where the in-memory gram solver's rule finds it accurate, the chunks sum
+   K_i^T K_i and K_i^T y instead and the client forms R^T (K^T K) R (the core's
+   kernel-first route: no K_i R, a third of the flops);
 3. the hold-out errors: the path (gd, nu, cg iterates, or NKRLS's lambda grid through one
    eigendecomposition of A^T A) is computed on the client in m dimensions; the m x T
    matrix of coefficients alpha_t = R beta_t is scattered, and each chunk's hold-out rows
@@ -27,15 +30,14 @@ of hold-out rows is therefore binomial around validation_fraction * n, not its r
 and the split differs from the in-memory estimators' permutation.
 
 The "direct" mode (solver="direct", or "auto" by the cost model in :func:`nytro_path`)
-replaces step 2 for methods gd, nu and cg: each chunk's A_i (training rows) is computed
-once and persisted on its worker, and every product A^T A v of the path is a map over
-the chunks and a tree sum of k-vectors.
+replaces step 2 for methods gd, nu and cg: each chunk's K_i (training rows) is computed
+once and persisted on its worker, and every product A^T A v = R^T K^T K R v of the path
+is a map over the chunks and a tree sum of m-vectors, R applied on the client.
 
-Not done yet (issue 28): "hybrid" in direct mode, float32 or float16 storage, gd's
-Lanczos iterates (the client steps; the in-memory core's Lanczos iterates agree with
-stepping to 64 machine epsilons), progress reporting, measured out-of-core behaviour,
-and faults beyond one worker killed while computing a chunk (tested: its nanny restarts
-it and the fit is unchanged).
+Not done yet (issue 28): "hybrid" in direct mode, storage="float32" / "float16" (the
+computation's dtype may be float32: dtype=, or float32 data), gd's Lanczos iterates (the
+client steps; the in-memory core's Lanczos iterates agree with stepping to 64 machine
+epsilons), and progress reporting.
 """
 from __future__ import annotations
 
@@ -51,7 +53,7 @@ import dask.array as da
 
 from . import _checks as chk
 from . import reference
-from ._api import gaussian_kernel, kernel_predict, nystrom_factor, sample_centers
+from ._api import _scaled_coef, gaussian_kernel, kernel_predict, nystrom_factor, sample_centers
 from ._results import PathResult, TikhonovResult
 
 __all__ = ["DaskFit", "holdout_mask", "nytro_path", "nkrls_path", "predict", "fit_estimator"]
@@ -161,6 +163,9 @@ def _as_dask_data(X, y, dtype, estimator=None) -> _Data:
         y = da.from_array(np.asarray(y), chunks=(X.chunks[0],) + ((-1,) if np.ndim(y) == 2 else ()))
     if y.ndim not in (1, 2):
         raise ValueError(f"y must be 1-D (n_samples,) or 2-D (n_samples, n_outputs), got shape {y.shape}")
+    if any(math.isnan(c) for c in y.chunks[0]):
+        raise ValueError("y has unknown chunk sizes (nan) along its rows: its rows cannot be matched with X's. "
+                         "Call y.compute_chunk_sizes() first (or to_dask_array(lengths=True) on a dask DataFrame)")
     if y.shape[0] != X.shape[0]:
         raise ValueError(f"y has {y.shape[0]} rows but X has {X.shape[0]}")
     one_d = y.ndim == 1
@@ -172,7 +177,12 @@ def _as_dask_data(X, y, dtype, estimator=None) -> _Data:
 def _blocks(data: _Data):
     """(X block, Y block, first row, last row + 1) for every row chunk with rows (empty
     chunks, which concatenation can leave, are skipped), as delayed objects."""
-    xs, ys = data.X.to_delayed().ravel(), data.Y.to_delayed().ravel()
+    # Unoptimised, here and in every pass's compute: an optimised graph fuses the chunks'
+    # tasks (from_zarr's getitem into its reader, say) under the same output keys with a
+    # different recipe from pass to pass, which distributed warns "can cause failures
+    # and deadlocks".
+    xs = data.X.to_delayed(optimize_graph=False).ravel()
+    ys = data.Y.to_delayed(optimize_graph=False).ravel()
     return [(x, yb, int(data.offsets[b]), int(data.offsets[b + 1])) for b, (x, yb) in enumerate(zip(xs, ys))
             if data.offsets[b + 1] > data.offsets[b]]
 
@@ -249,76 +259,86 @@ def _row_blocks(rows: int, width: int):
     return [(r, min(r + step, rows)) for r in range(0, rows, step)]
 
 
-def _gram_part(X, Y, start, stop, fraction, seed, C, R, sigma, dtype, estimator, n_threads):
+def _scaled_columns(Y, exponents):
+    """Y with column j divided by 2^exponents[j], exactly (as chk.TargetScales.scaled)."""
+    return Y if exponents is None else np.ldexp(Y, -exponents).astype(Y.dtype, copy=False)
+
+
+def _gram_part(X, Y, start, stop, fraction, seed, C, R, sigma, dtype, estimator, n_threads, exponents):
     """This chunk's share of [A^T A, A^T Y] (k x (k + q), float64 after summing in dtype)
-    over its training rows, A = k(X_train, C) R."""
+    over its training rows, A = k(X_train, C) R, Y's columns scaled by the fit's powers
+    of two; for R None (the kernel-first route), the share of [K^T K, K^T Y]
+    (m x (m + q)) with K = k(X_train, C)."""
     X, Y = _validated_block(X, Y, dtype, estimator)
     keep = ~holdout_mask(np.arange(start, stop), fraction, seed)
-    X, Y = X[keep], Y[keep]
-    k, q = R.shape[1], Y.shape[1]
+    X, Y = X[keep], _scaled_columns(Y[keep], exponents)
+    k, q = (C.shape[0] if R is None else R.shape[1]), Y.shape[1]
     H, c = np.zeros((k, k), dtype), np.zeros((k, q), dtype)
     threads = _task_threads(n_threads)
     with _CORE_LOCK:
         for r0, r1 in _row_blocks(len(X), max(C.shape[0], k)):
-            A = gaussian_kernel(X[r0:r1], C, sigma, n_threads=threads) @ R
-            H += A.T @ A
+            A = gaussian_kernel(X[r0:r1], C, sigma, n_threads=threads)
+            if R is not None:
+                A = A @ R
+            H += A.T @ A  # NumPy takes a product of a matrix with its own transpose as a rank update
             c += A.T @ Y[r0:r1]
     return np.hstack([H, c]).astype(np.float64)
 
 
-def _direct_block(X, Y, start, stop, fraction, seed, C, R, sigma, dtype, estimator, n_threads):
-    """(A_i, Y_i) of this chunk's training rows, A_i = k(X_i, C) R in the computation's
-    dtype: what a worker keeps in memory for the "direct" mode."""
+def _direct_block(X, Y, start, stop, fraction, seed, C, sigma, dtype, estimator, n_threads, exponents):
+    """(K_i, Y_i) of this chunk's training rows, K_i = k(X_i, C) in the computation's
+    dtype, Y_i's columns scaled by the fit's powers of two: what a worker keeps in memory
+    for the "direct" mode (R is applied on the client, in m dimensions, as the in-memory
+    direct solver applies it: forming K_i R would cost 2 n m k flops, a Gram pass's)."""
     X, Y = _validated_block(X, Y, dtype, estimator)
     keep = ~holdout_mask(np.arange(start, stop), fraction, seed)
-    X, Y = X[keep], Y[keep]
-    A = np.empty((len(X), R.shape[1]), dtype)
+    X, Y = X[keep], _scaled_columns(Y[keep], exponents)
     threads = _task_threads(n_threads)
     with _CORE_LOCK:
-        for r0, r1 in _row_blocks(len(X), max(C.shape[0], R.shape[1])):
-            A[r0:r1] = gaussian_kernel(X[r0:r1], C, sigma, n_threads=threads) @ R
-    return A, Y
+        K = gaussian_kernel(X, C, sigma, n_threads=threads)
+    return K, Y
 
 
 def _direct_rhs(block):
-    """This chunk's A_i^T Y_i (float64 for the reduction)."""
-    A, Y = block
-    return (A.T @ Y).astype(np.float64)
+    """This chunk's K_i^T Y_i (float64 for the reduction)."""
+    K, Y = block
+    return (K.T @ Y).astype(np.float64)
 
 
 def _direct_product(block, B, n_threads):
-    """This chunk's A_i^T (A_i B) (float64 for the reduction)."""
-    A, _ = block
+    """This chunk's K_i^T (K_i B) (float64 for the reduction)."""
+    K, _ = block
     with _CORE_LOCK:
-        return (A.T @ (A @ B.astype(A.dtype))).astype(np.float64)
+        return (K.T @ (K @ B.astype(K.dtype))).astype(np.float64)
 
 
-def _holdout_part(X, Y, start, stop, fraction, seed, C, alphas, sigma, dtype, estimator, n_threads, scale):
-    """Squared hold-out errors of this chunk for each of the L coefficient sets
-    alphas[:, l q:(l + 1) q] (L,), from the predictions k(X_val, C) alpha_l."""
+def _holdout_part(X, Y, start, stop, fraction, seed, C, alphas, sigma, dtype, estimator, n_threads, exponents):
+    """Squared hold-out errors of this chunk, per output column, for each of the L
+    coefficient sets alphas[:, l q:(l + 1) q] ((L, q)), from the predictions
+    k(X_val, C) alpha_l against Y's scaled columns."""
     X, Y = _validated_block(X, Y, dtype, estimator)
     held = holdout_mask(np.arange(start, stop), fraction, seed)
-    X, Y = X[held], Y[held].astype(np.float64) / scale  # exact: scale is a power of two
+    X, Y = X[held], _scaled_columns(Y[held], exponents).astype(np.float64)
     q = Y.shape[1]
     L = alphas.shape[1] // q
-    errors = np.zeros(L)
+    errors = np.zeros((L, q))
     threads = _task_threads(n_threads)
     with _CORE_LOCK:
         for r0, r1 in _row_blocks(len(X), max(C.shape[0], alphas.shape[1])):
             predictions = (gaussian_kernel(X[r0:r1], C, sigma, n_threads=threads) @ alphas).astype(np.float64)
             residual = predictions.reshape(r1 - r0, L, q) - Y[r0:r1, None, :]
-            errors += np.einsum("rlj,rlj->l", residual, residual)
+            errors += np.einsum("rlj,rlj->lj", residual, residual)
     return errors
 
 
 def _images_part(X, Y, start, stop, fraction, seed, C, bases, sizes, sigma, dtype, estimator, n_threads,
-                 scale):
+                 exponents):
     """R factors of this chunk's hold-out images, one per output j: the triangular factor
     of [P_j y_j 0] with P_j = k(X_val, C) bases[:, columns of j] (its sizes[j] basis
     vectors as coefficients), padded to (q, K + 1, K + 1) for K = max(sizes)."""
     X, Y = _validated_block(X, Y, dtype, estimator)
     held = holdout_mask(np.arange(start, stop), fraction, seed)
-    X, Y = X[held], Y[held].astype(np.float64) / scale  # exact: scale is a power of two
+    X, Y = X[held], _scaled_columns(Y[held], exponents).astype(np.float64)
     K = max(sizes)
     factors = np.zeros((len(sizes), K + 1, K + 1))
     threads = _task_threads(n_threads)
@@ -363,31 +383,46 @@ def _tree_r(parts, split_every):
     level = list(parts)
     while len(level) > 1:
         level = [dask.delayed(_combine_r)(*level[i:i + split_every]) for i in range(0, len(level), split_every)]
-    return level[0].compute()
+    return level[0].compute(optimize_graph=False)
 
 
 # ------------------------------------------------------------------ the passes
 def _split_counts(data: _Data, fraction, seed):
-    """Training rows per chunk, and the one power of two the targets are divided by (as
-    chk.TargetScales, from the chunks' largest |y| per column). The in-memory functions
-    scale each column by its own power of two; here every column shares one, so columns
-    whose magnitudes need different ones are refused rather than fitted wrongly."""
+    """Training rows per chunk, and the targets' per-column powers of two
+    (chk.TargetScales of the in-memory functions, from the chunks' largest |y| per
+    column: max |y_j| over every row, training and hold-out, as in memory)."""
     parts = [dask.delayed(_count_and_peak)(y, start, stop, fraction, seed) for _, y, start, stop in _blocks(data)]
-    counts, peaks = zip(*dask.compute(*parts))
+    counts, peaks = zip(*dask.compute(*parts, optimize_graph=False))
+    counts = np.array(counts, dtype=np.int64)
     peaks = [p for p in peaks if p is not None and p.size]
-    if not peaks:
-        return np.array(counts, dtype=np.int64), 1.0
-    peak = np.max(np.vstack(peaks), axis=0)
+    peak = np.max(np.vstack(peaks), axis=0) if peaks else np.zeros(data.Y.shape[1])
     if not np.all(np.isfinite(peak)):
-        return np.array(counts, dtype=np.int64), 1.0  # NaN: reported by the normal equations' pass
+        peak = np.zeros_like(peak)  # NaN: reported by the normal equations' pass, nothing scaled
     with np.errstate(over="ignore"):
-        exponents = set(chk.TargetScales(peak[None, :].astype(data.dtype), None).exponents)
-    if len(exponents) > 1:
-        raise NotImplementedError(
-            "y's columns differ in magnitude so much that each needs its own scale (a column beyond "
-            "2**+-128 beside an ordinary one): not supported on Dask arrays yet; fit the columns separately")
-    exponent = exponents.pop()
-    return np.array(counts, dtype=np.int64), math.ldexp(1.0, exponent)
+        scales = chk.TargetScales(peak[None, :].astype(data.dtype), None)
+    return counts, scales
+
+
+def _exponents(scales: chk.TargetScales):
+    """The per-column exponents the tasks divide Y by, or None where nothing is scaled."""
+    return np.asarray(scales.exponents, dtype=np.int32) if scales.active else None
+
+
+def _pooled_rmse(errors, scales: chk.TargetScales, n_val):
+    """The hold-out RMSE path in units of 2^E (as the core's) from the summed squared
+    errors per column ((L, q), scaled targets): column j weighted by (2^e_j / 2^E)^2."""
+    weights = np.asarray(scales.weights() or np.ones(errors.shape[1]))
+    return np.sqrt((errors @ weights) / (n_val * errors.shape[1]))
+
+
+def _unscaled(coef, path, scales: chk.TargetScales):
+    """coef and the path in units of y, as the in-memory functions return them (the
+    same ValueError where coef overflows)."""
+    if not scales.active:
+        return coef, path
+    with np.errstate(over="ignore"):
+        path = np.ldexp(path, scales.top)
+    return _scaled_coef(coef, scales), path
 
 
 def _centers(data: _Data, counts, n_centers, fraction, seed, center_seed):
@@ -405,7 +440,7 @@ def _centers(data: _Data, counts, n_centers, fraction, seed, center_seed):
     for b in np.unique(chunk):
         x, _, start, stop = blocks[b]
         wanted[b] = dask.delayed(_pick_rows, nout=2)(x, start, stop, fraction, seed, ordinals[chunk == b] - first[b])
-    picked = dict(zip(wanted, dask.compute(*wanted.values())))
+    picked = dict(zip(wanted, dask.compute(*wanted.values(), optimize_graph=False)))
     rows = np.empty(m, dtype=np.int64)
     C = np.empty((m, data.X.shape[1]), dtype=data.X.dtype)
     for b, (global_rows, values) in picked.items():
@@ -416,49 +451,99 @@ def _centers(data: _Data, counts, n_centers, fraction, seed, center_seed):
     return chk.as_matrix(C, "X", data.dtype), rows
 
 
-def _normal_equations(data, fraction, seed, C, R, sigma, n_threads, split_every):
+def _kernel_first_is_accurate(n_train, R, dtype) -> bool:
+    """Whether A^T A may be formed as R^T (K^T K) R (K^T K summed over the chunks), the
+    in-memory gram solver's rule: float64, n_train >= 4k, and k ||R||_2^2 (k cond(K_mm)
+    for unit kernel diagonals) within 1 / sqrt(k eps), where its error stays within the
+    A route's worst case. It saves the chunks' K R (2 n m k flops) and half the squaring."""
+    k = R.shape[1]
+    if dtype != np.float64 or n_train < 4 * k:
+        return False
+    limit = 1.0 / math.sqrt(k * np.finfo(np.float64).eps)
+    if k * float(np.max(np.sum(R * R, axis=0))) > limit:  # a column norm bounds ||R||_2 below
+        return False
+    top = scipy.linalg.eigh(R.T @ R, eigvals_only=True, subset_by_index=[k - 1, k - 1])[0]
+    return k * 1.25 * float(top) <= limit
+
+
+def _normal_equations(data, fraction, seed, C, R, sigma, n_threads, split_every, exponents, n_train):
     k, q = R.shape[1], data.Y.shape[1]
+    kernel_first = _kernel_first_is_accurate(n_train, R, data.dtype)
+    width = C.shape[0] if kernel_first else k
     C_b, R_b = _broadcast(C, R)
-    parts = [dask.delayed(_gram_part)(x, y, start, stop, fraction, seed, C_b, R_b, sigma, data.dtype,
-                                      data.estimator, n_threads) for x, y, start, stop in _blocks(data)]
-    total = _tree_sum(parts, (k, k + q), split_every).compute()
-    return total[:, :k].astype(data.dtype), total[:, k:].astype(data.dtype)
+    parts = [dask.delayed(_gram_part)(x, y, start, stop, fraction, seed, C_b, None if kernel_first else R_b, sigma,
+                                      data.dtype, data.estimator, n_threads, exponents)
+             for x, y, start, stop in _blocks(data)]
+    total = _tree_sum(parts, (width, width + q), split_every).compute(optimize_graph=False)
+    H, c = total[:, :width], total[:, width:]
+    if kernel_first:
+        H, c = R.T @ H @ R, R.T @ c
+        H = (H + H.T) / 2  # exactly symmetric, as the core mirrors its triangle
+    return H.astype(data.dtype), c.astype(data.dtype)
 
 
-def _holdout_errors(data, fraction, seed, C, alphas, sigma, n_threads, split_every, scale):
-    """Summed squared hold-out errors of each coefficient set (alphas m x L q)."""
-    L = alphas.shape[1] // data.Y.shape[1]
+def _holdout_errors(data, fraction, seed, C, alphas, sigma, n_threads, split_every, exponents):
+    """Summed squared hold-out errors of each coefficient set (alphas m x L q), per
+    output column: (L, q)."""
+    q = data.Y.shape[1]
+    L = alphas.shape[1] // q
     C_b, alphas_b = _broadcast(C, alphas)
     parts = [dask.delayed(_holdout_part)(x, y, start, stop, fraction, seed, C_b, alphas_b, sigma, data.dtype,
-                                         data.estimator, n_threads, scale) for x, y, start, stop in _blocks(data)]
-    return _tree_sum(parts, (L,), split_every).compute()
+                                         data.estimator, n_threads, exponents) for x, y, start, stop in _blocks(data)]
+    return _tree_sum(parts, (L, q), split_every).compute(optimize_graph=False)
 
 
 class _DirectOperator:
-    """A^T A and A^T Y from the chunks' (A_i, Y_i), persisted where they were computed
-    (on the workers with a distributed client): each product is one map over the chunks
-    and a tree sum of k x q matrices."""
+    """A^T A and A^T Y (A = K R) from the chunks' (K_i, Y_i), persisted where they were
+    computed (on the workers with a distributed client): each product A^T A B =
+    R^T (sum_i K_i^T (K_i (R B))) is one map over the chunks and a tree sum of m x p
+    matrices, R applied on the client.
 
-    def __init__(self, data, fraction, seed, C, R, sigma, n_threads, split_every):
-        C_b, R_b = _broadcast(C, R)
-        blocks = [dask.delayed(_direct_block)(x, y, start, stop, fraction, seed, C_b, R_b, sigma, data.dtype,
-                                              data.estimator, n_threads) for x, y, start, stop in _blocks(data)]
-        self.blocks = dask.persist(*blocks)
-        self.k, self.q, self.dtype = R.shape[1], data.Y.shape[1], data.dtype
+    A worker that dies takes its blocks with it. Where the scheduler cannot recompute them
+    itself (it forgets persisted results whose inputs, the scattered centres, went with
+    the worker), the product is cancelled; the blocks are then computed again from the
+    chunks (centres scattered anew) and the product repeated, once: the same numbers as
+    before, so the path goes on unchanged. A second loss in the same product is reported
+    as a RuntimeError, never answered with a partial sum."""
+
+    def __init__(self, data, fraction, seed, C, R, sigma, n_threads, split_every, exponents):
+        self._recipe = (data, fraction, seed, C, sigma, n_threads, exponents)
+        self.R, self.m, self.q, self.dtype = R, C.shape[0], data.Y.shape[1], data.dtype
         self.n_threads, self.split_every = n_threads, split_every
         self.products = 0
+        self._persist()
+
+    def _persist(self):
+        data, fraction, seed, C, sigma, n_threads, exponents = self._recipe
+        (C_b,) = _broadcast(C)
+        blocks = [dask.delayed(_direct_block)(x, y, start, stop, fraction, seed, C_b, sigma, data.dtype,
+                                              data.estimator, n_threads, exponents)
+                  for x, y, start, stop in _blocks(data)]
+        self.blocks = dask.persist(*blocks, optimize_graph=False)
+
+    def _sum(self, task, shape, *args):
+        """The tree sum of task(block, *args) over the blocks (float64), rebuilding the
+        blocks once if a lost worker took some of them."""
+        from concurrent.futures import CancelledError
+        for attempt in (0, 1):
+            parts = [dask.delayed(task)(b, *args) for b in self.blocks]
+            try:
+                return _tree_sum(parts, shape, self.split_every).compute(optimize_graph=False)
+            except CancelledError as error:
+                if attempt:
+                    raise RuntimeError("solver='direct': the workers holding the kernel blocks were lost twice in "
+                                       f"one product ({error}); no result was formed from partial sums") from error
+                self._persist()
 
     def rhs(self):
-        parts = [dask.delayed(_direct_rhs)(b) for b in self.blocks]
-        return _tree_sum(parts, (self.k, self.q), self.split_every).compute().astype(self.dtype)
+        return self.R.T @ self._sum(_direct_rhs, (self.m, self.q)).astype(self.dtype)
 
     def __call__(self, B):
         """A^T A B for B of shape (k,) or (k, p)."""
         B = np.asarray(B)
-        matrix = B.reshape(self.k, -1)
-        parts = [dask.delayed(_direct_product)(b, matrix, self.n_threads) for b in self.blocks]
+        lifted = self.R @ B.reshape(self.R.shape[1], -1).astype(self.dtype)
         self.products += 1
-        out = _tree_sum(parts, matrix.shape, self.split_every).compute().astype(self.dtype)
+        out = self.R.T @ self._sum(_direct_product, lifted.shape, lifted, self.n_threads).astype(self.dtype)
         return out.reshape(B.shape)
 
 
@@ -471,15 +556,16 @@ def _worker_memory_limits():
     return [int(w.get("memory_limit") or 0) for w in client.scheduler_info(n_workers=-1)["workers"].values()]
 
 
-def _choose_solver(solver, method, n_train, k, max_iter, itemsize, limits=None):
-    """ "gram" or "direct" for solver "auto" (see nytro_path's docstring for the model)."""
+def _choose_solver(solver, method, n_train, k, max_iter, itemsize, limits=None, m=None):
+    """ "gram" or "direct" for solver "auto" (see nytro_path's docstring for the model;
+    the direct mode's blocks hold n_train x m kernel values, m = k when not given)."""
     if solver != "auto":
         return solver
     if method == "hybrid" or not 4 * max_iter * n_train * k < 2 * n_train * k * k + k ** 3:
         return "gram"
     if not limits:  # the local schedulers: the blocks would sit in this process
         return "gram"
-    share = n_train * k * itemsize / len(limits)
+    share = n_train * (m or k) * itemsize / len(limits)
     return "direct" if all(limit == 0 or share <= limit / 2 for limit in limits) else "gram"
 
 
@@ -490,7 +576,7 @@ def _setup(X, y, sigma, n_centers, validation_fraction, seed, factor, rank_tol, 
     fraction = _check_fraction(validation_fraction)
     seed = _check_seed(seed)
     chk.check_choice("factor", factor, chk.FACTOR_METHODS)
-    counts, scale = _split_counts(data, fraction, seed)
+    counts, scales = _split_counts(data, fraction, seed)
     n = int(data.X.shape[0])
     n_train = int(counts.sum())
     n_val = n - n_train
@@ -502,7 +588,7 @@ def _setup(X, y, sigma, n_centers, validation_fraction, seed, factor, rank_tol, 
     center_seed = (seed + 0x5851F42D4C957F2D) % 2**64
     C, rows = _centers(data, counts, n_centers, fraction, seed, center_seed)
     R = nystrom_factor(gaussian_kernel(C, C, sigma), method=factor, rank_tol=rank_tol, jitter=jitter)
-    return data, sigma, fraction, seed, C, rows, R, n_train, n_val, scale
+    return data, sigma, fraction, seed, C, rows, R, n_train, n_val, scales
 
 
 # ------------------------------------------------------------------- top eigenvalue
@@ -585,7 +671,7 @@ def _shifted_solutions(a, b, shifts, norm):
 
 
 def _hybrid(data, fraction, seed, C, R, H, c, sigma, n_train, n_val, max_iter, stopping, tol, window, patience,
-            n_threads, split_every, scale):
+            n_threads, split_every, scales):
     """Method "hybrid" from A^T A: Lanczos on the client, the hold-out images' R factors
     by TSQR on the workers, then the core's selection of (t, lambda). Returns
     (coef m x q for the scaled targets, path, selected, stopped, lambda, Lanczos steps)."""
@@ -618,7 +704,7 @@ def _hybrid(data, fraction, seed, C, R, H, c, sigma, n_train, n_val, max_iter, s
     bases = np.hstack([col[0] for col in columns if col is not None] or [np.zeros((R.shape[0], 0), H.dtype)])
     C_b, bases_b = _broadcast(C, bases)
     parts = [dask.delayed(_images_part)(x, y, start, stop, fraction, seed, C_b, bases_b, sizes, sigma,
-                                        data.dtype, data.estimator, n_threads, scale)
+                                        data.dtype, data.estimator, n_threads, _exponents(scales))
              for x, y, start, stop in _blocks(data)]
     factors = _tree_r(parts, split_every)
     images = []
@@ -629,16 +715,18 @@ def _hybrid(data, fraction, seed, C, R, H, c, sigma, n_train, n_val, max_iter, s
         for k in range(size - 1, -1, -1):
             residual[k] = residual[k + 1] + g[k] * g[k]
         images.append((S, g, residual))
+    # Column j's squared errors weighted as the core weights them (chk.TargetScales).
+    weights = scales.weights() or [1.0] * q
     path, best_lambdas = [], []
     for k in range(1, k_run + 1):
         squared = np.zeros(len(grid))
         for j, (S, g, residual) in enumerate(images):
             kc = min(k, sizes[j])
             if kc == 0:
-                squared += residual[0]
+                squared += weights[j] * residual[0]
                 continue
             top = np.triu(S[:kc, :kc]) @ solutions[j][kc - 1] - g[:kc, None]
-            squared += (top * top).sum(0) + residual[kc]
+            squared += weights[j] * ((top * top).sum(0) + residual[kc])
         finite = np.isfinite(squared)
         best = int(np.argmin(np.where(finite, squared, np.inf))) if finite.any() else 0
         path.append(float(np.sqrt(squared[best] / (n_val * q))) if finite.any() else np.inf)
@@ -646,7 +734,8 @@ def _hybrid(data, fraction, seed, C, R, H, c, sigma, n_train, n_val, max_iter, s
     # As in memory, the path ends where every Krylov space is invariant (later t repeat the
     # last solution); where every column of c is 0 it holds t = 1 alone (predictions 0).
     if not path:
-        path, best_lambdas = [float(np.sqrt(sum(r[0] for _, _, r in images) / (n_val * q)))], [0]
+        zero = sum(w * r[0] for w, (_, _, r) in zip(weights, images))
+        path, best_lambdas = [float(np.sqrt(zero / (n_val * q)))], [0]
     selected, stopped = reference._select(np.asarray(path), stopping, tol, window, patience)
     lam = best_lambdas[selected - 1]
     return (coef_at(min(selected, k_run), lam), np.asarray(path[:stopped]), selected, stopped, float(grid[lam]),
@@ -667,14 +756,14 @@ def nytro_path(X, y, sigma, *, n_centers, validation_fraction=0.2, seed=0, metho
 
     - "gram": one pass forms A^T A (2 n_train k^2 flops on the workers), then the path
       runs in k dimensions on the client (k^3 for the step's estimate or eigenproblem);
-    - "direct" (methods gd, nu, cg): each chunk's A_i = k(X_i, C) R (n_i x k) is computed
-      once and persisted where it was computed (the workers' memory), and every product
-      A^T A v is one map over the chunks (4 n_train k flops) and a tree sum of
-      k-vectors; the step's estimate for step_size="auto" takes its Lanczos products the
-      same way;
+    - "direct" (methods gd, nu, cg): each chunk's kernel K_i = k(X_i, C) (n_i x m) is
+      computed once and persisted where it was computed (the workers' memory), and every
+      product A^T A v = R^T K^T K R v is one map over the chunks (4 n_train m flops) and a
+      tree sum of m-vectors, R applied on the client; the step's estimate for
+      step_size="auto" takes its Lanczos products the same way;
     - "auto": "direct" when 4 T n_train k < 2 n_train k^2 + k^3 for T = max_iter
       products (so about T < k / 2), the method is not "hybrid", a distributed client is
-      running and the n_train k values of A, shared among its workers, fit within half of
+      running and the n_train m kernel values, shared among its workers, fit within half of
       each worker's memory_limit (no limit counts as fitting); "gram" otherwise.
 
     The other arguments as in ``nytro.nytro_path`` (every method). seed seeds the split
@@ -692,29 +781,30 @@ def nytro_path(X, y, sigma, *, n_centers, validation_fraction=0.2, seed=0, metho
     window = chk.check_int("window", window, 2)
     patience = chk.check_patience(n_iter_no_change)
     chk.check_tol(tol)
-    data, sigma, fraction, seed, C, rows, R, n_train, n_val, scale = _setup(
+    data, sigma, fraction, seed, C, rows, R, n_train, n_val, scales = _setup(
         X, y, sigma, n_centers, validation_fraction, seed, factor, rank_tol, jitter, dtype, estimator)
+    exponents = _exponents(scales)
     k, q = R.shape[1], data.Y.shape[1]
     mode = _choose_solver(solver, method, n_train, k, max_iter, data.dtype.itemsize,
-                          _worker_memory_limits() if solver == "auto" else None)
+                          _worker_memory_limits() if solver == "auto" else None, C.shape[0])
     if mode == "direct" and method == "hybrid":
         raise NotImplementedError("method='hybrid' with solver='direct' is not supported on Dask arrays yet; "
                                   "use solver='gram' (or 'auto')")
     if mode == "direct":
-        operator = _DirectOperator(data, fraction, seed, C, R, sigma, n_threads, split_every)
+        operator = _DirectOperator(data, fraction, seed, C, R, sigma, n_threads, split_every, exponents)
         H, c = operator, operator.rhs()
     else:
-        H, c = _normal_equations(data, fraction, seed, C, R, sigma, n_threads, split_every)
-    if scale != 1.0:  # as nytro.nytro_path: Y / scale (exact) in the core, results scaled back
-        c = c / data.dtype.type(scale)
-    rule_tol = chk.tol_for_scaled_targets(tol, stopping, chk.TargetScales.uniform(scale))
+        H, c = _normal_equations(data, fraction, seed, C, R, sigma, n_threads, split_every, exponents, n_train)
+    # As nytro.nytro_path: the tasks divide Y's columns by their powers of two (exact), the
+    # path runs in those units, the results are scaled back.
+    rule_tol = chk.tol_for_scaled_targets(tol, stopping, scales)
     rule_tol = None if rule_tol < 0 else rule_tol
     lam = 0.0
     if method == "hybrid":
         step = 0.0
         coef, path, selected, stopped, lam, products = _hybrid(
             data, fraction, seed, C, R, H, c, sigma, n_train, n_val, max_iter, stopping, rule_tol, window, patience,
-            n_threads, split_every, scale)
+            n_threads, split_every, scales)
     else:
         apply = H if mode == "direct" else (lambda b: H @ b)
         step = _resolve_step(step_size, method, H, n_train, k, data.dtype)
@@ -729,12 +819,12 @@ def nytro_path(X, y, sigma, *, n_centers, validation_fraction=0.2, seed=0, metho
             coef, path, selected, stopped = R @ betas[-1], np.zeros(0), max_iter, max_iter
         else:
             alphas = R @ np.hstack(betas)
-            errors = _holdout_errors(data, fraction, seed, C, alphas, sigma, n_threads, split_every, scale)
-            path = np.sqrt(errors / (n_val * q))
+            errors = _holdout_errors(data, fraction, seed, C, alphas, sigma, n_threads, split_every, exponents)
+            path = _pooled_rmse(errors, scales, n_val)
             selected, stopped = reference._select(path, stopping, rule_tol, window, patience)
             coef, path = alphas[:, (selected - 1) * q:selected * q], path[:stopped]
-    coef = coef * data.dtype.type(scale) if scale != 1.0 else coef
-    result = PathResult(coef=coef[:, 0] if data.one_d else coef, validation_rmse=path * scale, n_iter=selected,
+    coef, path = _unscaled(coef, path, scales)
+    result = PathResult(coef=coef[:, 0] if data.one_d else coef, validation_rmse=path, n_iter=selected,
                         iterations_run=stopped, step_size=step, rank=R.shape[1], solver=mode,
                         products=products, lambda_=lam)
     return DaskFit(result, C, rows, n_train, n_val)
@@ -753,11 +843,10 @@ def nkrls_path(X, y, sigma, *, n_centers, lambdas=None, validation_fraction=0.2,
     lambdas = chk.check_lambdas(lambdas)
     if validation_fraction is None and len(lambdas) != 1:
         raise ValueError(f"without a hold-out set exactly one lambda is needed, got {len(lambdas)}")
-    data, sigma, fraction, seed, C, rows, R, n_train, n_val, scale = _setup(
+    data, sigma, fraction, seed, C, rows, R, n_train, n_val, scales = _setup(
         X, y, sigma, n_centers, validation_fraction, seed, factor, rank_tol, jitter, dtype, estimator)
-    H, c = _normal_equations(data, fraction, seed, C, R, sigma, n_threads, split_every)
-    if scale != 1.0:
-        c = c / data.dtype.type(scale)
+    exponents = _exponents(scales)
+    H, c = _normal_equations(data, fraction, seed, C, R, sigma, n_threads, split_every, exponents, n_train)
     w, V = np.linalg.eigh(H)
     w = np.maximum(w.astype(np.float64), 0)
     projected = V.T @ c
@@ -767,12 +856,11 @@ def nkrls_path(X, y, sigma, *, n_centers, lambdas=None, validation_fraction=0.2,
     if n_val == 0:
         best, path = 0, np.zeros(0)
     else:
-        errors = _holdout_errors(data, fraction, seed, C, alphas, sigma, n_threads, split_every, scale)
-        path = np.sqrt(errors / (n_val * q))
+        errors = _holdout_errors(data, fraction, seed, C, alphas, sigma, n_threads, split_every, exponents)
+        path = _pooled_rmse(errors, scales, n_val)
         best = int(np.argmin(path))
-    coef = alphas[:, best * q:(best + 1) * q]
-    coef = coef * data.dtype.type(scale) if scale != 1.0 else coef
-    result = TikhonovResult(coef=coef[:, 0] if data.one_d else coef, validation_rmse=path * scale,
+    coef, path = _unscaled(alphas[:, best * q:(best + 1) * q], path, scales)
+    result = TikhonovResult(coef=coef[:, 0] if data.one_d else coef, validation_rmse=path,
                             lambda_=float(lambdas[best]), selected=best, rank=R.shape[1])
     return DaskFit(result, C, rows, n_train, n_val)
 
