@@ -218,9 +218,10 @@ void define(py::module_& m, const std::string& suffix) {
     });
 
     m.def(("nystrom_factor_" + suffix).c_str(),
-          [](const Array<T>& K_mm, const std::string& method, double rank_tol, double jitter, int n_threads) {
+          [](const Array<T>& K_mm, const std::string& method, double rank_tol, double jitter, int n_threads,
+             py::object progress) {
               auto k = view(K_mm);
-              const auto interrupt = make_callback(py::none());  // Ctrl-C only: no progress argument
+              const auto interrupt = make_callback(std::move(progress));
               Matrix<T> R;
               {
                   py::gil_scoped_release release;
@@ -230,7 +231,8 @@ void define(py::module_& m, const std::string& suffix) {
               }
               return to_numpy<T>(std::move(R));
           },
-          py::arg("K_mm"), py::arg("method"), py::arg("rank_tol"), py::arg("jitter"), py::arg("n_threads"));
+          py::arg("K_mm"), py::arg("method"), py::arg("rank_tol"), py::arg("jitter"), py::arg("n_threads"),
+          py::arg("progress"));
 
     m.def(("nytro_path_" + suffix).c_str(),
           [](const Array<T>& X, const Array<T>& Y, const Array<T>& centers, double sigma, const Array<T>& X_val,
