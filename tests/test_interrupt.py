@@ -141,7 +141,9 @@ STAGE_CALLS = {
 
 # Seconds from Ctrl-C to KeyboardInterrupt in the child: 0.01-0.05 s measured for the
 # abandoned LAPACK calls and the certificate, even at a load average of 13 on 2 cores;
-# the pivoted factor at m = 10000, 0.07-0.53 s (median 0.19 s) at a load of 23.
+# the pivoted factor at m = 10000, 0.07-0.53 s (median 0.19 s) at a load of 23; the
+# inverse at k = 10000, 0.09-0.22 s (median 0.17 s) at a load of 9-12 (1.3-1.8 s, the rest
+# of the inverse, before it had interruption points).
 STAGE_REACTS_WITHIN = 1.5
 # The inverse at k = 10000 lasts 1-2 s on 2 cores, even under load (its products run at the
 # GEMM rate): the signal goes soon after it begins, so that it lands inside it.
