@@ -244,9 +244,9 @@ void define(py::module_& m, const std::string& suffix) {
     });
 
     m.def(("nystrom_factor_" + suffix).c_str(),
-          [](const Array<T>& K_mm, const nytro::FactorOptions& options, int n_threads) {
+          [](const Array<T>& K_mm, const nytro::FactorOptions& options, int n_threads, py::object progress) {
               auto k = view(K_mm);
-              const auto interrupt = make_callback(py::none());  // Ctrl-C only: no progress argument
+              const auto interrupt = make_callback(std::move(progress));
               Matrix<T> R;
               {
                   py::gil_scoped_release release;
@@ -255,7 +255,7 @@ void define(py::module_& m, const std::string& suffix) {
               }
               return to_numpy<T>(std::move(R));
           },
-          py::kw_only(), py::arg("K_mm"), py::arg("options"), py::arg("n_threads"));
+          py::kw_only(), py::arg("K_mm"), py::arg("options"), py::arg("n_threads"), py::arg("progress") = py::none());
 
     // The path functions take their options struct whole and every argument by keyword
     // (nytro/_api.py), so that two arguments of one type cannot be swapped unnoticed.

@@ -109,9 +109,10 @@ def test_ctrl_c_stops_a_long_fit(call):
 # certificate of max_iter = 10**9 iterates never; issue 26). Now LAPACK's eigensolver and
 # pivoted QR run on a worker that is abandoned on Ctrl-C (the worker finishes in the
 # background), the pivoted factor calls back between pivots of a panel (at most every
-# 50 ms) and between batches of its trailing update, and the certificate every 4096
-# projected steps. Each stage is sized to take several seconds alone on 2 quiet cores
-# (and far longer under load). The signal goes SIGNAL_AFTER seconds after the stage's
+# 50 ms) and between batches of its trailing update, the triangular inverse between its
+# leaves and product blocks, and the certificate every 4096 projected steps. Each stage
+# is sized to take several seconds alone on 2 quiet cores (and far longer under load).
+# The signal goes SIGNAL_AFTER seconds after the stage's
 # first progress report where its name is given, else after the call began (its
 # earlier work is short). tests/_interrupt_harness.py times the reaction inside the
 # child, so interpreter start-up and shutdown do not count: an abandoned LAPACK worker
@@ -126,21 +127,35 @@ STAGE_CALLS = {
                   "nytro.nystrom_factor(K, method='qr')"),
     "factor pivoted": ("X = rng.standard_normal((10000, 5)); K = nytro.gaussian_kernel(X, X, 3.0)", None,
                        "nytro.nystrom_factor(K)"),
+    # The inverse R = U^-1 that ends nystrom_factor (k^3 / 3 flops, seconds at k = 10000),
+    # aimed at by its own stage: it calls back after each leaf of its recursion by halves
+    # and between batches of the blocks of its products.
+    "factor inverse": ("X = rng.standard_normal((10000, 5)); K = nytro.gaussian_kernel(X, X, 3.0)", "inverse",
+                       "nytro.nystrom_factor(K, progress=progress)"),
+    # A fit that forms R from the U it keeps (NKRLS's normal equations need it).
+    "NKRLS inverse": ("X = rng.standard_normal((10000, 5)); y = X[:, 0]", "inverse",
+                      "nytro.nkrls_path(X, y, X, 3.0, lambdas=[1e-3], progress=progress)"),
     "Landweber certificate": ("X = rng.standard_normal((2000, 3)); y = np.sin(X[:, 0])", None,
                               "nytro.LandweberRegressor(sigma=0.5, max_iter=10**9).fit(X, y)"),
 }
 
 # Seconds from Ctrl-C to KeyboardInterrupt in the child: 0.01-0.05 s measured for the
 # abandoned LAPACK calls and the certificate, even at a load average of 13 on 2 cores;
-# the pivoted factor at m = 10000, 0.07-0.53 s (median 0.19 s) at a load of 23.
+# the pivoted factor at m = 10000, 0.07-0.53 s (median 0.19 s) at a load of 23; the
+# inverse at k = 10000, 0.09-0.22 s (median 0.17 s) at a load of 9-12 (1.3-1.8 s, the rest
+# of the inverse, before it had interruption points).
 STAGE_REACTS_WITHIN = 1.5
+# The inverse at k = 10000 lasts 1-2 s on 2 cores, even under load (its products run at the
+# GEMM rate): the signal goes soon after it begins, so that it lands inside it.
+SIGNAL_AFTER_IN = {"factor inverse": 0.2, "NKRLS inverse": 0.2}
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child needs POSIX signals")
 @pytest.mark.parametrize("stage", list(STAGE_CALLS))
 def test_ctrl_c_stops_a_long_stage(stage):
     setup, name, call = STAGE_CALLS[stage]
-    result = interrupt_latency(call, setup=setup, stage=name, delay=None if name else 0.0, after=SIGNAL_AFTER,
+    result = interrupt_latency(call, setup=setup, stage=name, delay=None if name else 0.0,
+                               after=SIGNAL_AFTER_IN.get(stage, SIGNAL_AFTER),
                                give_up=60.0)
     assert result.started and not result.finished, f"{stage}: {result}"
     assert result.interrupted, f"{stage}: no KeyboardInterrupt within 60 s: {result.stderr[-2000:]}"

@@ -21,8 +21,11 @@
 #include "kernel/row_kernels.hpp"
 #include "paths/validation.hpp"
 
+#include <functional>
 #include <limits>
 #include <stdexcept>
+#include <string>
+#include <thread>
 
 using namespace support;
 
@@ -338,6 +341,46 @@ NYTRO_TEST(upper_triangular_inverse_by_halves) {
             nytro::detail::invert_upper_triangular_in_place<double>(in_place, threads);
             CHECK_MSG(check::bitwise_equal(in_place, R),
                       "k=" + check::str(k) + " threads=" + check::str(threads) + ": the in-place inverse differs");
+        }
+    }
+}
+
+// The inverse's interruption points: `between` is called only on the calling thread (a
+// Python callback needs it), after each leaf and between batches of the products' blocks
+// (k = 2600: the top-level products are past one batch), leaves the bits unchanged, and an
+// exception from it ends the inverse early and is the one thrown, for 1, 2 (the halves side
+// by side) and 3 threads.
+NYTRO_TEST(upper_triangular_inverse_interruption_points) {
+    struct Stop : std::runtime_error {
+        Stop() : std::runtime_error("stop") {}
+    };
+    for (Index k : {700, 2600}) {
+        MatrixD U = MatrixD(normal(k, k, 40 + k).triangularView<Eigen::Upper>());
+        U.diagonal().array() = U.diagonal().array().abs() + 2.0 * std::sqrt(double(k));
+        const MatrixD R = nytro::detail::upper_triangular_inverse<double>(U, 1);
+        const auto caller = std::this_thread::get_id();
+        for (int threads : {1, 2, 3}) {
+            Index calls = 0;
+            bool elsewhere = false;
+            const std::function<void()> count = [&] {
+                ++calls;
+                elsewhere = elsewhere || std::this_thread::get_id() != caller;
+            };
+            MatrixD in_place = U;
+            nytro::detail::invert_upper_triangular_in_place<double>(in_place, threads, count);
+            const std::string where = "k=" + check::str(k) + " threads=" + check::str(threads);
+            CHECK_MSG(check::bitwise_equal(in_place, R), where + ": the inverse with interruption points differs");
+            CHECK_MSG(!elsewhere, where + ": between called off the calling thread");
+            // Each leaf of 128 columns or fewer calls once (half of them on the other thread
+            // when the halves run side by side), the products at least once each.
+            CHECK_MSG(calls >= (k + 127) / 128 / (threads == 2 ? 2 : 1), where + ": too few interruption points");
+            const Index stop_at = calls / 2;
+            Index seen = 0;
+            const std::function<void()> stop = [&] {
+                if (++seen > stop_at) throw Stop{};
+            };
+            CHECK_THROWS(nytro::detail::upper_triangular_inverse<double>(U, threads, stop), Stop);
+            CHECK_MSG(seen == stop_at + 1, where + ": the inverse went on calling back after the throw");
         }
     }
 }

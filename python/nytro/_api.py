@@ -142,8 +142,11 @@ def sample_centers(n, m, seed):
     return _core.sample_centers(n=n, m_centers=m, seed=seed)
 
 
-def nystrom_factor(K_mm, *, method="pivoted", rank_tol=None, jitter=1e-10, n_threads=None):
-    """R (m x k) with R R^T K_mm R R^T = R R^T and K_mm R R^T K_mm = K_mm (see nystrom.hpp)."""
+def nystrom_factor(K_mm, *, method="pivoted", rank_tol=None, jitter=1e-10, n_threads=None, progress=None):
+    """R (m x k) with R R^T K_mm R R^T = R R^T and K_mm R R^T K_mm = K_mm (see nystrom.hpp).
+
+    progress: None, or a callable progress(stage, done, total) called between blocks of
+    the long stages ("factor", "inverse", ...); an exception from it aborts the call."""
     dt = chk.compute_dtype(None, K_mm)
     K_mm = chk.as_matrix(K_mm, "K_mm", dt)
     if K_mm.shape[0] != K_mm.shape[1]:
@@ -154,6 +157,7 @@ def nystrom_factor(K_mm, *, method="pivoted", rank_tol=None, jitter=1e-10, n_thr
     factor.rank_tol = opt.RANK_TOL.to_core(rank_tol)["factor.rank_tol"]
     factor.jitter = opt.JITTER.to_core(jitter)["factor.jitter"]
     n_threads = chk.check_n_threads(n_threads)
+    chk.check_progress(progress)
     # A kernel matrix is positive semidefinite: its diagonal is >= 0, and a factor of
     # rank 0 (every pivot <= 0) means an indefinite or negative K_mm, not an empty model.
     diagonal = np.diagonal(K_mm)
@@ -161,7 +165,7 @@ def nystrom_factor(K_mm, *, method="pivoted", rank_tol=None, jitter=1e-10, n_thr
         i = int(np.argmin(diagonal))
         raise ValueError(f"K_mm must be positive semidefinite (a kernel matrix), but K_mm[{i}, {i}] = "
                          f"{float(diagonal[i]):.6g} < 0")
-    R = _native("nystrom_factor", dt)(K_mm=K_mm, options=factor, n_threads=n_threads)
+    R = _native("nystrom_factor", dt)(K_mm=K_mm, options=factor, n_threads=n_threads, progress=progress)
     if K_mm.shape[0] > 0 and R.shape[1] == 0 and np.any(K_mm != 0):
         raise ValueError("K_mm has no positive pivot: it is not positive semidefinite (not a kernel matrix)")
     return R

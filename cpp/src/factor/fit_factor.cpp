@@ -12,9 +12,9 @@ double FitFactor<T>::lift_bytes() const {
 }
 
 template <class T>
-const NystromFactor<T>& FitFactor<T>::formed(int n_threads) const {
+const NystromFactor<T>& FitFactor<T>::formed(int n_threads, const Callback& callback) const {
     if (holds_U_) {
-        invert_upper_triangular_in_place<T>(factor_.R, n_threads);
+        invert_upper_triangular_in_place<T>(factor_.R, n_threads, inverse_interruption(callback));
         holds_U_ = false;
     }
     return factor_;

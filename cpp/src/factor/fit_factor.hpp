@@ -24,8 +24,10 @@ public:
     // Bytes read by one lift (the triangle or the whole of the stored matrix).
     double lift_bytes() const;
 
-    // The factor with R formed (U inverted in place, once).
-    const NystromFactor<T>& formed(int n_threads) const;
+    // The factor with R formed (U inverted in place, once), calling `callback` between
+    // the inverse's blocks (it may throw: the factor is then unusable, as the fit that
+    // holds it is abandoned).
+    const NystromFactor<T>& formed(int n_threads, const Callback& callback = {}) const;
 
     // out = R B and out = R^T B, by solves with U while R is not formed.
     void lift(const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads) const;

@@ -255,10 +255,11 @@ NystromFactor<T> pivoted_factor(Matrix<T> W, double rank_tol, bool invert, int n
     // At full rank R takes W's storage; else the leading rank x rank corner is copied out.
     // Without `invert`, R holds U itself (the caller's FitFactor inverts it if needed).
     if (rank == m) {
-        if (invert) detail::invert_upper_triangular_in_place<T>(W, n_threads);
+        if (invert) detail::invert_upper_triangular_in_place<T>(W, n_threads, detail::inverse_interruption(callback));
         factor.R = std::move(W);
     } else if (invert) {
-        factor.R = detail::upper_triangular_inverse<T>(W.topLeftCorner(rank, rank), n_threads);
+        factor.R = detail::upper_triangular_inverse<T>(W.topLeftCorner(rank, rank), n_threads,
+                                                       detail::inverse_interruption(callback));
     } else {
         factor.R = W.topLeftCorner(rank, rank);  // its strict lower part is never read
     }
@@ -268,7 +269,8 @@ NystromFactor<T> pivoted_factor(Matrix<T> W, double rank_tol, bool invert, int n
 
 // The authors' code: R = L^-T with L L^T = K_mm + jitter I (without `invert`, R holds L^T).
 template <class T>
-NystromFactor<T> jittered_cholesky_factor(Matrix<T> shifted, double jitter, bool invert, int n_threads) {
+NystromFactor<T> jittered_cholesky_factor(Matrix<T> shifted, double jitter, bool invert, int n_threads,
+                                          const Callback& callback) {
     const Index m = shifted.rows();
     shifted.diagonal().array() += static_cast<T>(jitter);
     if (!cholesky_lower_in_place<T>(shifted))
@@ -278,7 +280,7 @@ NystromFactor<T> jittered_cholesky_factor(Matrix<T> shifted, double jitter, bool
     factor.support.resize(static_cast<std::size_t>(m));
     std::iota(factor.support.begin(), factor.support.end(), Index(0));
     Matrix<T> U = shifted.template triangularView<Eigen::Lower>().transpose();
-    if (invert) detail::invert_upper_triangular_in_place<T>(U, n_threads);
+    if (invert) detail::invert_upper_triangular_in_place<T>(U, n_threads, detail::inverse_interruption(callback));
     factor.R = std::move(U);
     factor.upper_triangular = true;
     return factor;
@@ -306,7 +308,7 @@ NystromFactor<T> qr_factor(const MatrixCRef<T>& K, double rank_tol, int n_thread
     Matrix<T> L = M;
     if (cholesky_lower_in_place<T>(L)) {  // M = L L^T = T^T T with T = L^T
         Matrix<T> inverse = L.template triangularView<Eigen::Lower>().transpose();
-        detail::invert_upper_triangular_in_place<T>(inverse, n_threads);
+        detail::invert_upper_triangular_in_place<T>(inverse, n_threads, detail::inverse_interruption(callback));
         factor.R.resize(m, k);
         detail::multiply_right<T>(S, inverse, true, factor.R, n_threads);
     } else {
@@ -403,7 +405,7 @@ NystromFactor<T> factor_checked(Matrix<T>&& K_mm, const FactorOptions& options, 
     switch (options.method) {
         case FactorMethod::pivoted: return pivoted_factor<T>(std::move(K_mm), rank_tol, invert, n_threads, callback);
         case FactorMethod::cholesky:
-            return jittered_cholesky_factor<T>(std::move(K_mm), options.jitter, invert, n_threads);
+            return jittered_cholesky_factor<T>(std::move(K_mm), options.jitter, invert, n_threads, callback);
         case FactorMethod::qr: return qr_factor<T>(K_mm, rank_tol, n_threads, callback);
     }
     throw std::invalid_argument("unknown factor method");

@@ -6,6 +6,9 @@
 #include <Eigen/Core>
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -18,6 +21,26 @@ constexpr Index kOutputTile = 512;  // multiply_right: outputs per task, each wa
 
 Index panels(Index rows) { return (rows + kPanel - 1) / kPanel; }
 Index tiles_of(Index size) { return (size + kOutputTile - 1) / kOutputTile; }
+
+// Flops between two calls of a product's `between` (its interruption point): about 0.1 s
+// on one core, a few hundredths on the machine's.
+constexpr double kBatchFlops = 2e9;
+
+// body(task, thread) for task in [0, n_tasks) as parallel_for does it, in batches of
+// about kBatchFlops of the product's `flops` with `between` called after each (outside
+// the parallel regions, on the calling thread), or in one go without `between`. Every
+// task is computed the same way whatever the batches: the same bits.
+template <class Body>
+void parallel_batches(Index n_tasks, double flops, int n_threads, const std::function<void()>& between,
+                      Body&& body) {
+    const Index batches = between ? std::clamp<Index>(Index(flops / kBatchFlops), 1, std::max<Index>(n_tasks, 1)) : 1;
+    const int threads = threads_for(flops, n_threads);
+    for (Index batch = 0; batch < batches; ++batch) {
+        const Index first = n_tasks * batch / batches, last = n_tasks * (batch + 1) / batches;
+        parallel_for(last - first, threads, [&](Index task, int thread) { body(first + task, thread); });
+        if (between) between();
+    }
+}
 
 // out (+)= lhs * B. A single right-hand column goes through Eigen's matrix-vector
 // kernels: as a dynamic row-major matrix it would take the GEMM path, several times
@@ -75,14 +98,14 @@ template void multiply_widened_panels<double, float>(const MatrixCRef<float>&, c
 
 template <class T>
 void multiply_right(const MatrixCRef<T>& A, const MatrixCRef<T>& R, bool upper, MatrixRef<T> out,
-                    int n_threads) {
+                    int n_threads, const std::function<void()>& between) {
     // Tiles of 512 x 512 outputs: each task packs a 512-column slice of R and a 512-row
     // slice of A, where 128-row panels against the whole of R spent much of their time
     // packing R (measured: docs/design.md, "Measurements behind the code"). The widest
     // column tiles, the most work, go first.
     const Index k = R.cols(), row_tiles = tiles_of(A.rows()), col_tiles = tiles_of(k);
     const double flops = 2.0 * A.rows() * R.rows() * R.cols();
-    parallel_for(row_tiles * col_tiles, threads_for(flops, n_threads), [&](Index task, int) {
+    parallel_batches(row_tiles * col_tiles, flops, n_threads, between, [&](Index task, int) {
         const Index r0 = (task / col_tiles) * kOutputTile, c0 = (col_tiles - 1 - task % col_tiles) * kOutputTile;
         const Index rows = std::min(kOutputTile, A.rows() - r0), cols = std::min(kOutputTile, k - c0);
         auto target = out.block(r0, c0, rows, cols);
@@ -106,13 +129,14 @@ namespace {
 // packing the whole of a wide B held the triangular inverse's products far below the GEMM
 // rate). body(r0, rows, c0, cols) for every block; last_rows_first
 // hands out the last row blocks first, where those of a triangular factor are the
-// heaviest.
+// heaviest. With `between`, the blocks run in batches (parallel_batches).
 template <class Body>
-void for_output_blocks(Index rows, Index cols, double flops, int n_threads, bool last_rows_first, Body&& body) {
+void for_output_blocks(Index rows, Index cols, double flops, int n_threads, bool last_rows_first, Body&& body,
+                       const std::function<void()>& between = {}) {
     const bool tiled = cols >= kOutputTile;
     const Index row_step = tiled ? kOutputTile : kPanel, col_step = tiled ? kOutputTile : std::max<Index>(cols, 1);
     const Index row_blocks = (rows + row_step - 1) / row_step, col_blocks = (cols + col_step - 1) / col_step;
-    parallel_for(row_blocks * col_blocks, threads_for(flops, n_threads), [&](Index task, int) {
+    parallel_batches(row_blocks * col_blocks, flops, n_threads, between, [&](Index task, int) {
         Index row_block = task / col_blocks;
         if (last_rows_first) row_block = row_blocks - 1 - row_block;
         const Index r0 = row_block * row_step, c0 = (task % col_blocks) * col_step;
@@ -133,7 +157,7 @@ void multiply(const MatrixCRef<T>& A, const MatrixCRef<T>& B, MatrixRef<T> out, 
 
 template <class T>
 void multiply_left(const MatrixCRef<T>& R, bool upper, const MatrixCRef<T>& B, MatrixRef<T> out,
-                   int n_threads) {
+                   int n_threads, const std::function<void()>& between) {
     const Index k = R.cols();
     const double flops = 2.0 * R.rows() * k * B.cols();
     for_output_blocks(R.rows(), B.cols(), flops, n_threads, false, [&](Index r0, Index rows, Index c0, Index cols) {
@@ -151,7 +175,7 @@ void multiply_left(const MatrixCRef<T>& R, bool upper, const MatrixCRef<T>& B, M
             const auto dense = R.block(r0, r0 + rows, rows, right);
             product<decltype(dense), T>(dense, B.block(r0 + rows, c0, right, cols), target, true);
         }
-    });
+    }, between);
 }
 
 template <class T>
@@ -207,6 +231,11 @@ namespace {
 
 constexpr Index kInverseLeaf = 128;
 
+// Thrown in one of invert_upper_in_place's side-by-side halves once the other has failed
+// (or the caller's `between` has thrown): it only unwinds that thread, and the first
+// failure is the one rethrown.
+struct HalfAbandoned {};
+
 // U^-1 in U's own storage, by halves: with U = [U11 U12; 0 U22], R11 = U11^-1, R22 =
 // U22^-1 and R12 = -R11 U12 R22, where the two products hold three quarters of the
 // k^3 / 3 flops and run as parallel triangular GEMMs. The halves are independent: two
@@ -216,25 +245,67 @@ constexpr Index kInverseLeaf = 128;
 // together. U12 is read (into U12 R22) before R12 overwrites it, and each leaf is copied
 // before it is solved in place. The split depends on k only, so the bits do not depend
 // on the thread count. The strict lower part comes out zero.
+// `between` (the interruption point) is called after each leaf and between batches of the
+// products' blocks, only ever on the calling thread: where the halves run side by side,
+// the other thread instead checks whether the caller's call threw (or its own half failed),
+// and stops if so (a Python callback must run on the thread that holds the call).
 template <class T>
-void invert_upper_in_place(MatrixRef<T> U, int n_threads) {
+void invert_upper_in_place(MatrixRef<T> U, int n_threads, const std::function<void()>& between) {
     const Index k = U.rows();
     if (k <= kInverseLeaf) {
         const Matrix<T> leaf = U.template triangularView<Eigen::Upper>();
         U.setIdentity();
         leaf.template triangularView<Eigen::Upper>().solveInPlace(U);
+        if (between) between();
         return;
     }
     const Index h = std::max<Index>(kInverseLeaf, (k / 2 + 63) / 64 * 64), rest = k - h;
-    const bool side_by_side = n_threads == 2;
-    parallel_for(2, side_by_side ? 2 : 1, [&](Index half, int) {
-        const int threads = side_by_side ? 1 : n_threads;
-        if (half == 0) invert_upper_in_place<T>(U.topLeftCorner(h, h), threads);
-        else invert_upper_in_place<T>(U.bottomRightCorner(rest, rest), threads);
-    });
+    const auto invert_half = [&](int half, int threads, const std::function<void()>& check) {
+        if (half == 0) invert_upper_in_place<T>(U.topLeftCorner(h, h), threads, check);
+        else invert_upper_in_place<T>(U.bottomRightCorner(rest, rest), threads, check);
+    };
+    if (n_threads != 2) {
+        invert_half(0, n_threads, between);
+        invert_half(1, n_threads, between);
+    } else {
+        // Thread t of the team takes half t (both, in a team of one), so that half 0, the
+        // one that calls `between`, is on the calling thread.
+        std::exception_ptr interrupted, errors[2];
+        std::atomic<bool> stop{false};
+        const std::function<void()> on_caller = [&] {
+            if (stop.load(std::memory_order_relaxed)) throw HalfAbandoned{};
+            try {
+                between();
+            } catch (...) {
+                interrupted = std::current_exception();
+                stop.store(true, std::memory_order_relaxed);
+                throw;
+            }
+        };
+        const std::function<void()> on_other = [&] {
+            if (stop.load(std::memory_order_relaxed)) throw HalfAbandoned{};
+        };
+        parallel_team(2, [&](const Team& team) {
+            for (int half = team.thread; half < 2; half += team.size) {
+                try {
+                    if (!between) invert_half(half, 1, between);
+                    else invert_half(half, 1, team.thread == 0 ? on_caller : on_other);
+                } catch (const HalfAbandoned&) {
+                    // the other half's error is the one to report
+                } catch (...) {
+                    errors[half] = std::current_exception();
+                    stop.store(true, std::memory_order_relaxed);
+                }
+            }
+        });
+        if (interrupted) std::rethrow_exception(interrupted);
+        for (const auto& error : errors)
+            if (error) std::rethrow_exception(error);
+    }
     Matrix<T> U12_R22(h, rest);
-    multiply_right<T>(U.topRightCorner(h, rest), U.bottomRightCorner(rest, rest), true, U12_R22, n_threads);
-    multiply_left<T>(U.topLeftCorner(h, h), true, U12_R22, U.topRightCorner(h, rest), n_threads);
+    multiply_right<T>(U.topRightCorner(h, rest), U.bottomRightCorner(rest, rest), true, U12_R22, n_threads,
+                      between);
+    multiply_left<T>(U.topLeftCorner(h, h), true, U12_R22, U.topRightCorner(h, rest), n_threads, between);
     U.topRightCorner(h, rest) *= T(-1);
     U.bottomLeftCorner(rest, h).setZero();
 }
@@ -246,34 +317,35 @@ int inverse_threads(Index k, int n_threads) {
 }  // namespace
 
 template <class T>
-Matrix<T> upper_triangular_inverse(const MatrixCRef<T>& U, int n_threads) {
+Matrix<T> upper_triangular_inverse(const MatrixCRef<T>& U, int n_threads, const std::function<void()>& between) {
     const Index k = U.rows();
     Matrix<T> R(k, k);
     populate(R);
     R.template triangularView<Eigen::Upper>() = U.template triangularView<Eigen::Upper>();
-    invert_upper_in_place<T>(R, inverse_threads(k, n_threads));
+    invert_upper_in_place<T>(R, inverse_threads(k, n_threads), between);
     return R;
 }
 
 template <class T>
-void invert_upper_triangular_in_place(Matrix<T>& U, int n_threads) {
+void invert_upper_triangular_in_place(Matrix<T>& U, int n_threads, const std::function<void()>& between) {
     if (U.rows() != U.cols())
         throw std::logic_error("nytro internal error: in-place inverse of a " + std::to_string(U.rows()) + "x" +
                                std::to_string(U.cols()) + " matrix");
-    invert_upper_in_place<T>(U, inverse_threads(U.rows(), n_threads));
+    invert_upper_in_place<T>(U, inverse_threads(U.rows(), n_threads), between);
 }
 
 #define NYTRO_INSTANTIATE(T)                                                                      \
     template void multiply<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, MatrixRef<T>, int);    \
     template void multiply_right<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, bool,            \
-                                    MatrixRef<T>, int);                                          \
+                                    MatrixRef<T>, int, const std::function<void()>&);            \
     template void multiply_left<T>(const MatrixCRef<T>&, bool, const MatrixCRef<T>&,             \
-                                   MatrixRef<T>, int);                                           \
+                                   MatrixRef<T>, int, const std::function<void()>&);             \
     template void multiply_left_transposed<T>(const MatrixCRef<T>&, bool, const MatrixCRef<T>&,  \
                                               MatrixRef<T>, int);                                \
     template void mirror_lower<T>(MatrixRef<T>);                                                 \
-    template Matrix<T> upper_triangular_inverse<T>(const MatrixCRef<T>&, int);                    \
-    template void invert_upper_triangular_in_place<T>(Matrix<T>&, int);
+    template Matrix<T> upper_triangular_inverse<T>(const MatrixCRef<T>&, int,                     \
+                                                   const std::function<void()>&);                \
+    template void invert_upper_triangular_in_place<T>(Matrix<T>&, int, const std::function<void()>&);
 NYTRO_INSTANTIATE(float)
 NYTRO_INSTANTIATE(double)
 #undef NYTRO_INSTANTIATE  // unity builds put several sources in one unit

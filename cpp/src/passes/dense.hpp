@@ -47,14 +47,16 @@ template <class T, class S>
 void multiply_widened_panels(const MatrixCRef<S>& M, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads);
 
 // out = A * R, with R upper triangular when `upper` (its strict lower part is ignored).
+// `between`, if given, is called every ~2e9 flops, outside the parallel regions (an
+// interruption point: it may throw; out is then partly written). The same bits either way.
 template <class T>
 void multiply_right(const MatrixCRef<T>& A, const MatrixCRef<T>& R, bool upper, MatrixRef<T> out,
-                    int n_threads);
+                    int n_threads, const std::function<void()>& between = {});
 
-// out = R * B, with R upper triangular when `upper`.
+// out = R * B, with R upper triangular when `upper`; `between` as for multiply_right.
 template <class T>
 void multiply_left(const MatrixCRef<T>& R, bool upper, const MatrixCRef<T>& B, MatrixRef<T> out,
-                   int n_threads);
+                   int n_threads, const std::function<void()>& between = {});
 
 // out = R^T * B, with R upper triangular when `upper`.
 template <class T>
@@ -78,14 +80,26 @@ void rank_update_widened(const MatrixCRef<S>& B, MatrixRef<T> G, int n_threads);
 template <class T>
 void mirror_lower(MatrixRef<T> G);
 
-// Inverse of an upper triangular matrix (strict lower part of U ignored).
+// Inverse of an upper triangular matrix (strict lower part of U ignored). `between`, if
+// given, is called on the calling thread after each 128-column leaf and every ~2e9 flops
+// of the products (an interruption point: it may throw, leaving the result unfinished);
+// the bits do not depend on it.
 template <class T>
-Matrix<T> upper_triangular_inverse(const MatrixCRef<T>& U, int n_threads);
+Matrix<T> upper_triangular_inverse(const MatrixCRef<T>& U, int n_threads,
+                                   const std::function<void()>& between = {});
 
 // The same in U's own storage (strict lower part of U ignored, and set to zero): the
 // same bits as upper_triangular_inverse, without a second k x k matrix (800 MB at
-// k = 10000, and a fresh buffer's first touch is slow: see huge_pages.hpp).
+// k = 10000, and a fresh buffer's first touch is slow: see huge_pages.hpp). After a
+// throw from `between`, U holds neither U nor its inverse.
 template <class T>
-void invert_upper_triangular_in_place(Matrix<T>& U, int n_threads);
+void invert_upper_triangular_in_place(Matrix<T>& U, int n_threads, const std::function<void()>& between = {});
+
+// The `between` of a triangular inverse run inside a call with `callback` (which must
+// outlive it): reports the stage "inverse", so that Ctrl-C reaches the inverse.
+inline std::function<void()> inverse_interruption(const Callback& callback) {
+    if (!callback) return {};
+    return [&callback] { callback({"inverse", 0, 1}); };
+}
 
 }  // namespace nytro::detail

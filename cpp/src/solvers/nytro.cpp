@@ -136,11 +136,11 @@ struct GramSolver {
         // The symmetric pass reads H's lower triangle only: it is not mirrored.
         auto normal = [&] {
             if constexpr (std::is_same_v<S, T>)
-                return detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads), sigma,
+                return detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads, callback), sigma,
                                                           threads, callback,
                                                           false, /*mirror=*/false, setup.kernel_first);
             else
-                return detail::stream_float_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads), sigma,
+                return detail::stream_float_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads, callback), sigma,
                                                                 threads,
                                                                 callback);
         }();
@@ -170,7 +170,7 @@ struct SpectralSolver {
                const detail::NystromSetup<T>& setup, double sigma, int threads, const Callback& callback) {
         constexpr bool low = !std::is_same_v<S, T>;
         auto normal =
-            detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads), sigma, threads,
+            detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads, callback), sigma, threads,
                                                callback, low, true,
                                                setup.kernel_first);
         Matrix<T> V;
@@ -335,7 +335,8 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
             };
             result.solver = choose(!low);
             if (result.solver != Solver::direct && !low) {
-                setup.kernel_first = detail::kernel_first_is_accurate<T>(X.rows(), setup.factor.formed(threads), threads);
+                setup.kernel_first = detail::kernel_first_is_accurate<T>(
+                    X.rows(), setup.factor.formed(threads, options.callback), threads);
                 result.solver = choose(*setup.kernel_first);
             }
         }

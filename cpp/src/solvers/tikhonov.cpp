@@ -169,8 +169,8 @@ TikhonovResult<T> nkrls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, con
         if (setup.validation) setup.validation->set_weights(options.validation_weights);
         if (setup.validation) setup.validation->set_metric(options.metric);
         const auto normal =
-            detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads), sigma, threads,
-                                               options.callback, low);
+            detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads, options.callback), sigma,
+                                               threads, options.callback, low);
         ShiftedSolves<T> solves(normal.H, normal.C, options.solver);
         const Matrix<T> betas = solves.solve_all(scaled(lambdas, X.rows()), options.callback);
         Matrix<T> alphas(setup.used.rows(), betas.cols());
