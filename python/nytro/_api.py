@@ -90,7 +90,8 @@ def _tikhonov_result(raw: dict, lambdas: list, one_d: bool, scale: chk.TargetSca
 
 
 def gaussian_kernel(X, Z, sigma, *, n_threads=None, dtype=None, out=None):
-    """K[i, j] = exp(-||X[i] - Z[j]||^2 / (2 sigma^2)), fused and blocked in C++.
+    """K[i, j] = exp(-||X[i] - Z[j]||^2 / (2 sigma^2)), fused and blocked in C++: the
+    shorthand of kernel_matrix(X, Z, kernel="gaussian", sigma=sigma).
 
     out: an existing C-contiguous, writable array of shape (len(X), len(Z)) and of the
     computation's dtype to write K into (it is returned). Reusing one saves the first
@@ -98,21 +99,44 @@ def gaussian_kernel(X, Z, sigma, *, n_threads=None, dtype=None, out=None):
     d = 90 took 175 ms fresh on a first call (the VM's host backing the pages anew)
     against 136 ms into an existing array in the same run.
     """
+    return _kernel_into(X, Z, lambda d: chk.check_sigma(sigma), n_threads, dtype, out)
+
+
+def kernel_matrix(X, Z, *, kernel="gaussian", sigma=1.0, matern_nu=1.5, n_threads=None, dtype=None, out=None):
+    """K[i, j] = k(X[i], Z[j]), fused and blocked in C++, with r = ||(X[i] - Z[j]) / sigma||:
+
+    - "gaussian":  exp(-r^2 / 2)  (scikit-learn's RBF(length_scale=sigma))
+    - "laplacian": exp(-r), the Euclidean distance (scikit-learn's laplacian_kernel uses
+      the L1 distance instead); the same as "matern" with matern_nu=0.5
+    - "matern":    u = sqrt(2 matern_nu) r; matern_nu = 0.5: exp(-u), 1.5: (1 + u) exp(-u),
+      2.5: (1 + u + u^2 / 3) exp(-u) (scikit-learn's Matern(length_scale=sigma,
+      nu=matern_nu), which scales r by sqrt(2 nu) the same way)
+    - "linear":    X[i] . Z[j] (sigma unused; scikit-learn's linear_kernel)
+
+    sigma: one bandwidth, or an array of one per feature (ARD: r is the distance of the
+    features divided by their own bandwidths), as scikit-learn's length_scale.
+    out: as gaussian_kernel's.
+    """
+    return _kernel_into(X, Z, lambda d: chk.check_kernel(kernel, sigma, matern_nu, d), n_threads, dtype, out)
+
+
+def _kernel_into(X, Z, spec_for, n_threads, dtype, out):
     dt = chk.compute_dtype(dtype, X, Z)
     X = chk.as_matrix(X, "X", dt)
     Z = chk.as_matrix(Z, "Z", dt)
     if X.shape[1] != Z.shape[1]:
         raise ValueError(f"X has {X.shape[1]} features but Z has {Z.shape[1]}")
-    sigma, n_threads = chk.check_sigma(sigma), chk.check_n_threads(n_threads)
+    spec, n_threads = spec_for(X.shape[1]), chk.check_n_threads(n_threads)
     if out is None:
-        return _native("gaussian_kernel", dt)(X, Z, sigma, n_threads)
+        return _native("kernel_matrix", dt)(X, Z, spec, n_threads)
     chk.check_output_array(out, "out", (X.shape[0], Z.shape[0]), dt)
-    _native("gaussian_kernel_into", dt)(X, Z, sigma, out, n_threads)
+    _native("kernel_matrix_into", dt)(X, Z, spec, out, n_threads)
     return out
 
 
-def kernel_predict(X, centers, coef, sigma, *, n_threads=None, progress=None):
-    """gaussian_kernel(X, centers, sigma) @ coef, streaming rows of X (no n x m kernel kept)."""
+def kernel_predict(X, centers, coef, sigma, *, kernel="gaussian", matern_nu=1.5, n_threads=None, progress=None):
+    """kernel_matrix(X, centers, kernel=kernel, sigma=sigma, matern_nu=matern_nu) @ coef,
+    streaming rows of X (no n x m kernel kept)."""
     coef = np.asarray(coef)
     dt = chk.compute_dtype(None, centers, coef)
     X = chk.as_matrix(X, "X", dt)
@@ -124,7 +148,8 @@ def kernel_predict(X, centers, coef, sigma, *, n_threads=None, progress=None):
     if coef.shape[0] != centers.shape[0]:
         raise ValueError(f"coef has {coef.shape[0]} rows but there are {centers.shape[0]} centres")
     chk.check_progress(progress)
-    out = _native("kernel_predict", dt)(X, centers, coef, chk.check_sigma(sigma),
+    spec = chk.check_kernel(kernel, sigma, matern_nu, X.shape[1])
+    out = _native("kernel_predict", dt)(X, centers, coef, spec,
                                         chk.check_n_threads(n_threads), progress)
     return out[:, 0] if one_d else out
 
@@ -162,7 +187,8 @@ def nystrom_factor(K_mm, *, method="pivoted", rank_tol=None, jitter=1e-10, n_thr
     return R
 
 
-def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
+def nytro_path(X, y, centers, sigma, *, kernel="gaussian", matern_nu=1.5, X_val=None, y_val=None, method="gd",
+               nu=1.0, max_iter=500,
                step_size="auto", stopping="best", tol=None, window=10, n_iter_no_change=None,
                iterates="auto", factor="pivoted", rank_tol=None,
                jitter=1e-10, solver="auto", storage=None, n_threads=None, progress=None,
@@ -177,8 +203,10 @@ def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=
     the stepwise iterate by a computed bound (float32 epsilons with storage="float32"), in
     tens of products with A^T A instead of one per iteration; "auto" does so in float64
     compute unless the solver is "spectral". The result's `products` counts the products
-    taken."""
+    taken. kernel, sigma, matern_nu: the kernel, as kernel_matrix takes them (nu is the
+    nu-method's order, not the Matern kernel's)."""
     dt, X, Y, one_d, Xv, Yv, centers, scale = _training_data(X, y, X_val, y_val, dtype, centers)
+    spec = chk.check_kernel(kernel, sigma, matern_nu, X.shape[1])
     chk.check_choice("method", method, chk.METHODS)
     step_rule, step_value = chk.check_step_size(step_size)
     chk.check_choice("stopping", stopping, chk.STOPPING_RULES)
@@ -187,7 +215,7 @@ def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=
     chk.check_choice("iterates", iterates, chk.GD_ITERATES)
     chk.check_progress(progress)
     raw = _native("nytro_path", dt)(
-        X, Y, centers, chk.check_sigma(sigma), Xv, Yv, method, chk.check_nu(nu),
+        X, Y, centers, spec, Xv, Yv, method, chk.check_nu(nu),
         chk.check_int("max_iter", max_iter, 1), step_rule,
         step_value, stopping, chk.tol_for_scaled_targets(tol, stopping, scale), chk.check_int("window", window, 2),
         chk.check_patience(n_iter_no_change), iterates, factor,
@@ -197,60 +225,71 @@ def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=
     return _path_result(raw, one_d, scale)
 
 
-def landweber_path(X, y, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
+def landweber_path(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, X_val=None, y_val=None, method="gd", nu=1.0,
+                   max_iter=500,
                    step_size="paper", stopping="best", tol=None, window=10, n_iter_no_change=None,
                    iterates="auto", n_threads=None, progress=None, dtype=None) -> PathResult:
     """Landweber iteration (early stopping) on the full n x n kernel (method gd), or its
-    accelerated forms (nu, cg) on K alpha = y. iterates: as for nytro_path."""
+    accelerated forms (nu, cg) on K alpha = y. iterates, kernel, matern_nu: as for
+    nytro_path."""
     dt, X, Y, one_d, Xv, Yv, _, scale = _training_data(X, y, X_val, y_val, dtype)
+    spec = chk.check_kernel(kernel, sigma, matern_nu, X.shape[1])
     chk.check_choice("method", method, chk.METHODS)
     step_rule, step_value = chk.check_step_size(step_size)
     chk.check_choice("stopping", stopping, chk.STOPPING_RULES)
     chk.check_choice("iterates", iterates, chk.GD_ITERATES)
     chk.check_progress(progress)
     raw = _native("landweber_path", dt)(
-        X, Y, chk.check_sigma(sigma), Xv, Yv, method, chk.check_nu(nu), chk.check_int("max_iter", max_iter, 1),
+        X, Y, spec, Xv, Yv, method, chk.check_nu(nu), chk.check_int("max_iter", max_iter, 1),
         step_rule, step_value,
         stopping, chk.tol_for_scaled_targets(tol, stopping, scale), chk.check_int("window", window, 2),
         chk.check_patience(n_iter_no_change), iterates, chk.check_n_threads(n_threads), progress, scale.weights())
     return _path_result(raw, one_d, scale)
 
 
-def nkrls_path(X, y, centers, sigma, *, lambdas=None, X_val=None, y_val=None, factor="pivoted",
-               rank_tol=None, jitter=1e-10, solver="eigh", storage=None, n_threads=None, progress=None,
+def nkrls_path(X, y, centers, sigma, *, kernel="gaussian", matern_nu=1.5, lambdas=None, X_val=None, y_val=None,
+               factor="pivoted", rank_tol=None, jitter=1e-10, solver="eigh", storage=None,
+               n_threads=None, progress=None,
                dtype=None) -> TikhonovResult:
     """Nystrom KRLS along a lambda grid (default: the paper's 100 values in [1e-15, 1]).
-    storage="float32" computes the kernel blocks of A^T A and keeps K_val in float32."""
+    storage="float32" computes the kernel blocks of A^T A and keeps K_val in float32.
+    kernel, matern_nu: as for nytro_path."""
     dt, X, Y, one_d, Xv, Yv, centers, scale = _training_data(X, y, X_val, y_val, dtype, centers)
     lambdas = chk.check_lambdas(lambdas)
     chk.check_choice("factor", factor, chk.FACTOR_METHODS)
     chk.check_choice("solver", solver, chk.TIKHONOV_SOLVERS)
-    sigma, n_threads = chk.check_sigma(sigma), chk.check_n_threads(n_threads)
+    spec = chk.check_kernel(kernel, sigma, matern_nu, X.shape[1])
+    n_threads = chk.check_n_threads(n_threads)
     rank_tol = chk.check_optional_positive("rank_tol", rank_tol, -1.0)
     jitter = chk.check_optional_positive("jitter", jitter, 1e-10)
     storage = chk.check_storage(storage)
     chk.check_progress(progress)
-    raw = _native("nkrls_path", dt)(X, Y, centers, sigma, lambdas, Xv, Yv, factor, rank_tol, jitter, solver,
+    raw = _native("nkrls_path", dt)(X, Y, centers, spec, lambdas, Xv, Yv, factor, rank_tol, jitter, solver,
                                     storage, n_threads, progress, scale.weights())
     return _tikhonov_result(raw, lambdas, one_d, scale)
 
 
-def krls_path(X, y, sigma, *, lambdas=None, X_val=None, y_val=None, solver="eigh", n_threads=None,
+def krls_path(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, lambdas=None, X_val=None, y_val=None,
+              solver="eigh", n_threads=None,
               progress=None, dtype=None) -> TikhonovResult:
-    """KRLS (Tikhonov on the full kernel) along a lambda grid."""
+    """KRLS (Tikhonov on the full kernel) along a lambda grid. kernel, matern_nu: as for
+    nytro_path."""
     dt, X, Y, one_d, Xv, Yv, _, scale = _training_data(X, y, X_val, y_val, dtype)
     lambdas = chk.check_lambdas(lambdas)
     chk.check_choice("solver", solver, chk.TIKHONOV_SOLVERS)
-    sigma, n_threads = chk.check_sigma(sigma), chk.check_n_threads(n_threads)
+    spec = chk.check_kernel(kernel, sigma, matern_nu, X.shape[1])
+    n_threads = chk.check_n_threads(n_threads)
     chk.check_progress(progress)
-    raw = _native("krls_path", dt)(X, Y, sigma, lambdas, Xv, Yv, solver, n_threads, progress, scale.weights())
+    raw = _native("krls_path", dt)(X, Y, spec, lambdas, Xv, Yv, solver, n_threads, progress, scale.weights())
     return _tikhonov_result(raw, lambdas, one_d, scale)
 
 
-def kols(X, y, sigma, *, rcond=None, n_threads=None, dtype=None):
-    """KOLS: alpha = pinv(K) y (eigenvalues below rcond * max dropped; rcond=None: n * eps)."""
+def kols(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, rcond=None, n_threads=None, dtype=None):
+    """KOLS: alpha = pinv(K) y (eigenvalues below rcond * max dropped; rcond=None: n * eps).
+    kernel, matern_nu: as for nytro_path."""
     dt, X, Y, one_d, _, _, _, scale = _training_data(X, y, None, None, dtype)
     rcond = chk.check_optional_positive("rcond", rcond, -1.0)
-    sigma, n_threads = chk.check_sigma(sigma), chk.check_n_threads(n_threads)
-    coef = _native("kols", dt)(X, Y, sigma, rcond, n_threads)
+    spec = chk.check_kernel(kernel, sigma, matern_nu, X.shape[1])
+    n_threads = chk.check_n_threads(n_threads)
+    coef = _native("kols", dt)(X, Y, spec, rcond, n_threads)
     return _coef(_scaled_coef(coef, scale), one_d)

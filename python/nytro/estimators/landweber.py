@@ -11,7 +11,8 @@ class LandweberRegressor(KernelRegressorBase):
     n x n kernel, stopped at the iteration with the best hold-out RMSE. Memory O(n^2).
 
     Parameters are those of NytroRegressor without the Nystrom ones; step_size defaults
-    to "paper" (1/n, as in the paper's experiments) and n_iter_no_change to None (the
+    to "paper" (1/n, as in the paper's experiments; 1 / (n max ||x_i||^2) for
+    kernel="linear") and n_iter_no_change to None (the
     whole path). method "nu" and "cg" accelerate the iterations on K alpha = y; "hybrid"
     selects (t, lambda) of Tikhonov's problem projected onto their Krylov space (lambda_).
     iterates ("auto", "lanczos", "stepwise") is as for NytroRegressor. As there, fit emits
@@ -27,10 +28,13 @@ class LandweberRegressor(KernelRegressorBase):
     lambda_ : method "hybrid": the selected lambda, else None.
     """
 
-    def __init__(self, sigma=1.0, *, method="gd", nu=1.0, max_iter=500, step_size="paper", stopping="best",
-                 tol=None, window=10, n_iter_no_change=None, iterates="auto", validation_fraction=0.2,
+    def __init__(self, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, method="gd", nu=1.0, max_iter=500,
+                 step_size="paper", stopping="best", tol=None, window=10, n_iter_no_change=None, iterates="auto",
+                 validation_fraction=0.2,
                  random_state=None, n_threads=None, verbose=0, dtype=None):
         self.sigma = sigma
+        self.kernel = kernel
+        self.matern_nu = matern_nu
         self.method = method
         self.nu = nu
         self.max_iter = max_iter
@@ -50,7 +54,8 @@ class LandweberRegressor(KernelRegressorBase):
         X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)
         held_out = X_val.shape[0] > 0
         result = landweber_path(
-            X_train, Y_train, self.sigma, X_val=X_val if held_out else None, y_val=Y_val if held_out else None,
+            X_train, Y_train, self.sigma, kernel=self.kernel, matern_nu=self.matern_nu,
+            X_val=X_val if held_out else None, y_val=Y_val if held_out else None,
             method=self.method, nu=self.nu, max_iter=self.max_iter, step_size=self.step_size, stopping=self.stopping,
             tol=self.tol,
             window=self.window, n_iter_no_change=self.n_iter_no_change, iterates=self.iterates,

@@ -26,7 +26,7 @@ class NystromKRLSRegressor(KernelRegressorBase):
 
     Parameters
     ----------
-    n_centers, sigma, factor, storage : as in NytroRegressor (storage="float32" computes
+    n_centers, sigma, kernel, matern_nu, factor, storage : as in NytroRegressor (storage="float32" computes
     the kernel blocks of A^T A and keeps the hold-out kernel in float32).""" + _SHARED_DOC + """
     Attributes
     ----------
@@ -34,10 +34,13 @@ class NystromKRLSRegressor(KernelRegressorBase):
     lambdas_ : the grid; validation_rmse_ : hold-out RMSE per lambda; rank_ : columns of R.
     """
 
-    def __init__(self, n_centers=1000, sigma=1.0, *, lambdas=None, factor="pivoted", solver="eigh", storage=None,
+    def __init__(self, n_centers=1000, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, lambdas=None,
+                 factor="pivoted", solver="eigh", storage=None,
                  validation_fraction=0.2, random_state=None, n_threads=None, verbose=0, dtype=None):
         self.n_centers = n_centers
         self.sigma = sigma
+        self.kernel = kernel
+        self.matern_nu = matern_nu
         self.lambdas = lambdas
         self.factor = factor
         self.solver = solver
@@ -54,7 +57,8 @@ class NystromKRLSRegressor(KernelRegressorBase):
         centers = draw_centers(X_train, self.n_centers, rng)
         held_out = X_val.shape[0] > 0
         result = nkrls_path(
-            X_train, Y_train, centers, self.sigma, lambdas=lambdas, X_val=X_val if held_out else None,
+            X_train, Y_train, centers, self.sigma, kernel=self.kernel, matern_nu=self.matern_nu, lambdas=lambdas,
+            X_val=X_val if held_out else None,
             y_val=Y_val if held_out else None, factor=self.factor, solver=self.solver, storage=self.storage,
             n_threads=self.n_threads, progress=self._progress())
         self.centers_ = centers
@@ -71,16 +75,19 @@ class KRLSRegressor(KernelRegressorBase):
 
     Parameters
     ----------
-    sigma : as in NytroRegressor.""" + _SHARED_DOC + """
+    sigma, kernel, matern_nu : as in NytroRegressor.""" + _SHARED_DOC + """
     Attributes
     ----------
     centers_ : the training rows; coef_, lambda_, lambdas_, validation_rmse_ : as in
     NystromKRLSRegressor.
     """
 
-    def __init__(self, sigma=1.0, *, lambdas=None, solver="eigh", validation_fraction=0.2, random_state=None,
+    def __init__(self, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, lambdas=None, solver="eigh",
+                 validation_fraction=0.2, random_state=None,
                  n_threads=None, verbose=0, dtype=None):
         self.sigma = sigma
+        self.kernel = kernel
+        self.matern_nu = matern_nu
         self.lambdas = lambdas
         self.solver = solver
         self.validation_fraction = validation_fraction
@@ -94,7 +101,8 @@ class KRLSRegressor(KernelRegressorBase):
         X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)
         held_out = X_val.shape[0] > 0
         result = krls_path(
-            X_train, Y_train, self.sigma, lambdas=lambdas, X_val=X_val if held_out else None,
+            X_train, Y_train, self.sigma, kernel=self.kernel, matern_nu=self.matern_nu, lambdas=lambdas,
+            X_val=X_val if held_out else None,
             y_val=Y_val if held_out else None, solver=self.solver, n_threads=self.n_threads,
             progress=self._progress())
         self.centers_ = X_train
