@@ -313,7 +313,7 @@ PackedCenters<T>::PackedCenters(const MatrixCRef<T>& Z, const KernelSpec& kernel
             const double sigma = kernel.sigma[kernel.sigma.size() == 1 ? 0 : std::size_t(j)];
             const double inverse = 1.0 / (units(kernel) * sigma);
             require(std::isfinite(inverse) && static_cast<T>(inverse) < std::numeric_limits<T>::infinity(),
-                    "sigma=" + format_number(sigma) + " is too small to represent 1 / (2 sigma^2)");
+                    "sigma=" + format_number(sigma) + " is too small: 1 / sigma overflows the compute type");
             inverse_[j] = static_cast<T>(inverse);
         }
     }
