@@ -203,6 +203,20 @@ def test_paths_match_reference(kernel, matern_nu, dtype, monkeypatch):
                  ref.kernel_predict(p.X_val, p.centers, coef, sigma, **k), dtype, what="predict")
 
 
+@pytest.mark.parametrize("kernel,matern_nu", KERNELS[1:5], ids=IDS[1:5])
+def test_duplicated_centres_give_a_rank_deficient_factor_and_the_reference_path(kernel, matern_nu):
+    """Duplicated centres make K_mm singular (its rows repeat exactly: the diagonal and
+    the duplicates' entries are computed alike); the pivoted factor drops them."""
+    p = make_problem()
+    centers = np.vstack([p.centers, p.centers[:10]])
+    k = {"kernel": kernel, "matern_nu": matern_nu}
+    got = nytro.nytro_path(p.X, p.y, centers, 1.1, **k, **p.holdout, max_iter=40, method="gd", **SERIAL)
+    want = ref.nytro_path(p.X, p.y, centers, 1.1, **k, **p.holdout, max_iter=40, method="gd")
+    assert got.rank == want.rank == len(p.centers)
+    assert got.n_iter == want.n_iter
+    assert_close(got.validation_rmse, want.validation_rmse, np.float64, what="path")
+
+
 def test_linear_kernel_paper_step_uses_the_largest_squared_norm():
     """gamma / n with gamma = 1 / max_i k(x_i, x_i) = 1 / max ||x_i||^2 for the linear
     kernel (1 for the distance kernels): 1 / n alone is unstable once ||x|| > sqrt(2)."""
