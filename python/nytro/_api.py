@@ -94,28 +94,52 @@ def _tikhonov_result(raw: dict, lambdas: list, one_d: bool, scale: chk.TargetSca
 
 
 def gaussian_kernel(X, Z, sigma, *, n_threads=None, dtype=None, out=None):
-    """K[i, j] = exp(-||X[i] - Z[j]||^2 / (2 sigma^2)), fused and blocked in C++.
+    """K[i, j] = exp(-||X[i] - Z[j]||^2 / (2 sigma^2)), fused and blocked in C++: the
+    shorthand of kernel_matrix(X, Z, kernel="gaussian", sigma=sigma).
 
     out: an existing C-contiguous, writable array of shape (len(X), len(Z)) and of the
     computation's dtype to write K into (it is returned). Reusing one saves the first
     touch of a fresh result's pages, which costs a sizeable share of the kernel's own
     time on a fresh n x m array (measured: docs/design.md).
     """
+    return _kernel_into(X, Z, lambda d: chk.check_sigma(sigma), n_threads, dtype, out)
+
+
+def kernel_matrix(X, Z, *, kernel="gaussian", sigma=1.0, matern_nu=1.5, n_threads=None, dtype=None, out=None):
+    """K[i, j] = k(X[i], Z[j]), fused and blocked in C++, with r = ||(X[i] - Z[j]) / sigma||:
+
+    - "gaussian":  exp(-r^2 / 2)  (scikit-learn's RBF(length_scale=sigma))
+    - "laplacian": exp(-r), the Euclidean distance (scikit-learn's laplacian_kernel uses
+      the L1 distance instead); the same as "matern" with matern_nu=0.5
+    - "matern":    u = sqrt(2 matern_nu) r; matern_nu = 0.5: exp(-u), 1.5: (1 + u) exp(-u),
+      2.5: (1 + u + u^2 / 3) exp(-u) (scikit-learn's Matern(length_scale=sigma,
+      nu=matern_nu), which scales r by sqrt(2 nu) the same way)
+    - "linear":    X[i] . Z[j] (sigma unused; scikit-learn's linear_kernel)
+
+    sigma: one bandwidth, or an array of one per feature (ARD: r is the distance of the
+    features divided by their own bandwidths), as scikit-learn's length_scale.
+    out: as gaussian_kernel's.
+    """
+    return _kernel_into(X, Z, lambda d: chk.check_kernel(kernel, sigma, matern_nu, d), n_threads, dtype, out)
+
+
+def _kernel_into(X, Z, spec_for, n_threads, dtype, out):
     dt = chk.compute_dtype(dtype, X, Z)
     X = chk.as_matrix(X, "X", dt)
     Z = chk.as_matrix(Z, "Z", dt)
     if X.shape[1] != Z.shape[1]:
         raise ValueError(f"X has {X.shape[1]} features but Z has {Z.shape[1]}")
-    sigma, n_threads = chk.check_sigma(sigma), chk.check_n_threads(n_threads)
+    spec, n_threads = spec_for(X.shape[1]), chk.check_n_threads(n_threads)
     if out is None:
-        return _native("gaussian_kernel", dt)(X=X, Z=Z, sigma=sigma, n_threads=n_threads)
+        return _native("kernel_matrix", dt)(X=X, Z=Z, kernel=spec, n_threads=n_threads)
     chk.check_output_array(out, "out", (X.shape[0], Z.shape[0]), dt)
-    _native("gaussian_kernel_into", dt)(X=X, Z=Z, sigma=sigma, out=out, n_threads=n_threads)
+    _native("kernel_matrix_into", dt)(X=X, Z=Z, kernel=spec, out=out, n_threads=n_threads)
     return out
 
 
-def kernel_predict(X, centers, coef, sigma, *, n_threads=None, progress=None):
-    """gaussian_kernel(X, centers, sigma) @ coef, streaming rows of X (no n x m kernel kept)."""
+def kernel_predict(X, centers, coef, sigma, *, kernel="gaussian", matern_nu=1.5, n_threads=None, progress=None):
+    """kernel_matrix(X, centers, kernel=kernel, sigma=sigma, matern_nu=matern_nu) @ coef,
+    streaming rows of X (no n x m kernel kept)."""
     coef = np.asarray(coef)
     dt = chk.compute_dtype(None, centers, coef)
     X = chk.as_matrix(X, "X", dt)
@@ -127,7 +151,8 @@ def kernel_predict(X, centers, coef, sigma, *, n_threads=None, progress=None):
     if coef.shape[0] != centers.shape[0]:
         raise ValueError(f"coef has {coef.shape[0]} rows but there are {centers.shape[0]} centres")
     chk.check_progress(progress)
-    out = _native("kernel_predict", dt)(X=X, centers=centers, coef=coef, sigma=chk.check_sigma(sigma),
+    spec = chk.check_kernel(kernel, sigma, matern_nu, X.shape[1])
+    out = _native("kernel_predict", dt)(X=X, centers=centers, coef=coef, kernel=spec,
                                         n_threads=chk.check_n_threads(n_threads), progress=progress)
     return out[:, 0] if one_d else out
 
@@ -167,7 +192,8 @@ def nystrom_factor(K_mm, *, method="pivoted", rank_tol=None, jitter=1e-10, n_thr
     return R
 
 
-def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
+def nytro_path(X, y, centers, sigma, *, kernel="gaussian", matern_nu=1.5, X_val=None, y_val=None, method="gd",
+               nu=1.0, max_iter=500,
                step_size="auto", stopping="best", tol=None, window=10, n_iter_no_change=None,
                iterates="auto", factor="pivoted", rank_tol=None, jitter=1e-10, solver="auto", storage=None,
                n_threads=None, options=None, progress=None, dtype=None, metric="rmse",
@@ -181,15 +207,17 @@ def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=
     """
     values = opt.merged(opt.NYTRO, options, locals())
     dt, X, Y, one_d, Xv, Yv, centers, scale = _training_data(X, y, X_val, y_val, dtype, centers)
+    spec = chk.check_kernel(kernel, sigma, matern_nu, X.shape[1])
     chk.check_progress(progress)
     core = opt.core_options(opt.NYTRO, values, validation_weights=scale.weights())
     core.tol = chk.tol_for_scaled_targets(tol, stopping, scale)
-    raw = _native("nytro_path", dt)(X=X, Y=Y, centers=centers, sigma=chk.check_sigma(sigma), X_val=Xv, Y_val=Yv,
+    raw = _native("nytro_path", dt)(X=X, Y=Y, centers=centers, kernel=spec, X_val=Xv, Y_val=Yv,
                                     options=core, progress=progress)
     return _path_result(raw, one_d, scale, metric)
 
 
-def landweber_path(X, y, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
+def landweber_path(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, X_val=None, y_val=None, method="gd", nu=1.0,
+                   max_iter=500,
                    step_size="paper", stopping="best", tol=None, window=10, n_iter_no_change=None,
                    iterates="auto", n_threads=None, options=None, progress=None, dtype=None, metric="rmse",
                    hybrid_lambda=None) -> PathResult:
@@ -198,30 +226,33 @@ def landweber_path(X, y, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, 
     "paper"."""
     values = opt.merged(opt.LANDWEBER, options, locals())
     dt, X, Y, one_d, Xv, Yv, _, scale = _training_data(X, y, X_val, y_val, dtype)
+    spec = chk.check_kernel(kernel, sigma, matern_nu, X.shape[1])
     chk.check_progress(progress)
     core = opt.core_options(opt.LANDWEBER, values, validation_weights=scale.weights())
     core.tol = chk.tol_for_scaled_targets(tol, stopping, scale)
-    raw = _native("landweber_path", dt)(X=X, Y=Y, sigma=chk.check_sigma(sigma), X_val=Xv, Y_val=Yv, options=core,
+    raw = _native("landweber_path", dt)(X=X, Y=Y, kernel=spec, X_val=Xv, Y_val=Yv, options=core,
                                         progress=progress)
     return _path_result(raw, one_d, scale, metric)
 
 
-def nkrls_path(X, y, centers, sigma, *, lambdas=None, X_val=None, y_val=None, factor="pivoted",
+def nkrls_path(X, y, centers, sigma, *, kernel="gaussian", matern_nu=1.5, lambdas=None, X_val=None, y_val=None,
+               factor="pivoted",
                rank_tol=None, jitter=1e-10, solver="eigh", storage=None, n_threads=None, options=None,
                progress=None, dtype=None, metric="rmse") -> TikhonovResult:
     """Nystrom KRLS along a lambda grid (default: the paper's 100 values in [1e-15, 1])."""
     values = opt.merged(opt.NKRLS, options, locals())
     dt, X, Y, one_d, Xv, Yv, centers, scale = _training_data(X, y, X_val, y_val, dtype, centers)
     lambdas = chk.check_lambdas(lambdas)
-    sigma = chk.check_sigma(sigma)
+    spec = chk.check_kernel(kernel, sigma, matern_nu, X.shape[1])
     core = opt.core_options(opt.NKRLS, values, validation_weights=scale.weights())
     chk.check_progress(progress)
-    raw = _native("nkrls_path", dt)(X=X, Y=Y, centers=centers, sigma=sigma, lambdas=lambdas, X_val=Xv, Y_val=Yv,
+    raw = _native("nkrls_path", dt)(X=X, Y=Y, centers=centers, kernel=spec, lambdas=lambdas, X_val=Xv, Y_val=Yv,
                                     options=core, progress=progress)
     return _tikhonov_result(raw, lambdas, one_d, scale, metric)
 
 
-def krls_path(X, y, sigma, *, lambdas=None, X_val=None, y_val=None, solver="eigh", n_threads=None, options=None,
+def krls_path(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, lambdas=None, X_val=None, y_val=None, solver="eigh",
+              n_threads=None, options=None,
               progress=None, dtype=None, metric="rmse") -> TikhonovResult:
     """KRLS (Tikhonov on the full kernel) along a lambda grid. Of
     :class:`~nytro.TikhonovOptions` it uses solver and n_threads; its Nystrom fields are
@@ -229,20 +260,21 @@ def krls_path(X, y, sigma, *, lambdas=None, X_val=None, y_val=None, solver="eigh
     values = opt.merged(opt.KRLS, options, locals())
     dt, X, Y, one_d, Xv, Yv, _, scale = _training_data(X, y, X_val, y_val, dtype)
     lambdas = chk.check_lambdas(lambdas)
-    sigma = chk.check_sigma(sigma)
+    spec = chk.check_kernel(kernel, sigma, matern_nu, X.shape[1])
     core = opt.core_options(opt.KRLS, values, validation_weights=scale.weights())
     chk.check_progress(progress)
-    raw = _native("krls_path", dt)(X=X, Y=Y, sigma=sigma, lambdas=lambdas, X_val=Xv, Y_val=Yv, options=core,
+    raw = _native("krls_path", dt)(X=X, Y=Y, kernel=spec, lambdas=lambdas, X_val=Xv, Y_val=Yv, options=core,
                                    progress=progress)
     return _tikhonov_result(raw, lambdas, one_d, scale, metric)
 
 
-def kols(X, y, sigma, *, rcond=None, n_threads=None, dtype=None):
-    """KOLS: alpha = pinv(K) y (eigenvalues below rcond * max dropped; rcond=None: n * eps)."""
+def kols(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, rcond=None, n_threads=None, dtype=None):
+    """KOLS: alpha = pinv(K) y (eigenvalues below rcond * max dropped; rcond=None: n * eps).
+    kernel, matern_nu: as for nytro_path."""
     dt, X, Y, one_d, _, _, _, scale = _training_data(X, y, None, None, dtype)
     rcond = chk.check_optional_positive("rcond", rcond, -1.0)
-    sigma, n_threads = chk.check_sigma(sigma), chk.check_n_threads(n_threads)
-    coef = _native("kols", dt)(X=X, Y=Y, sigma=sigma, rcond=rcond, n_threads=n_threads)
+    spec, n_threads = chk.check_kernel(kernel, sigma, matern_nu, X.shape[1]), chk.check_n_threads(n_threads)
+    coef = _native("kols", dt)(X=X, Y=Y, kernel=spec, rcond=rcond, n_threads=n_threads)
     return _coef(_scaled_coef(coef, scale), one_d)
 
 

@@ -12,6 +12,8 @@ import os
 
 import numpy as np
 
+from . import _core
+
 METHODS = ("gd", "nu", "cg", "hybrid")
 STEP_RULES = ("auto", "paper")
 STOPPING_RULES = ("best", "relative", "window")
@@ -134,6 +136,40 @@ def check_sigma(sigma) -> float:
     if not np.isfinite(sigma) or sigma <= 0:
         raise ValueError(f"sigma must be a finite number > 0, got {sigma}")
     return sigma
+
+
+KERNELS = ("gaussian", "laplacian", "matern", "linear")
+MATERN_NUS = (0.5, 1.5, 2.5)
+
+
+def check_kernel(kernel, sigma, matern_nu, n_features: int):
+    """The core's kernel spec (_core.KernelSpec) for kernel=, sigma= and matern_nu= as the
+    public functions and estimators take them: sigma one bandwidth or one per feature
+    (ARD), ignored by the linear kernel; matern_nu read by kernel="matern" only."""
+    if not isinstance(kernel, str) or kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {', '.join(map(repr, KERNELS))}, got {kernel!r}")
+    nu = 1.5
+    if kernel == "matern":
+        nu = real_number("matern_nu", matern_nu, "0.5, 1.5 or 2.5")
+        if nu not in MATERN_NUS:
+            raise ValueError(f"matern_nu must be 0.5, 1.5 or 2.5 (the Matern orders with a closed form), "
+                             f"got {matern_nu!r}")
+    if kernel == "linear":
+        return _core.KernelSpec(kernel, nu, [])
+    if np.ndim(sigma) == 0:
+        return _core.KernelSpec(kernel, nu, [check_sigma(sigma)])
+    try:
+        bandwidths = np.asarray(sigma, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"sigma must be a number or a 1-D array of numbers, got {sigma!r}") from None
+    if bandwidths.ndim != 1 or bandwidths.shape[0] != n_features:
+        raise ValueError(f"sigma has shape {bandwidths.shape} but the data have {n_features} features: give "
+                         f"one bandwidth, or one per feature")
+    bad = ~(np.isfinite(bandwidths) & (bandwidths > 0))
+    if bad.any():
+        j = int(np.argmax(bad))
+        raise ValueError(f"sigma must hold finite numbers > 0, got sigma[{j}] = {bandwidths[j]}")
+    return _core.KernelSpec(kernel, nu, bandwidths.tolist())
 
 
 def check_int(name: str, value, minimum: int, maximum: int = INDEX_MAX) -> int:

@@ -8,6 +8,7 @@
 // the first route's worst case.
 #pragma once
 
+#include "nytro/kernel.hpp"
 #include "nytro/nystrom.hpp"
 #include "nytro/types.hpp"
 
@@ -35,7 +36,7 @@ bool kernel_first_is_accurate(Index n, const NystromFactor<T>& factor, int n_thr
 template <class T>
 NormalEquations<T> stream_normal_equations(const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
                                            const MatrixCRef<T>& centers, const NystromFactor<T>& factor,
-                                           double sigma, int n_threads, const Callback& callback,
+                                           const KernelSpec& kernel, int n_threads, const Callback& callback,
                                            bool low_precision = false, bool mirror = true,
                                            std::optional<bool> kernel_first = std::nullopt);
 
@@ -47,7 +48,7 @@ NormalEquations<T> stream_normal_equations(const MatrixCRef<T>& X, const MatrixC
 template <class T>
 NormalEquations<T, float> stream_float_normal_equations(const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
                                                         const MatrixCRef<T>& centers,
-                                                        const NystromFactor<T>& factor, double sigma,
+                                                        const NystromFactor<T>& factor, const KernelSpec& kernel,
                                                         int n_threads, const Callback& callback);
 
 }  // namespace nytro::detail

@@ -57,7 +57,7 @@ public:
     // budget_bytes. defer: store it only once recomputing
     // it has cost about what its first touch would (see store_after_), for callers that may
     // validate only a few times (gd's Lanczos path: once per stretch of the basis).
-    Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val, const Matrix<T>& centers, double sigma,
+    Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val, const Matrix<T>& centers, const KernelSpec& kernel,
                int n_threads, bool low_precision, double budget_bytes, bool defer = false);
 
     // alphas holds c coefficient blocks of q columns each (block j = columns [jq, jq+q));
@@ -120,7 +120,7 @@ private:
     Metric metric_ = Metric::rmse;
     Matrix<T> centers_;       // the streamed form recomputes k(X_val, centres)
     Matrix<float> X_val_low_, centers_low_;  // low_: both in float32, for the float32 kernel
-    double sigma_;
+    KernelSpec kernel_;
     // The centres packed once for the streamed form (in float32 when low_); null while
     // K_val is stored from the start.
     std::unique_ptr<PackedCenters<T>> packed_;

@@ -5,6 +5,7 @@
 #include "solvers/nystrom_setup.hpp"
 #include "nytro/errors.hpp"
 #include "nytro/kernel.hpp"
+#include "kernel/packed_centers.hpp"
 #include "nytro/solvers.hpp"
 #include "runtime/parallel.hpp"
 
@@ -13,16 +14,16 @@
 namespace nytro {
 
 template <class T>
-PathResult<T> landweber_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma,
+PathResult<T> landweber_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const KernelSpec& kernel,
                              const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val,
                              const IterativeOptions& options) {
     detail::check_training_data<T>(X, Y, X_val, Y_val);
     detail::check_iterative_options(options);
     const int threads = detail::resolve_threads(options.n_threads);
     const Index n = X.rows(), q = Y.cols();
-    const Matrix<T> K = gaussian_kernel<T>(X, X, sigma, threads);
+    const Matrix<T> K = kernel_matrix<T>(X, X, kernel, threads);
     const Matrix<T> centers = X;
-    const auto validation = detail::make_validation<T>(X_val, Y_val, centers, sigma, threads, false, 0.0);
+    const auto validation = detail::make_validation<T>(X_val, Y_val, centers, kernel, threads, false, 0.0);
     if (validation) validation->set_weights(options.validation_weights);
     if (validation) validation->set_metric(options.metric);
 
@@ -39,14 +40,14 @@ PathResult<T> landweber_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, dou
     result.solver = Solver::direct;
     IterativeOptions loop = options;
     loop.n_threads = threads;
-    detail::run_path_with_step<T>(problem, n, validation.get(), loop, result);
+    detail::run_path_with_step<T>(problem, n, validation.get(), loop, result, detail::kernel_bound<T>(X, kernel));
     return result;
 }
 
-template PathResult<float> landweber_path<float>(const MatrixCRef<float>&, const MatrixCRef<float>&, double,
+template PathResult<float> landweber_path<float>(const MatrixCRef<float>&, const MatrixCRef<float>&, const KernelSpec&,
                                                  const MatrixCRef<float>&, const MatrixCRef<float>&,
                                                  const IterativeOptions&);
-template PathResult<double> landweber_path<double>(const MatrixCRef<double>&, const MatrixCRef<double>&, double,
+template PathResult<double> landweber_path<double>(const MatrixCRef<double>&, const MatrixCRef<double>&, const KernelSpec&,
                                                    const MatrixCRef<double>&, const MatrixCRef<double>&,
                                                    const IterativeOptions&);
 

@@ -138,7 +138,7 @@ void select(const Matrix<T>& alphas, Index q, const std::vector<double>& lambdas
 
 template <class T>
 TikhonovResult<T> nkrls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const MatrixCRef<T>& centers,
-                             double sigma, const std::vector<double>& lambdas, const MatrixCRef<T>& X_val,
+                             const KernelSpec& kernel, const std::vector<double>& lambdas, const MatrixCRef<T>& X_val,
                              const MatrixCRef<T>& Y_val, const TikhonovOptions& options) {
     detail::check_training_data<T>(X, Y, X_val, Y_val);
     detail::check_centers<T>(centers, X);
@@ -162,14 +162,14 @@ TikhonovResult<T> nkrls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, con
                                                                   (3.0 * sizeof(T) + 32.0)))));
     plan.check();
     return plan.guard([&] {
-        auto setup = detail::prepare_nystrom<T>(centers, sigma, options.factor, threads, options.callback);
+        auto setup = detail::prepare_nystrom<T>(centers, kernel, options.factor, threads, options.callback);
         const double k = double(setup.factor.rank());
-        setup.validation = detail::make_validation<T>(X_val, Y_val, setup.used, sigma, threads, low,
+        setup.validation = detail::make_validation<T>(X_val, Y_val, setup.used, kernel, threads, low,
                                                       4.0 * k * k * sizeof(T));  // H, its eigenvectors, solves
         if (setup.validation) setup.validation->set_weights(options.validation_weights);
         if (setup.validation) setup.validation->set_metric(options.metric);
         const auto normal =
-            detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads), sigma, threads,
+            detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads), kernel, threads,
                                                options.callback, low);
         ShiftedSolves<T> solves(normal.H, normal.C, options.solver);
         const Matrix<T> betas = solves.solve_all(scaled(lambdas, X.rows()), options.callback);
@@ -185,7 +185,7 @@ TikhonovResult<T> nkrls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, con
 }
 
 template <class T>
-TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma,
+TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const KernelSpec& kernel,
                             const std::vector<double>& lambdas, const MatrixCRef<T>& X_val,
                             const MatrixCRef<T>& Y_val, const TikhonovOptions& options) {
     detail::check_training_data<T>(X, Y, X_val, Y_val);
@@ -203,12 +203,12 @@ TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, doub
     plan.advise("NystromKRLSRegressor or NytroRegressor, whose memory is O(n m)");
     plan.check();
     return plan.guard([&] {
-        const Matrix<T> K = gaussian_kernel<T>(X, X, sigma, threads);
+        const Matrix<T> K = kernel_matrix<T>(X, X, kernel, threads);
         const Matrix<T> Yc = Y;
         ShiftedSolves<T> solves(K, Yc, options.solver);
         const Matrix<T> alphas = solves.solve_all(scaled(lambdas, X.rows()), options.callback);
         const Matrix<T> centers = X;
-        const auto validation = detail::make_validation<T>(X_val, Y_val, centers, sigma, threads, false, 0.0);
+        const auto validation = detail::make_validation<T>(X_val, Y_val, centers, kernel, threads, false, 0.0);
         if (validation) validation->set_weights(options.validation_weights);
         if (validation) validation->set_metric(options.metric);
         TikhonovResult<T> result;
@@ -219,14 +219,14 @@ TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, doub
 }
 
 template <class T>
-Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma, double rcond, int n_threads,
+Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const KernelSpec& kernel, double rcond, int n_threads,
                const Callback& callback) {
     const Matrix<T> none(0, X.cols()), none_y(0, Y.cols());
     detail::check_training_data<T>(X, Y, none, none_y);
     const Index n = X.rows();
     const double cut_ratio = rcond < 0 ? double(n) * std::numeric_limits<T>::epsilon() : rcond;
     require(cut_ratio < 1, "rcond must be < 1, got " + format_number(rcond));
-    const Matrix<T> K = gaussian_kernel<T>(X, X, sigma, detail::resolve_threads(n_threads));
+    const Matrix<T> K = kernel_matrix<T>(X, X, kernel, detail::resolve_threads(n_threads));
     const auto [w, V] = eigenbasis<T>(K, callback);  // float64, as for the Tikhonov solves
     const double cut = cut_ratio * w.cwiseAbs().maxCoeff();
     Matrix<double> projected = V.transpose() * Y.template cast<double>();
@@ -241,13 +241,13 @@ Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma, dou
 
 #define NYTRO_INSTANTIATE(T)                                                                                 \
     template TikhonovResult<T> nkrls_path<T>(const MatrixCRef<T>&, const MatrixCRef<T>&,                    \
-                                             const MatrixCRef<T>&, double, const std::vector<double>&,       \
+                                             const MatrixCRef<T>&, const KernelSpec&, const std::vector<double>&, \
                                              const MatrixCRef<T>&, const MatrixCRef<T>&,                     \
                                              const TikhonovOptions&);                                        \
-    template TikhonovResult<T> krls_path<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double,             \
+    template TikhonovResult<T> krls_path<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, const KernelSpec&,  \
                                             const std::vector<double>&, const MatrixCRef<T>&,                \
                                             const MatrixCRef<T>&, const TikhonovOptions&);                   \
-    template Matrix<T> kols<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double, double, int, const Callback&);
+    template Matrix<T> kols<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, const KernelSpec&, double, int, const Callback&);
 NYTRO_INSTANTIATE(float)
 NYTRO_INSTANTIATE(double)
 #undef NYTRO_INSTANTIATE  // unity builds put several sources in one unit

@@ -131,12 +131,14 @@ class NytroClassifier(KernelClassifierMixin, NytroRegressor):
         ties='the smaller t and, for method "hybrid", to the larger lambda (the stronger regularisation)',
         what='t (and lambda for "hybrid")', path="after each iteration")
 
-    def __init__(self, n_centers=1000, sigma=1.0, *, method="hybrid", nu=1.0, max_iter=500, step_size="auto",
+    def __init__(self, n_centers=1000, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, method="hybrid", nu=1.0,
+                 max_iter=500, step_size="auto",
                  stopping="best", tol=None, window=10, n_iter_no_change=50, iterates="auto", factor="pivoted",
                  solver="auto", storage=None, selection="error", validation_fraction=0.2, refit=False,
                  random_state=None, n_threads=None, verbose=0, dtype=None, options=None):
         super().__init__(
-            n_centers, sigma, method=method, nu=nu, max_iter=max_iter, step_size=step_size, stopping=stopping,
+            n_centers, sigma, kernel=kernel, matern_nu=matern_nu, method=method, nu=nu, max_iter=max_iter,
+            step_size=step_size, stopping=stopping,
             tol=tol, window=window, n_iter_no_change=n_iter_no_change, iterates=iterates, factor=factor,
             solver=solver, storage=storage, validation_fraction=validation_fraction, refit=refit,
             random_state=random_state, n_threads=n_threads, verbose=verbose, dtype=dtype, options=options)
@@ -148,11 +150,13 @@ class NystromKRLSClassifier(KernelClassifierMixin, NystromKRLSRegressor):
         _CLASSIFIER_DOC.format(ties="the larger lambda (the stronger regularisation)", what="lambda",
                                path="per lambda of the grid")
 
-    def __init__(self, n_centers=1000, sigma=1.0, *, lambdas=None, factor="pivoted", solver="eigh", storage=None,
+    def __init__(self, n_centers=1000, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, lambdas=None, factor="pivoted",
+                 solver="eigh", storage=None,
                  selection="error", validation_fraction=0.2, refit=False, random_state=None, n_threads=None,
                  verbose=0, dtype=None, options=None):
         super().__init__(
-            n_centers, sigma, lambdas=lambdas, factor=factor, solver=solver, storage=storage,
+            n_centers, sigma, kernel=kernel, matern_nu=matern_nu, lambdas=lambdas, factor=factor, solver=solver,
+            storage=storage,
             validation_fraction=validation_fraction, refit=refit, random_state=random_state, n_threads=n_threads,
             verbose=verbose, dtype=dtype, options=options)
         self.selection = selection

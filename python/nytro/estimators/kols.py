@@ -11,8 +11,7 @@ class KOLSRegressor(KernelRegressorBase):
 
     Parameters
     ----------
-    sigma : float, default=1.0
-        Bandwidth of the Gaussian kernel.
+    sigma, kernel, matern_nu : the kernel, as in NytroRegressor.
     rcond : float or None, default=None
         Eigenvalues of K at or below rcond * max are treated as 0 (None: n * machine eps).
     n_threads, dtype : as in NytroRegressor.
@@ -22,12 +21,15 @@ class KOLSRegressor(KernelRegressorBase):
     centers_ : the training rows; coef_ : pinv(K) y.
     """
 
-    def __init__(self, sigma=1.0, *, rcond=None, n_threads=None, dtype=None):
+    def __init__(self, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, rcond=None, n_threads=None, dtype=None):
         self.sigma = sigma
+        self.kernel = kernel
+        self.matern_nu = matern_nu
         self.rcond = rcond
         self.n_threads = n_threads
         self.dtype = dtype
 
     def _fit_path(self, X, Y, rng):
         self.centers_ = X
-        return kols(X, Y, self.sigma, rcond=self.rcond, n_threads=self.n_threads)
+        return kols(X, Y, self.sigma, kernel=self.kernel, matern_nu=self.matern_nu, rcond=self.rcond,
+                     n_threads=self.n_threads)

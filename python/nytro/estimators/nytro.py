@@ -26,8 +26,17 @@ class NytroRegressor(KernelRegressorBase):
     ----------
     n_centers : int, default=1000
         Nystrom centres m, drawn uniformly without replacement from the training rows.
-    sigma : float, default=1.0
-        Bandwidth of the Gaussian kernel exp(-||x - x'||^2 / (2 sigma^2)).
+    sigma : float or array-like of shape (n_features,), default=1.0
+        Bandwidth of the kernel (scikit-learn's length_scale); an array gives each
+        feature its own (ARD). Unused by kernel="linear".
+    kernel : {"gaussian", "laplacian", "matern", "linear"}, default="gaussian"
+        With r = ||(x - x') / sigma||: "gaussian" exp(-r^2 / 2) (scikit-learn's RBF);
+        "laplacian" exp(-r) (Euclidean r; scikit-learn's laplacian_kernel uses the L1
+        distance); "matern" scikit-learn's Matern(length_scale=sigma, nu=matern_nu),
+        u = sqrt(2 matern_nu) r; "linear" x . x'. See nytro.kernel_matrix.
+    matern_nu : {0.5, 1.5, 2.5}, default=1.5
+        Order of the Matern kernel (scikit-learn's nu; named apart from `nu`, the
+        nu-method's order); read by kernel="matern" only.
     method : {"hybrid", "cg", "gd", "nu"}, default="hybrid"
         The iterative regulariser. "gd" is the paper's gradient descent: use
         method="gd", max_iter=500 for the paper's protocol. Its path is often still
@@ -53,7 +62,7 @@ class NytroRegressor(KernelRegressorBase):
     step_size : {"auto", "paper"} or float, default="auto"
         Step of "gd" and "nu" ("cg" needs none): "auto" is 1 / lambda_max(A^T A), the
         largest stable step (authors' code); "paper" is gamma / n with gamma = 1 /
-        max_i k(x_i, x_i) (paper's text); or a float (refused when unstable).
+        max_i k(x_i, x_i) (1, or max ||x_i||^2 for kernel="linear"; paper's text); or a float (refused when unstable).
     stopping : {"best", "relative", "window"}, default="best"
         How t is picked from the validation path: "best" is the argmin over all
         iterations; "relative" (paper's text) stops once the RMSE has not improved by more
@@ -111,13 +120,16 @@ class NytroRegressor(KernelRegressorBase):
         factor n); None for the other methods.
     """
 
-    def __init__(self, n_centers=1000, sigma=1.0, *, method="hybrid", nu=1.0, max_iter=500, step_size="auto",
+    def __init__(self, n_centers=1000, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, method="hybrid", nu=1.0,
+                 max_iter=500, step_size="auto",
                  stopping="best", tol=None, window=10, n_iter_no_change=50, iterates="auto", factor="pivoted",
                  solver="auto", storage=None,
                  validation_fraction=0.2, refit=False, random_state=None, n_threads=None, verbose=0, dtype=None,
                  options=None):
         self.n_centers = n_centers
         self.sigma = sigma
+        self.kernel = kernel
+        self.matern_nu = matern_nu
         self.method = method
         self.nu = nu
         self.max_iter = max_iter
@@ -145,8 +157,8 @@ class NytroRegressor(KernelRegressorBase):
         centers = draw_centers(X_train, self.n_centers, rng)
         held_out = X_val.shape[0] > 0
         refit = self._refits(held_out)
-        shared = dict(method=self.method, nu=self.nu, step_size=self.step_size, options=self._options(),
-                      progress=self._progress())
+        shared = dict(kernel=self.kernel, matern_nu=self.matern_nu, method=self.method, nu=self.nu,
+                      step_size=self.step_size, options=self._options(), progress=self._progress())
         result = nytro_path(
             X_train, Y_train, centers, self.sigma, X_val=X_val if held_out else None,
             y_val=Y_val if held_out else None, max_iter=self.max_iter,

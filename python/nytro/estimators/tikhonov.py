@@ -33,7 +33,7 @@ class NystromKRLSRegressor(KernelRegressorBase):
 
     Parameters
     ----------
-    n_centers, sigma : as in NytroRegressor.
+    n_centers, sigma, kernel, matern_nu : as in NytroRegressor.
     factor, storage : shortcuts for the fields of `options` (storage="float32" computes
     the kernel blocks of A^T A and keeps the hold-out kernel in float32). With refit, the
     centres stay those drawn from the training part.""" + _SHARED_DOC + """
@@ -43,11 +43,14 @@ class NystromKRLSRegressor(KernelRegressorBase):
     lambdas_ : the grid; validation_rmse_ : hold-out RMSE per lambda; rank_ : columns of R.
     """
 
-    def __init__(self, n_centers=1000, sigma=1.0, *, lambdas=None, factor="pivoted", solver="eigh", storage=None,
+    def __init__(self, n_centers=1000, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, lambdas=None,
+                 factor="pivoted", solver="eigh", storage=None,
                  validation_fraction=0.2, refit=False, random_state=None, n_threads=None, verbose=0, dtype=None,
                  options=None):
         self.n_centers = n_centers
         self.sigma = sigma
+        self.kernel = kernel
+        self.matern_nu = matern_nu
         self.lambdas = lambdas
         self.factor = factor
         self.solver = solver
@@ -68,7 +71,8 @@ class NystromKRLSRegressor(KernelRegressorBase):
         centers = draw_centers(X_train, self.n_centers, rng)
         held_out = X_val.shape[0] > 0
         refit = self._refits(held_out)
-        shared = dict(options=self._options(), progress=self._progress())
+        shared = dict(kernel=self.kernel, matern_nu=self.matern_nu, options=self._options(),
+                      progress=self._progress())
         result = nkrls_path(
             X_train, Y_train, centers, self.sigma, lambdas=lambdas, X_val=X_val if held_out else None,
             y_val=Y_val if held_out else None, metric=self._selection_metric(), **shared)
@@ -88,16 +92,19 @@ class KRLSRegressor(KernelRegressorBase):
 
     Parameters
     ----------
-    sigma : as in NytroRegressor. With refit, centers_ are all rows.""" + _SHARED_DOC + """
+    sigma, kernel, matern_nu : as in NytroRegressor. With refit, centers_ are all rows.""" + _SHARED_DOC + """
     Attributes
     ----------
     centers_ : the training rows; coef_, lambda_, lambdas_, validation_rmse_ : as in
     NystromKRLSRegressor.
     """
 
-    def __init__(self, sigma=1.0, *, lambdas=None, solver="eigh", validation_fraction=0.2, refit=False,
+    def __init__(self, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, lambdas=None, solver="eigh",
+                 validation_fraction=0.2, refit=False,
                  random_state=None, n_threads=None, verbose=0, dtype=None, options=None):
         self.sigma = sigma
+        self.kernel = kernel
+        self.matern_nu = matern_nu
         self.lambdas = lambdas
         self.solver = solver
         self.validation_fraction = validation_fraction
@@ -115,7 +122,8 @@ class KRLSRegressor(KernelRegressorBase):
         X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)
         held_out = X_val.shape[0] > 0
         refit = self._refits(held_out)
-        shared = dict(options=self._options(), progress=self._progress())
+        shared = dict(kernel=self.kernel, matern_nu=self.matern_nu, options=self._options(),
+                      progress=self._progress())
         result = krls_path(
             X_train, Y_train, self.sigma, lambdas=lambdas, X_val=X_val if held_out else None,
             y_val=Y_val if held_out else None, metric=self._selection_metric(), **shared)
