@@ -236,11 +236,14 @@ void define(py::module_& m, const std::string& suffix) {
              const std::string& step_rule, double step_size, const std::string& stopping, double tol, Index window,
              Index patience, const std::string& iterates, const std::string& factor, double rank_tol,
              double jitter, const std::string& solver, const std::string& storage, int n_threads,
-             py::object progress, const std::vector<double>& weights) {
+             py::object progress, const std::vector<double>& weights, const std::vector<double>& sample_weights,
+             const std::vector<double>& validation_sample_weights) {
               nytro::NytroOptions o;
               iterative_options(o, method, nu, max_iter, step_rule, step_size, stopping, tol, window, patience,
                                 iterates, n_threads, std::move(progress));
               o.validation_weights = weights;
+              o.sample_weights = sample_weights;
+              o.validation_sample_weights = validation_sample_weights;
               o.factor = factor_options(factor, rank_tol, jitter);
               o.solver = nytro::parse_solver(solver);
               o.storage = nytro::parse_storage(storage);
@@ -257,11 +260,14 @@ void define(py::module_& m, const std::string& suffix) {
           [](const Array<T>& X, const Array<T>& Y, double sigma, const Array<T>& X_val, const Array<T>& Y_val,
              const std::string& method, double nu, Index max_iter, const std::string& step_rule, double step_size,
              const std::string& stopping, double tol, Index window, Index patience, const std::string& iterates,
-             int n_threads, py::object progress, const std::vector<double>& weights) {
+             int n_threads, py::object progress, const std::vector<double>& weights,
+             const std::vector<double>& sample_weights, const std::vector<double>& validation_sample_weights) {
               nytro::IterativeOptions o;
               iterative_options(o, method, nu, max_iter, step_rule, step_size, stopping, tol, window, patience,
                                 iterates, n_threads, std::move(progress));
               o.validation_weights = weights;
+              o.sample_weights = sample_weights;
+              o.validation_sample_weights = validation_sample_weights;
               auto x = view(X), y = view(Y), xv = view(X_val), yv = view(Y_val);
               nytro::PathResult<T> r;
               {
@@ -275,9 +281,12 @@ void define(py::module_& m, const std::string& suffix) {
           [](const Array<T>& X, const Array<T>& Y, const Array<T>& centers, double sigma,
              const std::vector<double>& lambdas, const Array<T>& X_val, const Array<T>& Y_val,
              const std::string& factor, double rank_tol, double jitter, const std::string& solver,
-             const std::string& storage, int n_threads, py::object progress, const std::vector<double>& weights) {
+             const std::string& storage, int n_threads, py::object progress, const std::vector<double>& weights,
+             const std::vector<double>& sample_weights, const std::vector<double>& validation_sample_weights) {
               nytro::TikhonovOptions o;
               o.validation_weights = weights;
+              o.sample_weights = sample_weights;
+              o.validation_sample_weights = validation_sample_weights;
               o.factor = factor_options(factor, rank_tol, jitter);
               o.solver = nytro::parse_tikhonov_solver(solver);
               o.storage = nytro::parse_storage(storage);
@@ -295,9 +304,12 @@ void define(py::module_& m, const std::string& suffix) {
     m.def(("krls_path_" + suffix).c_str(),
           [](const Array<T>& X, const Array<T>& Y, double sigma, const std::vector<double>& lambdas,
              const Array<T>& X_val, const Array<T>& Y_val, const std::string& solver, int n_threads,
-             py::object progress, const std::vector<double>& weights) {
+             py::object progress, const std::vector<double>& weights, const std::vector<double>& sample_weights,
+             const std::vector<double>& validation_sample_weights) {
               nytro::TikhonovOptions o;
               o.validation_weights = weights;
+              o.sample_weights = sample_weights;
+              o.validation_sample_weights = validation_sample_weights;
               o.solver = nytro::parse_tikhonov_solver(solver);
               o.n_threads = n_threads;
               o.callback = make_callback(std::move(progress));
@@ -311,13 +323,14 @@ void define(py::module_& m, const std::string& suffix) {
           });
 
     m.def(("kols_" + suffix).c_str(),
-          [](const Array<T>& X, const Array<T>& Y, double sigma, double rcond, int n_threads) {
+          [](const Array<T>& X, const Array<T>& Y, double sigma, double rcond, int n_threads,
+             const std::vector<double>& sample_weights) {
               auto x = view(X), y = view(Y);
               const auto interrupt = make_callback(py::none());  // Ctrl-C only: no progress argument
               Matrix<T> coef;
               {
                   py::gil_scoped_release release;
-                  coef = nytro::kols<T>(x, y, sigma, rcond, n_threads, interrupt);
+                  coef = nytro::kols<T>(x, y, sigma, rcond, n_threads, interrupt, sample_weights);
               }
               return to_numpy<T>(std::move(coef));
           });

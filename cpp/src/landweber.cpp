@@ -1,5 +1,6 @@
 // Landweber iteration (early stopping on the full kernel), the paper's eq. (8).
 #include "dense.hpp"
+#include "gram.hpp"
 #include "gradient_path.hpp"
 #include "input_checks.hpp"
 #include "nystrom_setup.hpp"
@@ -20,10 +21,22 @@ PathResult<T> landweber_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, dou
     detail::check_iterative_options(options);
     const int threads = detail::resolve_threads(options.n_threads);
     const Index n = X.rows(), q = Y.cols();
-    const Matrix<T> K = gaussian_kernel<T>(X, X, sigma, threads);
+    const Vector<T> row_scale = detail::row_scales<T>(options.sample_weights, n, "sample_weights");
+    Matrix<T> K = gaussian_kernel<T>(X, X, sigma, threads);
+    Matrix<T> rhs = Y;
+    // Sample weights: the weighted iteration alpha_t = alpha - s S^2 (K alpha - y) is, with
+    // alpha = S beta, the unweighted one on S K S and S y (S = diag(sqrt(w'))).
+    if (row_scale.size() > 0) {
+        detail::scale_rows<T>(K, row_scale);
+        K.array().rowwise() *= row_scale.transpose().array();
+        detail::scale_rows<T>(rhs, row_scale);
+    }
     const Matrix<T> centers = X;
     const auto validation = detail::make_validation<T>(X_val, Y_val, centers, sigma, threads, false, 0.0);
-    if (validation) validation->set_weights(options.validation_weights);
+    if (validation) {
+        validation->set_weights(options.validation_weights);
+        validation->set_row_weights(options.validation_sample_weights);
+    }
 
     // The iterations solve K alpha = y directly (K is symmetric positive semidefinite).
     detail::LinearProblem<T> problem;
@@ -31,8 +44,11 @@ PathResult<T> landweber_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, dou
     problem.q = q;
     problem.apply = [&](const Matrix<T>& p, Matrix<T>& out) { detail::multiply<T>(K, p, out, threads); };
     problem.iteration_bytes = double(K.size()) * sizeof(T);
-    problem.rhs = Y;
-    problem.to_alpha = [](const MatrixCRef<T>& betas, MatrixRef<T> alphas) { alphas = betas; };
+    problem.rhs = std::move(rhs);
+    problem.to_alpha = [&row_scale](const MatrixCRef<T>& betas, MatrixRef<T> alphas) {
+        alphas = betas;
+        if (row_scale.size() > 0) detail::scale_rows<T>(alphas, row_scale);
+    };
     PathResult<T> result;
     result.rank = n;
     result.solver = Solver::direct;

@@ -17,6 +17,7 @@ struct NystromSetup {
     Matrix<T> used;                               // the centres in factor.support
     std::unique_ptr<Validation<T>> validation;    // null without a hold-out set
     std::optional<bool> kernel_first;             // the normal equations' route, once decided
+    const Vector<T>* row_scale = nullptr;         // sample weights' row scales of K_nm (null: none)
 };
 
 // nystrom_factor without its input checks, for a K_mm computed here (square, finite,

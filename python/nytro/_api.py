@@ -47,6 +47,24 @@ def _training_data(X, y, X_val, y_val, dtype, centers=None):
     return dt, X, scales.scaled(Y), one_d, Xv, scales.scaled(Yv), centers, scales
 
 
+# Sample weights, shared by every fit: weighted least squares
+#     (1/n) sum_i w'_i (f(x_i) - y_i)^2 (+ lambda ||f||^2), w' = w n / sum(w),
+# i.e. (1/sum w) sum_i w_i (f(x_i) - y_i)^2: lambda keeps its meaning, the scale of the
+# weights does not matter, and integer weights fit what repeating each row w_i times
+# would. The hold-out RMSE is weighted alike, sqrt(sum_v w_v r_v^2 / sum_v w_v).
+
+
+def _sample_weights(sample_weight, sample_weight_val, X, X_val):
+    """The weights in the core's form (empty vectors for none), checked by name."""
+    w = chk.check_sample_weight(sample_weight, X.shape[0], "sample_weight")
+    wv = None
+    if sample_weight_val is not None:
+        if X_val is None or X_val.shape[0] == 0:
+            raise ValueError("sample_weight_val is given but there is no hold-out set (X_val)")
+        wv = chk.check_sample_weight(sample_weight_val, X_val.shape[0], "sample_weight_val")
+    return chk.weights_argument(w), chk.weights_argument(wv)
+
+
 def _coef(coef: np.ndarray, one_d: bool) -> np.ndarray:
     return coef[:, 0] if one_d else coef
 
@@ -166,7 +184,7 @@ def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=
                step_size="auto", stopping="best", tol=None, window=10, n_iter_no_change=None,
                iterates="auto", factor="pivoted", rank_tol=None,
                jitter=1e-10, solver="auto", storage=None, n_threads=None, progress=None,
-               dtype=None) -> PathResult:
+               dtype=None, sample_weight=None, sample_weight_val=None) -> PathResult:
     """NYTRO's path on A = K_nm R (gd: the paper's gradient descent; nu, cg: accelerated),
     with the validation RMSE at every iteration. storage="float32" keeps K_nm (direct) or
     A^T A (gram) and K_val in float32 while computing in float64; storage="float16" keeps
@@ -177,8 +195,11 @@ def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=
     the stepwise iterate by a computed bound (float32 epsilons with storage="float32"), in
     tens of products with A^T A instead of one per iteration; "auto" does so in float64
     compute unless the solver is "spectral". The result's `products` counts the products
-    taken."""
+    taken. sample_weight (one per row of X) and sample_weight_val (one per row of X_val):
+    weighted least squares, the loss (1/sum w) sum_i w_i r_i^2 (integer weights fit
+    what repeating rows would), and the hold-out RMSE weighted alike."""
     dt, X, Y, one_d, Xv, Yv, centers, scale = _training_data(X, y, X_val, y_val, dtype, centers)
+    w, wv = _sample_weights(sample_weight, sample_weight_val, X, Xv)
     chk.check_choice("method", method, chk.METHODS)
     step_rule, step_value = chk.check_step_size(step_size)
     chk.check_choice("stopping", stopping, chk.STOPPING_RULES)
@@ -193,16 +214,19 @@ def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=
         chk.check_patience(n_iter_no_change), iterates, factor,
         chk.check_optional_positive("rank_tol", rank_tol, -1.0), chk.check_optional_positive("jitter", jitter, 1e-10),
         solver, chk.check_storage(storage, chk.NYTRO_STORAGES), chk.check_n_threads(n_threads), progress,
-        scale.weights())
+        scale.weights(), w, wv)
     return _path_result(raw, one_d, scale)
 
 
 def landweber_path(X, y, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
                    step_size="paper", stopping="best", tol=None, window=10, n_iter_no_change=None,
-                   iterates="auto", n_threads=None, progress=None, dtype=None) -> PathResult:
+                   iterates="auto", n_threads=None, progress=None, dtype=None, sample_weight=None,
+                   sample_weight_val=None) -> PathResult:
     """Landweber iteration (early stopping) on the full n x n kernel (method gd), or its
-    accelerated forms (nu, cg) on K alpha = y. iterates: as for nytro_path."""
+    accelerated forms (nu, cg) on K alpha = y. iterates, sample_weight, sample_weight_val:
+    as for nytro_path."""
     dt, X, Y, one_d, Xv, Yv, _, scale = _training_data(X, y, X_val, y_val, dtype)
+    w, wv = _sample_weights(sample_weight, sample_weight_val, X, Xv)
     chk.check_choice("method", method, chk.METHODS)
     step_rule, step_value = chk.check_step_size(step_size)
     chk.check_choice("stopping", stopping, chk.STOPPING_RULES)
@@ -212,16 +236,19 @@ def landweber_path(X, y, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, 
         X, Y, chk.check_sigma(sigma), Xv, Yv, method, chk.check_nu(nu), chk.check_int("max_iter", max_iter, 1),
         step_rule, step_value,
         stopping, chk.tol_for_scaled_targets(tol, stopping, scale), chk.check_int("window", window, 2),
-        chk.check_patience(n_iter_no_change), iterates, chk.check_n_threads(n_threads), progress, scale.weights())
+        chk.check_patience(n_iter_no_change), iterates, chk.check_n_threads(n_threads), progress, scale.weights(),
+        w, wv)
     return _path_result(raw, one_d, scale)
 
 
 def nkrls_path(X, y, centers, sigma, *, lambdas=None, X_val=None, y_val=None, factor="pivoted",
                rank_tol=None, jitter=1e-10, solver="eigh", storage=None, n_threads=None, progress=None,
-               dtype=None) -> TikhonovResult:
+               dtype=None, sample_weight=None, sample_weight_val=None) -> TikhonovResult:
     """Nystrom KRLS along a lambda grid (default: the paper's 100 values in [1e-15, 1]).
-    storage="float32" computes the kernel blocks of A^T A and keeps K_val in float32."""
+    storage="float32" computes the kernel blocks of A^T A and keeps K_val in float32.
+    sample_weight, sample_weight_val: as for nytro_path."""
     dt, X, Y, one_d, Xv, Yv, centers, scale = _training_data(X, y, X_val, y_val, dtype, centers)
+    w, wv = _sample_weights(sample_weight, sample_weight_val, X, Xv)
     lambdas = chk.check_lambdas(lambdas)
     chk.check_choice("factor", factor, chk.FACTOR_METHODS)
     chk.check_choice("solver", solver, chk.TIKHONOV_SOLVERS)
@@ -231,26 +258,31 @@ def nkrls_path(X, y, centers, sigma, *, lambdas=None, X_val=None, y_val=None, fa
     storage = chk.check_storage(storage)
     chk.check_progress(progress)
     raw = _native("nkrls_path", dt)(X, Y, centers, sigma, lambdas, Xv, Yv, factor, rank_tol, jitter, solver,
-                                    storage, n_threads, progress, scale.weights())
+                                    storage, n_threads, progress, scale.weights(), w, wv)
     return _tikhonov_result(raw, lambdas, one_d, scale)
 
 
 def krls_path(X, y, sigma, *, lambdas=None, X_val=None, y_val=None, solver="eigh", n_threads=None,
-              progress=None, dtype=None) -> TikhonovResult:
-    """KRLS (Tikhonov on the full kernel) along a lambda grid."""
+              progress=None, dtype=None, sample_weight=None, sample_weight_val=None) -> TikhonovResult:
+    """KRLS (Tikhonov on the full kernel) along a lambda grid. sample_weight,
+    sample_weight_val: as for nytro_path (alpha = S (S K S + lambda n I)^-1 S y)."""
     dt, X, Y, one_d, Xv, Yv, _, scale = _training_data(X, y, X_val, y_val, dtype)
+    w, wv = _sample_weights(sample_weight, sample_weight_val, X, Xv)
     lambdas = chk.check_lambdas(lambdas)
     chk.check_choice("solver", solver, chk.TIKHONOV_SOLVERS)
     sigma, n_threads = chk.check_sigma(sigma), chk.check_n_threads(n_threads)
     chk.check_progress(progress)
-    raw = _native("krls_path", dt)(X, Y, sigma, lambdas, Xv, Yv, solver, n_threads, progress, scale.weights())
+    raw = _native("krls_path", dt)(X, Y, sigma, lambdas, Xv, Yv, solver, n_threads, progress, scale.weights(),
+                                   w, wv)
     return _tikhonov_result(raw, lambdas, one_d, scale)
 
 
-def kols(X, y, sigma, *, rcond=None, n_threads=None, dtype=None):
-    """KOLS: alpha = pinv(K) y (eigenvalues below rcond * max dropped; rcond=None: n * eps)."""
+def kols(X, y, sigma, *, rcond=None, n_threads=None, dtype=None, sample_weight=None):
+    """KOLS: alpha = pinv(K) y (eigenvalues below rcond * max dropped; rcond=None: n * eps).
+    sample_weight: alpha = S pinv(S K S) S y with S = diag(sqrt(w n / sum w))."""
     dt, X, Y, one_d, _, _, _, scale = _training_data(X, y, None, None, dtype)
+    w, _ = _sample_weights(sample_weight, None, X, X[:0])
     rcond = chk.check_optional_positive("rcond", rcond, -1.0)
     sigma, n_threads = chk.check_sigma(sigma), chk.check_n_threads(n_threads)
-    coef = _native("kols", dt)(X, Y, sigma, rcond, n_threads)
+    coef = _native("kols", dt)(X, Y, sigma, rcond, n_threads, w)
     return _coef(_scaled_coef(coef, scale), one_d)

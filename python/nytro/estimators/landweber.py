@@ -48,9 +48,11 @@ class LandweberRegressor(KernelRegressorBase):
 
     def _fit_path(self, X, Y, rng):
         X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)
+        w_train, w_val = self._split_weights()
         held_out = X_val.shape[0] > 0
         result = landweber_path(
             X_train, Y_train, self.sigma, X_val=X_val if held_out else None, y_val=Y_val if held_out else None,
+            sample_weight=w_train, sample_weight_val=w_val,
             method=self.method, nu=self.nu, max_iter=self.max_iter, step_size=self.step_size, stopping=self.stopping,
             tol=self.tol,
             window=self.window, n_iter_no_change=self.n_iter_no_change, iterates=self.iterates,

@@ -1,20 +1,10 @@
 """NytroRegressor: NYTRO with hold-out selection of the iteration count."""
 from __future__ import annotations
 
-import numpy as np
 
-from .. import _checks as chk
-from .._api import nytro_path, sample_centers
+from .._api import nytro_path
+from ..centers import choose_centers
 from ._base import KernelRegressorBase
-
-
-def draw_centers(X_train, n_centers, rng):
-    """n_centers rows of X_train drawn uniformly without replacement (seeded by rng)."""
-    m = chk.check_int("n_centers", n_centers, 1)
-    n = X_train.shape[0]
-    if m > n:
-        raise ValueError(f"n_centers={m} is more than the {n} training rows left after the hold-out split")
-    return X_train[sample_centers(n, m, int(rng.randint(0, 2**63 - 1, dtype=np.int64)))]
 
 
 class NytroRegressor(KernelRegressorBase):
@@ -24,7 +14,8 @@ class NytroRegressor(KernelRegressorBase):
     Parameters
     ----------
     n_centers : int, default=1000
-        Nystrom centres m, drawn uniformly without replacement from the training rows.
+        Nystrom centres m, drawn without replacement from the training rows (see
+        center_selection); ignored when `centers` is given.
     sigma : float, default=1.0
         Bandwidth of the Gaussian kernel exp(-||x - x'||^2 / (2 sigma^2)).
     method : {"hybrid", "cg", "gd", "nu"}, default="hybrid"
@@ -101,6 +92,17 @@ class NytroRegressor(KernelRegressorBase):
         centres are kept). Check the hold-out path against "float32" before relying on it
         for long paths.
         np.float32 / np.float16 and their dtypes mean the same.
+    centers : array of shape (m, d), 1-D integer array, or None, default=None
+        Your own centres: the points themselves, or indices of rows of the X given to fit
+        (taken before the hold-out split, so they may be hold-out rows). None draws
+        n_centers of them (center_selection).
+    center_selection : {"uniform", "leverage"}, default="uniform"
+        How the centres are drawn from the training rows: uniformly, or by approximate
+        ridge leverage scores (BLESS-style, nytro.centers), which put them where the
+        kernel's feature space needs them: fewer in dense, redundant clusters, more on
+        rows in regions of their own. Its cost, at most about n m^2 / 4 flops and often
+        far less, is measured against the fit's in benchmarks/bench_centers.py. Seeded by
+        random_state, independent of n_threads; it does not use sample_weight.
     validation_fraction : float in (0, 1) or None, default=0.2
         Hold-out share used to select t; None runs exactly `max_iter` iterations on all rows.
     random_state : int, RandomState or None
@@ -133,9 +135,11 @@ class NytroRegressor(KernelRegressorBase):
 
     def __init__(self, n_centers=1000, sigma=1.0, *, method="hybrid", nu=1.0, max_iter=500, step_size="auto",
                  stopping="best", tol=None, window=10, n_iter_no_change=50, iterates="auto", factor="pivoted",
-                 solver="auto", storage=None,
+                 solver="auto", storage=None, centers=None, center_selection="uniform",
                  validation_fraction=0.2, random_state=None, n_threads=None, verbose=0, dtype=None):
         self.n_centers = n_centers
+        self.centers = centers
+        self.center_selection = center_selection
         self.sigma = sigma
         self.method = method
         self.nu = nu
@@ -157,11 +161,13 @@ class NytroRegressor(KernelRegressorBase):
 
     def _fit_path(self, X, Y, rng):
         X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)
-        centers = draw_centers(X_train, self.n_centers, rng)
+        w_train, w_val = self._split_weights()
+        centers = self._centers(X, X_train, rng)
         held_out = X_val.shape[0] > 0
         result = nytro_path(
             X_train, Y_train, centers, self.sigma, X_val=X_val if held_out else None,
-            y_val=Y_val if held_out else None, method=self.method, nu=self.nu, max_iter=self.max_iter,
+            y_val=Y_val if held_out else None, sample_weight=w_train, sample_weight_val=w_val,
+            method=self.method, nu=self.nu, max_iter=self.max_iter,
             step_size=self.step_size,
             stopping=self.stopping, tol=self.tol, window=self.window, n_iter_no_change=self.n_iter_no_change,
             iterates=self.iterates, factor=self.factor, solver=self.solver,
@@ -171,3 +177,9 @@ class NytroRegressor(KernelRegressorBase):
         self.rank_ = result.rank
         self.solver_ = result.solver
         return self._take_path(result)
+
+    def _centers(self, X, X_train, rng):
+        """The fit's centres: `centers`, or n_centers drawn by center_selection."""
+        return choose_centers(X, X_train, n_centers=self.n_centers, centers=self.centers,
+                              center_selection=self.center_selection, sigma=self.sigma, rng=rng,
+                              n_threads=self.n_threads)

@@ -7,7 +7,7 @@ import numpy as np
 from .. import _checks as chk
 from .._api import krls_path, nkrls_path
 from ._base import KernelRegressorBase
-from .nytro import draw_centers
+from .nytro import NytroRegressor
 
 _SHARED_DOC = """
     lambdas : array-like or None, default=None
@@ -26,8 +26,9 @@ class NystromKRLSRegressor(KernelRegressorBase):
 
     Parameters
     ----------
-    n_centers, sigma, factor, storage : as in NytroRegressor (storage="float32" computes
-    the kernel blocks of A^T A and keeps the hold-out kernel in float32).""" + _SHARED_DOC + """
+    n_centers, sigma, factor, storage, centers, center_selection : as in NytroRegressor
+    (storage="float32" computes the kernel blocks of A^T A and keeps the hold-out kernel in
+    float32).""" + _SHARED_DOC + """
     Attributes
     ----------
     centers_, coef_ : as in NytroRegressor; lambda_ : the selected lambda;
@@ -35,8 +36,11 @@ class NystromKRLSRegressor(KernelRegressorBase):
     """
 
     def __init__(self, n_centers=1000, sigma=1.0, *, lambdas=None, factor="pivoted", solver="eigh", storage=None,
+                 centers=None, center_selection="uniform",
                  validation_fraction=0.2, random_state=None, n_threads=None, verbose=0, dtype=None):
         self.n_centers = n_centers
+        self.centers = centers
+        self.center_selection = center_selection
         self.sigma = sigma
         self.lambdas = lambdas
         self.factor = factor
@@ -51,11 +55,13 @@ class NystromKRLSRegressor(KernelRegressorBase):
     def _fit_path(self, X, Y, rng):
         lambdas = np.asarray(chk.check_lambdas(self.lambdas))
         X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)
-        centers = draw_centers(X_train, self.n_centers, rng)
+        w_train, w_val = self._split_weights()
+        centers = NytroRegressor._centers(self, X, X_train, rng)
         held_out = X_val.shape[0] > 0
         result = nkrls_path(
             X_train, Y_train, centers, self.sigma, lambdas=lambdas, X_val=X_val if held_out else None,
-            y_val=Y_val if held_out else None, factor=self.factor, solver=self.solver, storage=self.storage,
+            y_val=Y_val if held_out else None, sample_weight=w_train, sample_weight_val=w_val,
+            factor=self.factor, solver=self.solver, storage=self.storage,
             n_threads=self.n_threads, progress=self._progress())
         self.centers_ = centers
         self.lambdas_ = lambdas
@@ -92,10 +98,12 @@ class KRLSRegressor(KernelRegressorBase):
     def _fit_path(self, X, Y, rng):
         lambdas = np.asarray(chk.check_lambdas(self.lambdas))
         X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)
+        w_train, w_val = self._split_weights()
         held_out = X_val.shape[0] > 0
         result = krls_path(
             X_train, Y_train, self.sigma, lambdas=lambdas, X_val=X_val if held_out else None,
             y_val=Y_val if held_out else None, solver=self.solver, n_threads=self.n_threads,
+            sample_weight=w_train, sample_weight_val=w_val,
             progress=self._progress())
         self.centers_ = X_train
         self.lambdas_ = lambdas
