@@ -34,11 +34,11 @@ and m centres resolve about m effective dimensions: the levels descend until the
 estimated d_eff(lambda) reaches m / 4 (m ~ d_eff log d_eff centres, the theory's count),
 or lambda reaches 1e-12, and the m centres are then drawn without replacement,
 proportionally to l~ at that lambda, from a uniform candidate set of
-min(n, max(10 m, 4 / lambda)) rows. The dictionary then holds about m / 2 rows, so the
-whole selection costs at most about n m^2 / 4 flops (when 4 / lambda reaches n) plus the
-kernel blocks' n m d / 2, and far less when d_eff grows faster than 1 / lambda shrinks:
-below a fit's O(n m^2) (gram solver) or O(n m (d + t)) (direct); bench_centers.py
-measures the ratio.
+min(n, max(10 m, 4 / lambda), 40 m) rows (every level's candidates are capped at 40 m
+too). The dictionary then holds about m / 2 rows, so each level costs at most about
+10 m^3 + 20 m^2 d flops whatever n: below a fit's O(n m^2) (gram solver) or
+O(n m (d + t)) (direct) once n is well above 40 m, comparable below that;
+bench_centers.py measures the ratio.
 
 Determinism. Every draw comes from one NumPy Generator seeded by the caller; the scores
 are rounded to 2^-24 relative before they become probabilities, so that the BLAS's
@@ -68,8 +68,13 @@ _FINAL_CANDIDATES_PER_CENTRE = 10
 _SMALLEST_LAMBDA = 1e-12
 
 
-def _candidate_count(n, lam, least):
-    return int(min(n, max(least, math.ceil(_CANDIDATES_PER_INVERSE_LAMBDA / lam))))
+# At most this many candidates per centre, whatever lambda: it bounds the selection's cost
+# by O(m^3) independently of n (a region then needs about n / (40 m) rows to be seen).
+_MOST_CANDIDATES_PER_CENTRE = 40
+
+
+def _candidate_count(n, lam, least, most):
+    return int(min(n, most, max(least, math.ceil(_CANDIDATES_PER_INVERSE_LAMBDA / lam))))
 
 
 def check_centers(centers, X, X_train) -> np.ndarray:
@@ -144,15 +149,16 @@ def _quantised(p):
     return q / q.sum()  # every candidate keeps a chance (the floor of 1)
 
 
-def _grow(X, rng, cap, sigma, n_threads, done, oversampling=_DICTIONARY_PER_DIMENSION):
+def _grow(X, rng, cap, sigma, n_threads, done, oversampling=_DICTIONARY_PER_DIMENSION, most=None):
     """BLESS's levels: lambda halves from 1 (= max k(x, x)) until done(lambda, d_eff);
     the dictionary holds oversampling x d_eff rows (at most cap). Returns (dictionary,
-    lambda, d_eff, dictionary sizes)."""
+    lambda, d_eff, dictionary sizes). At most `most` candidates a level (None: n)."""
     n = X.shape[0]
+    most = n if most is None else most
     dictionary, lam, sizes = _Dictionary(), 1.0, []
     while True:
         lam /= 2.0
-        R = _candidate_count(n, lam, 64)
+        R = _candidate_count(n, lam, 64, most)
         candidates = np.sort(rng.choice(n, size=R, replace=False))
         scores = dictionary.scores(X, candidates, lam, sigma, n_threads)
         d_eff = n * float(scores.mean())
@@ -178,10 +184,11 @@ def leverage_centers(X, n_centers, sigma, seed, *, n_threads=None, return_detail
     # The levels stop at d_eff ~ m / 4 (m centres then oversample d_eff by about the
     # factor the theory's m ~ d_eff log d_eff asks for), where the dictionary holds about
     # m / 2 rows.
-    cap = max(1, min(n, m // 2))
+    cap, most = max(1, min(n, m // 2)), _MOST_CANDIDATES_PER_CENTRE * m
     dictionary, lam, d_eff, sizes = _grow(
-        X, rng, cap, sigma, n_threads, lambda lam, d_eff: 4.0 * d_eff >= m or lam <= _SMALLEST_LAMBDA)
-    R = _candidate_count(n, lam, _FINAL_CANDIDATES_PER_CENTRE * m)
+        X, rng, cap, sigma, n_threads, lambda lam, d_eff: 4.0 * d_eff >= m or lam <= _SMALLEST_LAMBDA,
+        most=most)
+    R = _candidate_count(n, lam, _FINAL_CANDIDATES_PER_CENTRE * m, most)
     candidates = np.sort(rng.choice(n, size=R, replace=False))
     scores = dictionary.scores(X, candidates, lam, sigma, n_threads)
     chosen = np.sort(candidates[rng.choice(R, size=m, replace=False, p=_quantised(scores))])

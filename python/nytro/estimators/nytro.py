@@ -100,8 +100,8 @@ class NytroRegressor(KernelRegressorBase):
         How the centres are drawn from the training rows: uniformly, or by approximate
         ridge leverage scores (BLESS-style, nytro.centers), which put them where the
         kernel's feature space needs them: fewer in dense, redundant clusters, more on
-        rows in regions of their own. Its cost, at most about n m^2 / 4 flops and often
-        far less, is measured against the fit's in benchmarks/bench_centers.py. Seeded by
+        rows in regions of their own. Its cost, O(m^3 + m^2 d) a level whatever n, is
+        measured against the fit's in benchmarks/bench_centers.py. Seeded by
         random_state, independent of n_threads; it does not use sample_weight.
     validation_fraction : float in (0, 1) or None, default=0.2
         Hold-out share used to select t; None runs exactly `max_iter` iterations on all rows.
