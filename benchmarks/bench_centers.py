@@ -68,9 +68,10 @@ def run(args):
                 fit_s = time.perf_counter() - start
                 rmse = float(np.sqrt(np.mean((est.predict(Xt) - yt) ** 2)))
                 rows.append({"m": m, "selection": selection, "seed": seed, "test_rmse": rmse,
-                             "select_seconds": select_s, "fit_seconds": fit_s, "n_iter": int(est.n_iter_)})
+                             "select_seconds": select_s, "fit_seconds": fit_s, "n_iter": int(est.n_iter_),
+                             "rank": int(est.rank_)})
                 print(f"m={m:4d} {selection:8s} seed={seed} rmse={rmse:.4f} select={select_s:.3f}s "
-                      f"fit={fit_s:.3f}s", flush=True)
+                      f"fit={fit_s:.3f}s rank={est.rank_}", flush=True)
     return rows
 
 
@@ -81,6 +82,7 @@ def summarise(rows, m_grid):
         for m in m_grid:
             part = [r for r in rows if r["m"] == m and r["selection"] == selection]
             per_m[m] = {"test_rmse": statistics.median(r["test_rmse"] for r in part),
+                        "rank": statistics.median(r.get("rank", float("nan")) for r in part),
                         "select_seconds": statistics.median(r["select_seconds"] for r in part),
                         "fit_seconds": statistics.median(r["fit_seconds"] for r in part)}
         summary[selection] = per_m
@@ -98,12 +100,14 @@ def summarise(rows, m_grid):
 
 
 def markdown(summary, targets, reach, m_grid):
-    lines = ["| m | uniform RMSE | leverage RMSE | leverage selection s | fit s (uniform centres) | "
-             "fit s (leverage centres) | selection / fit |", "|---|---|---|---|---|---|---|"]
+    lines = ["| m | uniform RMSE | leverage RMSE | rank_ uniform / leverage | leverage selection s | "
+             "fit s (uniform centres) | fit s (leverage centres) | selection / fit |",
+             "|---|---|---|---|---|---|---|---|"]
     for m in m_grid:
         u, lv = summary["uniform"][m], summary["leverage"][m]
-        lines.append(f"| {m} | {u['test_rmse']:.4f} | {lv['test_rmse']:.4f} | {lv['select_seconds']:.3f} | "
-                     f"{u['fit_seconds']:.3f} | {lv['fit_seconds']:.3f} | "
+        ranks = " / ".join("-" if r != r else f"{r:.0f}" for r in (u["rank"], lv["rank"]))  # - : not recorded
+        lines.append(f"| {m} | {u['test_rmse']:.4f} | {lv['test_rmse']:.4f} | {ranks} | "
+                     f"{lv['select_seconds']:.3f} | {u['fit_seconds']:.3f} | {lv['fit_seconds']:.3f} | "
                      f"{lv['select_seconds'] / lv['fit_seconds']:.2f} |")
     lines.append("")
     for name, target in targets.items():
@@ -123,6 +127,8 @@ def plot(summary, m_grid, path):
     for selection, marker in (("uniform", "o"), ("leverage", "s")):
         ax.plot(m_grid, [summary[selection][m]["test_rmse"] for m in m_grid], marker=marker, label=selection)
     ax.set_xscale("log")
+    ax.set_xticks(m_grid, [str(m) for m in m_grid])
+    ax.minorticks_off()
     ax.set_xlabel("centres m")
     ax.set_ylabel("test RMSE (median over seeds)")
     ax.legend()
@@ -150,6 +156,7 @@ def main():
         summary, targets, reach = summarise(saved["rows"], m_grid)
         table = markdown(summary, targets, reach, m_grid)
         args.render.with_name("centers.md").write_text(table)
+        plot(summary, m_grid, args.render.with_name("centers.png"))
         print(table)
         return
     load_before = os.getloadavg()

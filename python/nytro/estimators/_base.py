@@ -141,7 +141,10 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
         """
         if _is_dask_array(X):
             if sample_weight is not None:
-                raise ValueError("sample_weight is not supported for Dask arrays yet")
+                raise NotImplementedError("sample_weight is not supported on Dask arrays yet")
+            if getattr(self, "centers", None) is not None or getattr(self, "center_selection", "uniform") != "uniform":
+                raise NotImplementedError("centers and center_selection='leverage' are not supported on Dask arrays "
+                                          "yet: the centres are drawn uniformly there")
             from ..dask import fit_estimator
             return fit_estimator(self, X, y)
         key = id(self)
