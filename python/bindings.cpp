@@ -114,6 +114,8 @@ void bind_options(py::module_& m) {
         .def_readwrite("window", &nytro::IterativeOptions::window)
         .def_readwrite("patience", &nytro::IterativeOptions::patience)
         .def_readwrite("validation_weights", &nytro::IterativeOptions::validation_weights)
+        .def_readwrite("sample_weights", &nytro::IterativeOptions::sample_weights)
+        .def_readwrite("validation_sample_weights", &nytro::IterativeOptions::validation_sample_weights)
         .def_readwrite("hybrid_lambda", &nytro::IterativeOptions::hybrid_lambda)
         .def_readwrite("n_threads", &nytro::IterativeOptions::n_threads);
     enum_field(iterative, "metric", &nytro::IterativeOptions::metric, &nytro::parse_metric);
@@ -135,6 +137,8 @@ void bind_options(py::module_& m) {
     tikhonov.def(py::init<>())
         .def_readwrite("factor", &nytro::TikhonovOptions::factor)
         .def_readwrite("validation_weights", &nytro::TikhonovOptions::validation_weights)
+        .def_readwrite("sample_weights", &nytro::TikhonovOptions::sample_weights)
+        .def_readwrite("validation_sample_weights", &nytro::TikhonovOptions::validation_sample_weights)
         .def_readwrite("n_threads", &nytro::TikhonovOptions::n_threads);
     enum_field(tikhonov, "metric", &nytro::TikhonovOptions::metric, &nytro::parse_metric);
     enum_field(tikhonov, "solver", &nytro::TikhonovOptions::solver, &nytro::parse_tikhonov_solver);
@@ -322,17 +326,19 @@ void define(py::module_& m, const std::string& suffix) {
           py::arg("Y_val"), py::arg("options"), py::arg("progress") = py::none());
 
     m.def(("kols_" + suffix).c_str(),
-          [](const Array<T>& X, const Array<T>& Y, const nytro::KernelSpec& kernel, double rcond, int n_threads) {
+          [](const Array<T>& X, const Array<T>& Y, const nytro::KernelSpec& kernel, double rcond, int n_threads,
+             const std::vector<double>& sample_weights) {
               auto x = view(X), y = view(Y);
               const auto interrupt = make_callback(py::none());  // Ctrl-C only: no progress argument
               Matrix<T> coef;
               {
                   py::gil_scoped_release release;
-                  coef = nytro::kols<T>(x, y, kernel, rcond, n_threads, interrupt);
+                  coef = nytro::kols<T>(x, y, kernel, rcond, n_threads, interrupt, sample_weights);
               }
               return to_numpy<T>(std::move(coef));
           },
-          py::kw_only(), py::arg("X"), py::arg("Y"), py::arg("kernel"), py::arg("rcond"), py::arg("n_threads"));
+          py::kw_only(), py::arg("X"), py::arg("Y"), py::arg("kernel"), py::arg("rcond"), py::arg("n_threads"),
+          py::arg("sample_weights") = std::vector<double>{});
 }
 
 // SciPy exports its LAPACK to Cython as PyCapsules; taking ?syevd, ?potrf, ?geqp3 and

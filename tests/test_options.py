@@ -61,7 +61,8 @@ def test_every_cpp_field_is_set_from_the_table(family):
     its C++ default from Python without anyone deciding so."""
     set_by_table = {path for param in family.params for path in param.to_core(param.default)}
     bound = set(_fields(getattr(_core, family.core)))
-    assert bound - set_by_table == {"validation_weights"}  # set by the path functions (TargetScales)
+    # set by the path functions from their arguments: TargetScales and the sample weights
+    assert bound - set_by_table == {"validation_weights", "sample_weights", "validation_sample_weights"}
     assert set_by_table <= bound
 
 

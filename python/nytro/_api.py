@@ -48,6 +48,24 @@ def _training_data(X, y, X_val, y_val, dtype, centers=None):
     return dt, X, scales.scaled(Y), one_d, Xv, scales.scaled(Yv), centers, scales
 
 
+# Sample weights, shared by every fit: weighted least squares
+#     (1/n) sum_i w'_i (f(x_i) - y_i)^2 (+ lambda ||f||^2), w' = w n / sum(w),
+# i.e. (1/sum w) sum_i w_i (f(x_i) - y_i)^2: lambda keeps its meaning, the scale of the
+# weights does not matter, and integer weights fit what repeating each row w_i times
+# would. The hold-out RMSE is weighted alike, sqrt(sum_v w_v r_v^2 / sum_v w_v).
+
+
+def _sample_weights(sample_weight, sample_weight_val, X, X_val):
+    """The weights in the core's form (empty vectors for none), checked by name."""
+    w = chk.check_sample_weight(sample_weight, X.shape[0], "sample_weight")
+    wv = None
+    if sample_weight_val is not None:
+        if X_val is None or X_val.shape[0] == 0:
+            raise ValueError("sample_weight_val is given but there is no hold-out set (X_val)")
+        wv = chk.check_sample_weight(sample_weight_val, X_val.shape[0], "sample_weight_val")
+    return chk.weights_argument(w), chk.weights_argument(wv)
+
+
 def _coef(coef: np.ndarray, one_d: bool) -> np.ndarray:
     return coef[:, 0] if one_d else coef
 
@@ -197,19 +215,24 @@ def nytro_path(X, y, centers, sigma, *, kernel="gaussian", matern_nu=1.5, X_val=
                step_size="auto", stopping="best", tol=None, window=10, n_iter_no_change=None,
                iterates="auto", factor="pivoted", rank_tol=None, jitter=1e-10, solver="auto", storage=None,
                n_threads=None, options=None, progress=None, dtype=None, metric="rmse",
-               hybrid_lambda=None) -> PathResult:
+               hybrid_lambda=None, sample_weight=None, sample_weight_val=None) -> PathResult:
     """NYTRO's path on A = K_nm R (method "gd": the paper's gradient descent; "nu", "cg",
     "hybrid": accelerated), with the validation RMSE at every iteration.
 
     The defaults compute the paper's algorithm (method "gd", the whole path);
     NytroRegressor defaults to method "hybrid" with n_iter_no_change=50. The result's
     `products` counts the products with A^T A taken, `solver` the solver that ran.
+    sample_weight (one per row of X) and sample_weight_val (one per row of X_val):
+    weighted least squares, the loss (1/sum w) sum_i w_i r_i^2 (integer weights fit
+    what repeating rows would), and the hold-out RMSE weighted alike.
     """
     values = opt.merged(opt.NYTRO, options, locals())
     dt, X, Y, one_d, Xv, Yv, centers, scale = _training_data(X, y, X_val, y_val, dtype, centers)
+    w, wv = _sample_weights(sample_weight, sample_weight_val, X, Xv)
     spec = chk.check_kernel(kernel, sigma, matern_nu, X.shape[1])
     chk.check_progress(progress)
-    core = opt.core_options(opt.NYTRO, values, validation_weights=scale.weights())
+    core = opt.core_options(opt.NYTRO, values, validation_weights=scale.weights(), sample_weights=w,
+                            validation_sample_weights=wv)
     core.tol = chk.tol_for_scaled_targets(tol, stopping, scale)
     raw = _native("nytro_path", dt)(X=X, Y=Y, centers=centers, kernel=spec, X_val=Xv, Y_val=Yv,
                                     options=core, progress=progress)
@@ -220,15 +243,17 @@ def landweber_path(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, X_val=None,
                    max_iter=500,
                    step_size="paper", stopping="best", tol=None, window=10, n_iter_no_change=None,
                    iterates="auto", n_threads=None, options=None, progress=None, dtype=None, metric="rmse",
-                   hybrid_lambda=None) -> PathResult:
+                   hybrid_lambda=None, sample_weight=None, sample_weight_val=None) -> PathResult:
     """Landweber iteration (early stopping) on the full n x n kernel (method gd), or its
     accelerated forms (nu, cg, hybrid) on K alpha = y; step_size defaults to the paper's
-    "paper"."""
+    "paper". sample_weight, sample_weight_val: as for nytro_path."""
     values = opt.merged(opt.LANDWEBER, options, locals())
     dt, X, Y, one_d, Xv, Yv, _, scale = _training_data(X, y, X_val, y_val, dtype)
+    w, wv = _sample_weights(sample_weight, sample_weight_val, X, Xv)
     spec = chk.check_kernel(kernel, sigma, matern_nu, X.shape[1])
     chk.check_progress(progress)
-    core = opt.core_options(opt.LANDWEBER, values, validation_weights=scale.weights())
+    core = opt.core_options(opt.LANDWEBER, values, validation_weights=scale.weights(), sample_weights=w,
+                            validation_sample_weights=wv)
     core.tol = chk.tol_for_scaled_targets(tol, stopping, scale)
     raw = _native("landweber_path", dt)(X=X, Y=Y, kernel=spec, X_val=Xv, Y_val=Yv, options=core,
                                         progress=progress)
@@ -238,13 +263,17 @@ def landweber_path(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, X_val=None,
 def nkrls_path(X, y, centers, sigma, *, kernel="gaussian", matern_nu=1.5, lambdas=None, X_val=None, y_val=None,
                factor="pivoted",
                rank_tol=None, jitter=1e-10, solver="eigh", storage=None, n_threads=None, options=None,
-               progress=None, dtype=None, metric="rmse") -> TikhonovResult:
-    """Nystrom KRLS along a lambda grid (default: the paper's 100 values in [1e-15, 1])."""
+               progress=None, dtype=None, metric="rmse", sample_weight=None,
+               sample_weight_val=None) -> TikhonovResult:
+    """Nystrom KRLS along a lambda grid (default: the paper's 100 values in [1e-15, 1]).
+    sample_weight, sample_weight_val: as for nytro_path."""
     values = opt.merged(opt.NKRLS, options, locals())
     dt, X, Y, one_d, Xv, Yv, centers, scale = _training_data(X, y, X_val, y_val, dtype, centers)
+    w, wv = _sample_weights(sample_weight, sample_weight_val, X, Xv)
     lambdas = chk.check_lambdas(lambdas)
     spec = chk.check_kernel(kernel, sigma, matern_nu, X.shape[1])
-    core = opt.core_options(opt.NKRLS, values, validation_weights=scale.weights())
+    core = opt.core_options(opt.NKRLS, values, validation_weights=scale.weights(), sample_weights=w,
+                            validation_sample_weights=wv)
     chk.check_progress(progress)
     raw = _native("nkrls_path", dt)(X=X, Y=Y, centers=centers, kernel=spec, lambdas=lambdas, X_val=Xv, Y_val=Yv,
                                     options=core, progress=progress)
@@ -253,28 +282,35 @@ def nkrls_path(X, y, centers, sigma, *, kernel="gaussian", matern_nu=1.5, lambda
 
 def krls_path(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, lambdas=None, X_val=None, y_val=None, solver="eigh",
               n_threads=None, options=None,
-              progress=None, dtype=None, metric="rmse") -> TikhonovResult:
+              progress=None, dtype=None, metric="rmse", sample_weight=None,
+              sample_weight_val=None) -> TikhonovResult:
     """KRLS (Tikhonov on the full kernel) along a lambda grid. Of
     :class:`~nytro.TikhonovOptions` it uses solver and n_threads; its Nystrom fields are
-    refused."""
+    refused. sample_weight, sample_weight_val: as for nytro_path (alpha = S (S K S +
+    lambda n I)^-1 S y)."""
     values = opt.merged(opt.KRLS, options, locals())
     dt, X, Y, one_d, Xv, Yv, _, scale = _training_data(X, y, X_val, y_val, dtype)
+    w, wv = _sample_weights(sample_weight, sample_weight_val, X, Xv)
     lambdas = chk.check_lambdas(lambdas)
     spec = chk.check_kernel(kernel, sigma, matern_nu, X.shape[1])
-    core = opt.core_options(opt.KRLS, values, validation_weights=scale.weights())
+    core = opt.core_options(opt.KRLS, values, validation_weights=scale.weights(), sample_weights=w,
+                            validation_sample_weights=wv)
     chk.check_progress(progress)
     raw = _native("krls_path", dt)(X=X, Y=Y, kernel=spec, lambdas=lambdas, X_val=Xv, Y_val=Yv, options=core,
                                    progress=progress)
     return _tikhonov_result(raw, lambdas, one_d, scale, metric)
 
 
-def kols(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, rcond=None, n_threads=None, dtype=None):
+def kols(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, rcond=None, n_threads=None, dtype=None,
+         sample_weight=None):
     """KOLS: alpha = pinv(K) y (eigenvalues below rcond * max dropped; rcond=None: n * eps).
-    kernel, matern_nu: as for nytro_path."""
+    kernel, matern_nu: as for nytro_path. sample_weight: alpha = S pinv(S K S) S y with
+    S = diag(sqrt(w n / sum w))."""
     dt, X, Y, one_d, _, _, _, scale = _training_data(X, y, None, None, dtype)
+    w, _ = _sample_weights(sample_weight, None, X, X[:0])
     rcond = chk.check_optional_positive("rcond", rcond, -1.0)
     spec, n_threads = chk.check_kernel(kernel, sigma, matern_nu, X.shape[1]), chk.check_n_threads(n_threads)
-    coef = _native("kols", dt)(X=X, Y=Y, kernel=spec, rcond=rcond, n_threads=n_threads)
+    coef = _native("kols", dt)(X=X, Y=Y, kernel=spec, rcond=rcond, n_threads=n_threads, sample_weights=w)
     return _coef(_scaled_coef(coef, scale), one_d)
 
 

@@ -377,3 +377,34 @@ def check_holdout(X_val, y_val, n_features: int, n_outputs: int, dtype: np.dtype
     if Y_val.shape[1] != n_outputs:
         raise ValueError(f"y_val has {Y_val.shape[1]} outputs but y has {n_outputs}")
     return X_val, Y_val
+
+
+def check_sample_weight(sample_weight, n_rows: int, name: str = "sample_weight") -> np.ndarray | None:
+    """None, or the weights as a float64 vector of n_rows entries, checked as scikit-learn's
+    _check_sample_weight does (a scalar is every row's weight): one per row, finite, >= 0,
+    and not all zero. Their scale does not matter: the core rescales them to sum to the row
+    count (see the estimators' fit)."""
+    if sample_weight is None:
+        return None
+    try:
+        w = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name} must be an array of numbers: {error}") from None
+    if w.ndim == 0:
+        w = np.full(n_rows, float(w))
+    if w.ndim != 1 or w.shape[0] != n_rows:
+        raise ValueError(f"{name} must have shape ({n_rows},), one weight per row, got shape {w.shape}")
+    if not np.all(np.isfinite(w)):
+        bad = int(np.flatnonzero(~np.isfinite(w))[0])
+        raise ValueError(f"{name} must be finite, got {w[bad]} at row {bad}")
+    if np.any(w < 0):
+        bad = int(np.flatnonzero(w < 0)[0])
+        raise ValueError(f"{name} must be >= 0, got {w[bad]} at row {bad}")
+    if not np.any(w > 0) or not np.isfinite(np.sum(w)):
+        raise ValueError(f"{name} must not be all zero (and its sum must be finite)")
+    return w
+
+
+def weights_argument(w: np.ndarray | None) -> np.ndarray:
+    """The core's form of optional weights: an empty vector for none."""
+    return np.zeros(0) if w is None else w

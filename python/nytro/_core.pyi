@@ -33,6 +33,8 @@ class IterativeOptions:
     patience: int
     iterates: str
     validation_weights: List[float]
+    sample_weights: List[float]
+    validation_sample_weights: List[float]
     metric: str
     hybrid_lambda: float
     n_threads: int
@@ -49,6 +51,8 @@ class TikhonovOptions:
     solver: str
     storage: str
     validation_weights: List[float]
+    sample_weights: List[float]
+    validation_sample_weights: List[float]
     metric: str
     n_threads: int
     def __init__(self) -> None: ...
@@ -98,8 +102,10 @@ def krls_path_float32(*, X: _F32, Y: _F32, kernel: _Kernel, lambdas: List[float]
                       Y_val: _F32, options: TikhonovOptions, progress: _Progress = None) -> _Tikhonov: ...
 def krls_path_float64(*, X: _F64, Y: _F64, kernel: _Kernel, lambdas: List[float], X_val: _F64,
                       Y_val: _F64, options: TikhonovOptions, progress: _Progress = None) -> _Tikhonov: ...
-def kols_float32(*, X: _F32, Y: _F32, kernel: _Kernel, rcond: float, n_threads: int) -> _F32: ...
-def kols_float64(*, X: _F64, Y: _F64, kernel: _Kernel, rcond: float, n_threads: int) -> _F64: ...
+def kols_float32(*, X: _F32, Y: _F32, kernel: _Kernel, rcond: float, n_threads: int,
+                 sample_weights: List[float] = ...) -> _F32: ...
+def kols_float64(*, X: _F64, Y: _F64, kernel: _Kernel, rcond: float, n_threads: int,
+                 sample_weights: List[float] = ...) -> _F64: ...
 
 # Benchmark hooks: median seconds of `repeats` calls.
 def _fused_pass_seconds_float32(K: _F32, a: _F32, y: _F32, n_threads: int, repeats: int, /) -> float: ...

@@ -69,9 +69,11 @@ TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, cons
 
 // KOLS: alpha = pinv(K) y, singular values below rcond * max cut (rcond < 0: n * eps).
 // `callback` (may be empty) is called about every 20 ms during the eigendecomposition and
-// may throw to abort it.
+// may throw to abort it. sample_weights (empty: all 1; see TikhonovOptions::sample_weights):
+// alpha = S pinv(S K S) S y with S = diag(sqrt(w')).
 template <class T>
 Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const KernelSpec& kernel, double rcond = -1.0,
-               int n_threads = 0, const Callback& callback = {});
+               int n_threads = 0, const Callback& callback = {},
+               const std::vector<double>& sample_weights = {});
 
 }  // namespace nytro

@@ -106,8 +106,8 @@ TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, cons
 
 template <class T>
 Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const KernelSpec& kernel, double rcond, int n_threads,
-               const Callback& callback) {
-    return NYTRO_ENTRY(T, kols)(X, Y, kernel, rcond, n_threads, callback);
+               const Callback& callback, const std::vector<double>& sample_weights) {
+    return NYTRO_ENTRY(T, kols)(X, Y, kernel, rcond, n_threads, callback, sample_weights);
 }
 
 template <class T>
@@ -194,7 +194,8 @@ int cgroup_cpu_limit() { return api().cgroup_cpu_limit(); }
     template TikhonovResult<T> krls_path<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, const KernelSpec&,                \
                                             const std::vector<double>&, const MatrixCRef<T>&,                 \
                                             const MatrixCRef<T>&, const TikhonovOptions&);                     \
-    template Matrix<T> kols<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, const KernelSpec&, double, int, const Callback&); \
+    template Matrix<T> kols<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, const KernelSpec&, double, int, const Callback&, \
+                               const std::vector<double>&);                                                     \
     template bool cholesky_lower_in_place<T>(Matrix<T>&);                                                       \
     template void symmetric_eigen<T>(const MatrixCRef<T>&, Vector<T>&, Matrix<T>&);                             \
     template void symmetric_eigen<T>(const MatrixCRef<T>&, Vector<T>&, Matrix<T>&, const Callback&);            \

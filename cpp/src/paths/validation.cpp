@@ -2,6 +2,7 @@
 
 #include "passes/dense.hpp"
 #include "runtime/machine_rates.hpp"
+#include "runtime/input_checks.hpp"
 #include "nytro/errors.hpp"
 #include "nytro/kernel.hpp"
 
@@ -115,12 +116,23 @@ void Validation<T>::set_weights(const std::vector<double>& weights) {
 }
 
 template <class T>
+void Validation<T>::set_row_weights(const std::vector<double>& weights) {
+    const Vector<double> scales = row_scales<double>(weights, Y_val_.rows(), "validation sample weights");
+    row_weights_ = scales.array().square().matrix();
+}
+
+template <class T>
 void Validation<T>::add_squared_errors(const Matrix<T>& predictions, Index r0, Index q,
                                        std::vector<double>& squared) const {
     const auto targets = Y_val_.middleRows(r0, predictions.rows());
-    for (Index col = 0; col < predictions.cols(); ++col)
-        squared[col / q] +=
-            weight(col % q) * (predictions.col(col) - targets.col(col % q)).template cast<double>().squaredNorm();
+    for (Index col = 0; col < predictions.cols(); ++col) {
+        const auto errors = (predictions.col(col) - targets.col(col % q)).template cast<double>();
+        const double sum = row_weights_.size() == 0
+                               ? errors.squaredNorm()
+                               : (errors.array().square() *
+                                  row_weights_.segment(r0, predictions.rows()).array()).sum();
+        squared[col / q] += weight(col % q) * sum;
+    }
 }
 
 template <class T>

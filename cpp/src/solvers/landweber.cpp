@@ -3,6 +3,7 @@
 #include "paths/gradient_path.hpp"
 #include "runtime/input_checks.hpp"
 #include "solvers/nystrom_setup.hpp"
+#include "passes/gram.hpp"
 #include "nytro/errors.hpp"
 #include "nytro/kernel.hpp"
 #include "kernel/packed_centers.hpp"
@@ -21,11 +22,23 @@ PathResult<T> landweber_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, con
     detail::check_iterative_options(options);
     const int threads = detail::resolve_threads(options.n_threads);
     const Index n = X.rows(), q = Y.cols();
-    const Matrix<T> K = kernel_matrix<T>(X, X, kernel, threads);
+    const Vector<T> row_scale = detail::row_scales<T>(options.sample_weights, n, "sample_weights");
+    Matrix<T> K = kernel_matrix<T>(X, X, kernel, threads);
+    Matrix<T> rhs = Y;
+    // Sample weights: the weighted iteration alpha_t = alpha - s S^2 (K alpha - y) is, with
+    // alpha = S beta, the unweighted one on S K S and S y (S = diag(sqrt(w'))).
+    if (row_scale.size() > 0) {
+        detail::scale_rows<T>(K, row_scale);
+        K.array().rowwise() *= row_scale.transpose().array();
+        detail::scale_rows<T>(rhs, row_scale);
+    }
     const Matrix<T> centers = X;
     const auto validation = detail::make_validation<T>(X_val, Y_val, centers, kernel, threads, false, 0.0);
-    if (validation) validation->set_weights(options.validation_weights);
-    if (validation) validation->set_metric(options.metric);
+    if (validation) {
+        validation->set_weights(options.validation_weights);
+        validation->set_row_weights(options.validation_sample_weights);
+        validation->set_metric(options.metric);
+    }
 
     // The iterations solve K alpha = y directly (K is symmetric positive semidefinite).
     detail::LinearProblem<T> problem;
@@ -33,8 +46,11 @@ PathResult<T> landweber_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, con
     problem.q = q;
     problem.apply = [&](const Matrix<T>& p, Matrix<T>& out) { detail::multiply<T>(K, p, out, threads); };
     problem.iteration_bytes = double(K.size()) * sizeof(T);
-    problem.rhs = Y;
-    problem.to_alpha = [](const MatrixCRef<T>& betas, MatrixRef<T> alphas) { alphas = betas; };
+    problem.rhs = std::move(rhs);
+    problem.to_alpha = [&row_scale](const MatrixCRef<T>& betas, MatrixRef<T> alphas) {
+        alphas = betas;
+        if (row_scale.size() > 0) detail::scale_rows<T>(alphas, row_scale);
+    };
     PathResult<T> result;
     result.rank = n;
     result.solver = Solver::direct;

@@ -18,6 +18,7 @@ struct NystromSetup {
     Matrix<T> used;                               // the centres in factor.support
     std::unique_ptr<Validation<T>> validation;    // null without a hold-out set
     std::optional<bool> kernel_first;             // the normal equations' route, once decided
+    const Vector<T>* row_scale = nullptr;         // sample weights' row scales of K_nm (null: none)
 };
 
 template <class T>

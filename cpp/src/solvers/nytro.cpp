@@ -102,6 +102,8 @@ struct DirectSolver {
             K = detail::kernel_stored<float, S>(X.template cast<float>(), setup.used.template cast<float>(),
                                                          kernel, threads);
         }
+        // Sample weights: the rows of K_nm scaled once as stored (Y comes scaled alike).
+        if (setup.row_scale) detail::scale_rows<S>(K, setup.row_scale->template cast<S>());
         pass = std::make_unique<detail::FusedPass<T, S>>(K, threads);
         problem.dim = setup.factor.rank();
         problem.iteration_bytes = double(K.size()) * sizeof(S) + 2.0 * factor.lift_bytes();
@@ -139,11 +141,12 @@ struct GramSolver {
             if constexpr (std::is_same_v<S, T>)
                 return detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads), kernel,
                                                           threads, callback,
-                                                          false, /*mirror=*/false, setup.kernel_first);
+                                                          false, /*mirror=*/false, setup.kernel_first,
+                                                          setup.row_scale);
             else
                 return detail::stream_float_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads), kernel,
                                                                 threads,
-                                                                callback);
+                                                                callback, setup.row_scale);
         }();
         H = std::move(normal.H);
         problem.rhs = std::move(normal.C);
@@ -173,7 +176,7 @@ struct SpectralSolver {
         auto normal =
             detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads), kernel, threads,
                                                callback, low, true,
-                                               setup.kernel_first);
+                                               setup.kernel_first, setup.row_scale);
         Matrix<T> V;
         symmetric_eigen<T>(normal.H, values, V, callback);
         values = values.cwiseMax(T(0));  // rounding-level negative eigenvalues of A^T A
@@ -319,8 +322,13 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
     const detail::MemoryPlan plan = plan_nytro(X.rows(), X.cols(), centers.rows(), X_val.rows(), Y.cols(), options,
                                                stored, double(sizeof(T)));
     plan.check();
+    // Sample weights: the unweighted problem on the rows of K_nm and Y scaled by sqrt(w'_i).
+    const Vector<T> row_scale = detail::row_scales<T>(options.sample_weights, X.rows(), "sample_weights");
+    const Matrix<T> Y_scaled = row_scale.size() > 0 ? Matrix<T>(row_scale.asDiagonal() * Y) : Matrix<T>();
+    const MatrixCRef<T> Yw = row_scale.size() > 0 ? MatrixCRef<T>(Y_scaled) : Y;
     return plan.guard([&] {
         auto setup = detail::prepare_nystrom<T>(centers, kernel, factor_options, threads, options.callback);
+        if (row_scale.size() > 0) setup.row_scale = &row_scale;
         PathResult<T> result;
         result.rank = setup.factor.rank();
         result.solver = half ? Solver::direct : options.solver;
@@ -350,17 +358,20 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
         // they store it only once recomputing it has cost about its first touch.
         setup.validation = detail::make_validation<T>(X_val, Y_val, setup.used, kernel, threads, low, reserved,
                                                       /*defer=*/result.solver != Solver::spectral);
-        if (setup.validation) setup.validation->set_weights(options.validation_weights);
-        if (setup.validation) setup.validation->set_metric(options.metric);
+        if (setup.validation) {
+            setup.validation->set_weights(options.validation_weights);
+            setup.validation->set_row_weights(options.validation_sample_weights);
+            setup.validation->set_metric(options.metric);
+        }
 
         detail::LinearProblem<T> problem;
         problem.q = Y.cols();
         problem.alpha_rows = setup.used.rows();
-        const auto solver = half  ? build_solver<T, Eigen::half>(result.solver, problem, X, Y, setup, kernel, threads,
+        const auto solver = half  ? build_solver<T, Eigen::half>(result.solver, problem, X, Yw, setup, kernel, threads,
                                                                 options.callback)
-                            : low ? build_solver<T, float>(result.solver, problem, X, Y, setup, kernel, threads,
+                            : low ? build_solver<T, float>(result.solver, problem, X, Yw, setup, kernel, threads,
                                                            options.callback)
-                                  : build_solver<T, T>(result.solver, problem, X, Y, setup, kernel, threads,
+                                  : build_solver<T, T>(result.solver, problem, X, Yw, setup, kernel, threads,
                                                        options.callback);
 
         IterativeOptions loop = options;

@@ -18,7 +18,9 @@ class KOLSRegressor(KernelRegressorBase):
 
     Attributes
     ----------
-    centers_ : the training rows; coef_ : pinv(K) y.
+    centers_ : the training rows; coef_ : pinv(K) y, or with fit's sample_weight
+    S pinv(S K S) S y, S = diag(sqrt(w n / sum w)) (for an invertible K the interpolant
+    does not depend on the positive weights; rows of weight 0 are left out of it).
     """
 
     def __init__(self, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, rcond=None, n_threads=None, dtype=None):
@@ -31,5 +33,6 @@ class KOLSRegressor(KernelRegressorBase):
 
     def _fit_path(self, X, Y, rng):
         self.centers_ = X
+        w_train, _ = self._split_weights()
         return kols(X, Y, self.sigma, kernel=self.kernel, matern_nu=self.matern_nu, rcond=self.rcond,
-                     n_threads=self.n_threads)
+                    n_threads=self.n_threads, sample_weight=w_train)
