@@ -4,6 +4,9 @@
    machine's dgemm/sgemm on the same shape (numpy X @ Z.T) and on a square 4096 GEMM, and
    against scikit-learn's rbf_kernel on the same inputs; d = 12, 22, 54, 90, 123. Both
    into a fresh array and into an existing one (out=), which is how the solvers use it.
+   Then one row per kernel (Gaussian, Gaussian with a bandwidth per feature, Laplacian,
+   Matern 3/2 and 5/2, linear) at d = 90 into an existing array, in the same rounds as the
+   same-shape GEMM: what each kernel's function costs on top of the distance GEMM.
 2. The direct solver's fused pass K^T (K a - y), with one column in a and with two (the Lanczos
    path's block products): bytes of K read per second against the
    read bandwidth (dot product of two 800 MB vectors, see docs/design.md).
@@ -156,6 +159,43 @@ def kernel_rows(threads: int, repeats: int, n: int, m: int, square: int) -> list
     return rows
 
 
+# (label, kernel_matrix arguments): one row each in the per-kernel table.
+KERNEL_TYPES = (("gaussian", {"kernel": "gaussian"}), ("gaussian ARD", {"kernel": "gaussian", "ard": True}),
+                ("laplacian", {"kernel": "laplacian"}), ("matern 3/2", {"kernel": "matern", "matern_nu": 1.5}),
+                ("matern 5/2", {"kernel": "matern", "matern_nu": 2.5}), ("linear", {"kernel": "linear"}))
+
+
+def kernel_type_rows(threads: int, repeats: int, n: int, m: int, d: int = 90) -> list:
+    """Every kernel into an existing array, with the same-shape GEMM (out=) in the same
+    rounds: GFLOP/s counted as the distance GEMM (2 n m d), and the time against the
+    Gaussian's, round by round."""
+    rng = np.random.default_rng(2)
+    rows = []
+    for dt in (np.float64, np.float32):
+        X = rng.uniform(-1, 1, (n, d)).astype(dt)
+        Z = rng.uniform(-1, 1, (m, d)).astype(dt)
+        sigma = np.sqrt(d) / 2
+        bandwidths = np.linspace(0.5, 1.5, d) * sigma
+        K_out, G_out = np.ones((n, m), dtype=dt), np.ones((n, m), dtype=dt)
+
+        def call(spec):
+            spec = dict(spec)
+            return lambda: nytro.kernel_matrix(X, Z, sigma=bandwidths if spec.pop("ard", False) else sigma,
+                                               **spec, n_threads=threads, out=K_out)
+        fns = {label: call(spec) for label, spec in KERNEL_TYPES}
+        fns["gemm_out"] = lambda: np.matmul(X, Z.T, out=G_out)
+        with threadpool_limits(threads, user_api="blas"):
+            times = interleaved_times(fns, repeats)
+        flops = 2.0 * n * m * d
+        for label, _ in KERNEL_TYPES:
+            t = statistics.median(times[label])
+            rows.append({"dtype": np.dtype(dt).name, "threads": threads, "n": n, "m": m, "d": d, "kernel": label,
+                         "seconds": t, "gflops": flops / t / 1e9,
+                         "vs_gaussian": median_ratio(times[label], times["gaussian"]),
+                         "vs_gemm_out": median_ratio(times["gemm_out"], times[label])})
+    return rows
+
+
 def cold_fresh_row(threads: int, rounds: int, n: int, m: int, d: int, idle: float) -> dict:
     """The fresh-array kernel after the VM has taken freed memory back: each call (nytro,
     the bare GEMM X @ Z.T, rbf_kernel; float64) follows `idle` seconds of
@@ -273,6 +313,8 @@ def main(argv=None) -> int:
     parser.add_argument("--cold-idle", type=float, default=3.0,
                         help="seconds of sleep before each call of the cold fresh-array rows (default 3)")
     parser.add_argument("--quick", action="store_true", help="tiny shapes, 2 repeats (CI)")
+    parser.add_argument("--kernel-types-only", action="store_true",
+                        help="only the per-kernel table (a quick check of one kernel's speed)")
     args = parser.parse_args(argv)
     if args.quick:
         args.repeats, args.kernel_shape, args.pass_shape, args.gram_k = 2, "2000,300", "4000,500", "300"
@@ -282,19 +324,22 @@ def main(argv=None) -> int:
     pn, pk = (int(v) for v in args.pass_shape.split(","))
     report = {"machine": machine(), "command": "python benchmarks/bench_kernels.py " + " ".join(argv or []),
               "limits": {}, "kernel": [], "cold_fresh": [], "thread_scaling": [], "fused_pass": [],
-              "gram_pass": []}
+              "gram_pass": [], "kernel_types": []}
     square = 4096 if not args.quick else 256
     probe_length = 100_000_000 if not args.quick else 1_000_000  # 800 MB, as limits.py
     probe = (np.ones(probe_length), np.ones(probe_length))
     for t in threads:
         report["limits"][t] = limits(t, 3 if not args.quick else 1, probe)
+        report["kernel_types"] += kernel_type_rows(t, args.repeats, n, m, 90 if not args.quick else 12)
+        if args.kernel_types_only:
+            continue
         report["kernel"] += kernel_rows(t, args.repeats, n, m, square)
         report["cold_fresh"].append(cold_fresh_row(t, args.repeats, n, m, 90 if not args.quick else 12,
                                                    args.cold_idle))
         report["fused_pass"] += pass_rows(t, args.repeats, pn, pk, probe)
         for k in (int(v) for v in args.gram_k.split(",")):
             report["gram_pass"] += gram_rows(t, args.repeats, k)
-    if len(threads) > 1:
+    if len(threads) > 1 and not args.kernel_types_only:
         report["thread_scaling"] = thread_scaling_rows(threads, args.repeats, n, m, square)
     write_report(args.out, "bench_kernels", report, format_report(report))
     return 0
@@ -333,6 +378,15 @@ def format_report(report: dict) -> str:
                      f"{r['nytro_gflops'] / r['gemm_gflops']:.0%} / "
                      f"{r['nytro_out_gflops'] / r['gemm_out_gflops']:.0%} | "
                      f"{r['speedup_vs_sklearn']:.1f}x / {r['out_speedup_vs_sklearn']:.1f}x |")
+    if report.get("kernel_types"):
+        lines += ["", "Each kernel into an existing array (d as given), in the same rounds as the same-shape "
+                  "GEMM into an existing array; ratios are medians of per-round ratios.", "",
+                  "| dtype | threads | n x m | d | kernel | ms | GFLOP/s | time vs Gaussian | rate vs GEMM out= |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for r in report["kernel_types"]:
+            lines.append(f"| {r['dtype']} | {r['threads']} | {r['n']} x {r['m']} | {r['d']} | {r['kernel']} | "
+                         f"{r['seconds'] * 1e3:.1f} | {r['gflops']:.1f} | {r['vs_gaussian']:.2f}x | "
+                         f"{r['vs_gemm_out']:.0%} |")
     if report.get("cold_fresh"):
         lines += ["", "Cold fresh arrays (float64): each call follows a sleep past the VM's free-page reporting "
                   "delay, so the result's pages are backed anew, as for a first call. X @ Z.T writes the "

@@ -114,6 +114,8 @@ void bind_options(py::module_& m) {
         .def_readwrite("window", &nytro::IterativeOptions::window)
         .def_readwrite("patience", &nytro::IterativeOptions::patience)
         .def_readwrite("validation_weights", &nytro::IterativeOptions::validation_weights)
+        .def_readwrite("sample_weights", &nytro::IterativeOptions::sample_weights)
+        .def_readwrite("validation_sample_weights", &nytro::IterativeOptions::validation_sample_weights)
         .def_readwrite("hybrid_lambda", &nytro::IterativeOptions::hybrid_lambda)
         .def_readwrite("n_threads", &nytro::IterativeOptions::n_threads);
     enum_field(iterative, "metric", &nytro::IterativeOptions::metric, &nytro::parse_metric);
@@ -135,6 +137,8 @@ void bind_options(py::module_& m) {
     tikhonov.def(py::init<>())
         .def_readwrite("factor", &nytro::TikhonovOptions::factor)
         .def_readwrite("validation_weights", &nytro::TikhonovOptions::validation_weights)
+        .def_readwrite("sample_weights", &nytro::TikhonovOptions::sample_weights)
+        .def_readwrite("validation_sample_weights", &nytro::TikhonovOptions::validation_sample_weights)
         .def_readwrite("n_threads", &nytro::TikhonovOptions::n_threads);
     enum_field(tikhonov, "metric", &nytro::TikhonovOptions::metric, &nytro::parse_metric);
     enum_field(tikhonov, "solver", &nytro::TikhonovOptions::solver, &nytro::parse_tikhonov_solver);
@@ -143,22 +147,23 @@ void bind_options(py::module_& m) {
 
 template <class T>
 void define(py::module_& m, const std::string& suffix) {
-    m.def(("gaussian_kernel_" + suffix).c_str(),
-          [](const Array<T>& X, const Array<T>& Z, double sigma, int n_threads) {
+    // The kernel (nytro/kernel.hpp; a float is the Gaussian's sigma, nytro.gaussian_kernel).
+    m.def(("kernel_matrix_" + suffix).c_str(),
+          [](const Array<T>& X, const Array<T>& Z, const nytro::KernelSpec& kernel, int n_threads) {
               auto x = view(X), z = view(Z);
               Matrix<T> K;
               {
                   py::gil_scoped_release release;
-                  K = nytro::gaussian_kernel<T>(x, z, sigma, n_threads);
+                  K = nytro::kernel_matrix<T>(x, z, kernel, n_threads);
               }
               return to_numpy<T>(std::move(K));
           },
-          py::kw_only(), py::arg("X"), py::arg("Z"), py::arg("sigma"), py::arg("n_threads"));
+          py::kw_only(), py::arg("X"), py::arg("Z"), py::arg("kernel"), py::arg("n_threads"));
 
     // Into a caller's C-contiguous, writable (n, m) array (checked in Python): no fresh
     // n x m allocation, whose first-touch page faults cost as much as the kernel itself.
-    m.def(("gaussian_kernel_into_" + suffix).c_str(),
-          [](const Array<T>& X, const Array<T>& Z, double sigma, py::array out, int n_threads) {
+    m.def(("kernel_matrix_into_" + suffix).c_str(),
+          [](const Array<T>& X, const Array<T>& Z, const nytro::KernelSpec& kernel, py::array out, int n_threads) {
               auto x = view(X), z = view(Z);
               // A plain py::array: an array_t parameter would convert a mismatched array
               // into a temporary copy and the result would silently not reach the caller.
@@ -169,24 +174,24 @@ void define(py::module_& m, const std::string& suffix) {
               Eigen::Map<Matrix<T>> target(static_cast<T*>(out.mutable_data()), out.shape(0), out.shape(1));
               {
                   py::gil_scoped_release release;
-                  nytro::gaussian_kernel_into<T>(x, z, sigma, target, n_threads);
+                  nytro::kernel_matrix_into<T>(x, z, kernel, target, n_threads);
               }
           },
-          py::kw_only(), py::arg("X"), py::arg("Z"), py::arg("sigma"), py::arg("out"), py::arg("n_threads"));
+          py::kw_only(), py::arg("X"), py::arg("Z"), py::arg("kernel"), py::arg("out"), py::arg("n_threads"));
 
     m.def(("kernel_predict_" + suffix).c_str(),
-          [](const Array<T>& X, const Array<T>& centers, const Array<T>& coef, double sigma, int n_threads,
+          [](const Array<T>& X, const Array<T>& centers, const Array<T>& coef, const nytro::KernelSpec& kernel, int n_threads,
              py::object progress) {
               auto x = view(X), c = view(centers), a = view(coef);
               auto callback = make_callback(std::move(progress));
               Matrix<T> out;
               {
                   py::gil_scoped_release release;
-                  out = nytro::kernel_predict<T>(x, c, a, sigma, n_threads, callback);
+                  out = nytro::kernel_predict<T>(x, c, a, kernel, n_threads, callback);
               }
               return to_numpy<T>(std::move(out));
           },
-          py::kw_only(), py::arg("X"), py::arg("centers"), py::arg("coef"), py::arg("sigma"),
+          py::kw_only(), py::arg("X"), py::arg("centers"), py::arg("coef"), py::arg("kernel"),
           py::arg("n_threads"), py::arg("progress") = py::none());
 
     // Benchmark hook (benchmarks/bench_kernels.py): median seconds of `repeats` fused passes
@@ -260,37 +265,37 @@ void define(py::module_& m, const std::string& suffix) {
     // The path functions take their options struct whole and every argument by keyword
     // (nytro/_api.py), so that two arguments of one type cannot be swapped unnoticed.
     m.def(("nytro_path_" + suffix).c_str(),
-          [](const Array<T>& X, const Array<T>& Y, const Array<T>& centers, double sigma, const Array<T>& X_val,
+          [](const Array<T>& X, const Array<T>& Y, const Array<T>& centers, const nytro::KernelSpec& kernel, const Array<T>& X_val,
              const Array<T>& Y_val, nytro::NytroOptions options, py::object progress) {
               options.callback = make_callback(std::move(progress));
               auto x = view(X), y = view(Y), c = view(centers), xv = view(X_val), yv = view(Y_val);
               nytro::PathResult<T> r;
               {
                   py::gil_scoped_release release;
-                  r = nytro::nytro_path<T>(x, y, c, sigma, xv, yv, options);
+                  r = nytro::nytro_path<T>(x, y, c, kernel, xv, yv, options);
               }
               return path_dict<T>(std::move(r));
           },
-          py::kw_only(), py::arg("X"), py::arg("Y"), py::arg("centers"), py::arg("sigma"), py::arg("X_val"),
+          py::kw_only(), py::arg("X"), py::arg("Y"), py::arg("centers"), py::arg("kernel"), py::arg("X_val"),
           py::arg("Y_val"), py::arg("options"), py::arg("progress") = py::none());
 
     m.def(("landweber_path_" + suffix).c_str(),
-          [](const Array<T>& X, const Array<T>& Y, double sigma, const Array<T>& X_val, const Array<T>& Y_val,
+          [](const Array<T>& X, const Array<T>& Y, const nytro::KernelSpec& kernel, const Array<T>& X_val, const Array<T>& Y_val,
              nytro::IterativeOptions options, py::object progress) {
               options.callback = make_callback(std::move(progress));
               auto x = view(X), y = view(Y), xv = view(X_val), yv = view(Y_val);
               nytro::PathResult<T> r;
               {
                   py::gil_scoped_release release;
-                  r = nytro::landweber_path<T>(x, y, sigma, xv, yv, options);
+                  r = nytro::landweber_path<T>(x, y, kernel, xv, yv, options);
               }
               return path_dict<T>(std::move(r));
           },
-          py::kw_only(), py::arg("X"), py::arg("Y"), py::arg("sigma"), py::arg("X_val"), py::arg("Y_val"),
+          py::kw_only(), py::arg("X"), py::arg("Y"), py::arg("kernel"), py::arg("X_val"), py::arg("Y_val"),
           py::arg("options"), py::arg("progress") = py::none());
 
     m.def(("nkrls_path_" + suffix).c_str(),
-          [](const Array<T>& X, const Array<T>& Y, const Array<T>& centers, double sigma,
+          [](const Array<T>& X, const Array<T>& Y, const Array<T>& centers, const nytro::KernelSpec& kernel,
              const std::vector<double>& lambdas, const Array<T>& X_val, const Array<T>& Y_val,
              nytro::TikhonovOptions options, py::object progress) {
               options.callback = make_callback(std::move(progress));
@@ -298,40 +303,42 @@ void define(py::module_& m, const std::string& suffix) {
               nytro::TikhonovResult<T> r;
               {
                   py::gil_scoped_release release;
-                  r = nytro::nkrls_path<T>(x, y, c, sigma, lambdas, xv, yv, options);
+                  r = nytro::nkrls_path<T>(x, y, c, kernel, lambdas, xv, yv, options);
               }
               return tikhonov_dict<T>(std::move(r));
           },
-          py::kw_only(), py::arg("X"), py::arg("Y"), py::arg("centers"), py::arg("sigma"), py::arg("lambdas"),
+          py::kw_only(), py::arg("X"), py::arg("Y"), py::arg("centers"), py::arg("kernel"), py::arg("lambdas"),
           py::arg("X_val"), py::arg("Y_val"), py::arg("options"), py::arg("progress") = py::none());
 
     m.def(("krls_path_" + suffix).c_str(),
-          [](const Array<T>& X, const Array<T>& Y, double sigma, const std::vector<double>& lambdas,
+          [](const Array<T>& X, const Array<T>& Y, const nytro::KernelSpec& kernel, const std::vector<double>& lambdas,
              const Array<T>& X_val, const Array<T>& Y_val, nytro::TikhonovOptions options, py::object progress) {
               options.callback = make_callback(std::move(progress));
               auto x = view(X), y = view(Y), xv = view(X_val), yv = view(Y_val);
               nytro::TikhonovResult<T> r;
               {
                   py::gil_scoped_release release;
-                  r = nytro::krls_path<T>(x, y, sigma, lambdas, xv, yv, options);
+                  r = nytro::krls_path<T>(x, y, kernel, lambdas, xv, yv, options);
               }
               return tikhonov_dict<T>(std::move(r));
           },
-          py::kw_only(), py::arg("X"), py::arg("Y"), py::arg("sigma"), py::arg("lambdas"), py::arg("X_val"),
+          py::kw_only(), py::arg("X"), py::arg("Y"), py::arg("kernel"), py::arg("lambdas"), py::arg("X_val"),
           py::arg("Y_val"), py::arg("options"), py::arg("progress") = py::none());
 
     m.def(("kols_" + suffix).c_str(),
-          [](const Array<T>& X, const Array<T>& Y, double sigma, double rcond, int n_threads) {
+          [](const Array<T>& X, const Array<T>& Y, const nytro::KernelSpec& kernel, double rcond, int n_threads,
+             const std::vector<double>& sample_weights) {
               auto x = view(X), y = view(Y);
               const auto interrupt = make_callback(py::none());  // Ctrl-C only: no progress argument
               Matrix<T> coef;
               {
                   py::gil_scoped_release release;
-                  coef = nytro::kols<T>(x, y, sigma, rcond, n_threads, interrupt);
+                  coef = nytro::kols<T>(x, y, kernel, rcond, n_threads, interrupt, sample_weights);
               }
               return to_numpy<T>(std::move(coef));
           },
-          py::kw_only(), py::arg("X"), py::arg("Y"), py::arg("sigma"), py::arg("rcond"), py::arg("n_threads"));
+          py::kw_only(), py::arg("X"), py::arg("Y"), py::arg("kernel"), py::arg("rcond"), py::arg("n_threads"),
+          py::arg("sample_weights") = std::vector<double>{});
 }
 
 // SciPy exports its LAPACK to Cython as PyCapsules; taking ?syevd, ?potrf, ?geqp3 and
@@ -375,6 +382,19 @@ PYBIND11_MODULE(_core, m) {
         }
     });
     bind_options(m);
+    // The kernel (nytro/kernel.hpp): checked in full (bandwidths against the data's
+    // features) by the functions it is passed to; a float is the Gaussian's sigma.
+    py::class_<nytro::KernelSpec>(m, "KernelSpec")
+        .def(py::init([](const std::string& kind, double nu, const std::vector<double>& sigma) {
+                 nytro::KernelSpec kernel(nytro::parse_kernel_type(kind), nu, sigma);
+                 nytro::check_kernel(kernel);
+                 return kernel;
+             }),
+             py::arg("kind"), py::arg("nu"), py::arg("sigma"))
+        .def(py::init<double>(), py::arg("sigma"))
+        .def_property_readonly("nu", [](const nytro::KernelSpec& k) { return k.nu; })
+        .def_property_readonly("sigma", [](const nytro::KernelSpec& k) { return k.sigma; });
+    py::implicitly_convertible<double, nytro::KernelSpec>();
     define<float>(m, "float32");
     define<double>(m, "float64");
     m.def(

@@ -62,7 +62,18 @@ SKLEARN_INSTANCES = [
 ]
 
 
-@parametrize_with_checks(SKLEARN_INSTANCES)
+def expected_failed_checks(estimator):
+    """Integer sample weights fit what repeated rows fit only with the same centres and
+    hold-out rows, and the estimators draw both from the rows they are given: repeating
+    rows changes the draws (as for scikit-learn's own randomised estimators). With them
+    pinned the equivalence holds: test_sample_weights.py. KOLS draws nothing and passes."""
+    if isinstance(estimator, KOLSRegressor):
+        return {}
+    return {"check_sample_weight_equivalence_on_dense_data":
+            "the hold-out split and the centres are drawn from the rows given (test_sample_weights.py pins them)"}
+
+
+@parametrize_with_checks(SKLEARN_INSTANCES, expected_failed_checks=expected_failed_checks)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 

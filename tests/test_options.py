@@ -61,7 +61,8 @@ def test_every_cpp_field_is_set_from_the_table(family):
     its C++ default from Python without anyone deciding so."""
     set_by_table = {path for param in family.params for path in param.to_core(param.default)}
     bound = set(_fields(getattr(_core, family.core)))
-    assert bound - set_by_table == {"validation_weights"}  # set by the path functions (TargetScales)
+    # set by the path functions from their arguments: TargetScales and the sample weights
+    assert bound - set_by_table == {"validation_weights", "sample_weights", "validation_sample_weights"}
     assert set_by_table <= bound
 
 
@@ -121,7 +122,7 @@ def test_binding_refuses_positional_arguments():
     with pytest.raises(TypeError):
         _core.krls_path_float64(X, Y, 1.0, [1e-3], X[:0], Y[:0], _core.TikhonovOptions())
     with pytest.raises(TypeError):
-        _core.gaussian_kernel_float64(X, X, 1.0, 1)
+        _core.kernel_matrix_float64(X, X, 1.0, 1)
     with pytest.raises(TypeError):
         _core.kols_float64(X, Y, 1.0, -1.0, 1)
 
@@ -129,10 +130,10 @@ def test_binding_refuses_positional_arguments():
 def test_binding_refuses_unknown_names():
     X, Y = _small()
     with pytest.raises(TypeError):  # an unknown keyword
-        _core.nytro_path_float64(X=X, Y=Y, centers=X[:5], sigma=1.0, X_val=X[:0], Y_val=Y[:0],
+        _core.nytro_path_float64(X=X, Y=Y, centers=X[:5], kernel=1.0, X_val=X[:0], Y_val=Y[:0],
                                  options=_core.NytroOptions(), patience=3)
     with pytest.raises(TypeError):  # the wrong struct for the function
-        _core.nytro_path_float64(X=X, Y=Y, centers=X[:5], sigma=1.0, X_val=X[:0], Y_val=Y[:0],
+        _core.nytro_path_float64(X=X, Y=Y, centers=X[:5], kernel=1.0, X_val=X[:0], Y_val=Y[:0],
                                  options=_core.TikhonovOptions())
     core = _core.NytroOptions()
     with pytest.raises(AttributeError):  # a field the struct does not have
@@ -147,7 +148,7 @@ def test_binding_by_keyword_is_the_function():
     values = {p.name: p.default for p in opt.NYTRO.params}
     values.update(method="cg", max_iter=7, n_threads=1, n_iter_no_change=3)
     core = opt.core_options(opt.NYTRO, values)
-    raw = _core.nytro_path_float64(X=X, Y=Y, centers=X[:8], sigma=1.0, X_val=X[:10], Y_val=Y[:10], options=core)
+    raw = _core.nytro_path_float64(X=X, Y=Y, centers=X[:8], kernel=1.0, X_val=X[:10], Y_val=Y[:10], options=core)
     result = nytro.nytro_path(X, Y, X[:8], 1.0, X_val=X[:10], y_val=Y[:10], method="cg", max_iter=7,
                               n_iter_no_change=3, n_threads=1)
     assert core.patience == 3 and core.method == "cg"

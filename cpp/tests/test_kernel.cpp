@@ -161,3 +161,65 @@ NYTRO_TEST(predict_callback_exception_propagates) {
     CHECK(caught);
     CHECK_EQ(calls, Index(1));
 }
+
+namespace {
+
+// The Matern family and the linear kernel, with one bandwidth and one per feature,
+// against their definitions from the differences (no norms-and-products form), shapes
+// crossing the 128 x 512 blocks. Away from coincident points (the rows of X and Z are
+// distinct draws) the rounding of the squared distance passes on as for the Gaussian.
+template <class T>
+void other_kernels_match_definition(double tol) {
+    const MatrixD X = normal(300, 5, 51), Z = normal(700, 5, 52);
+    const MatrixD Xt = X.cast<T>().template cast<double>(), Zt = Z.cast<T>().template cast<double>();
+    const std::vector<double> one{1.3}, per_feature{0.5, 1.0, 1.5, 2.0, 2.5};
+    for (const auto& sigma : {one, per_feature}) {
+        for (const double nu : {0.5, 1.5, 2.5}) {
+            const nytro::KernelSpec spec(nytro::KernelType::matern, nu, sigma);
+            const Matrix<T> K = nytro::kernel_matrix<T>(X.cast<T>(), Z.cast<T>(), spec, 2);
+            double worst = 0;
+            for (Index i = 0; i < X.rows(); ++i)
+                for (Index j = 0; j < Z.rows(); ++j) {
+                    double r2 = 0;
+                    for (Index p = 0; p < X.cols(); ++p) {
+                        const double diff = (Xt(i, p) - Zt(j, p)) / sigma[sigma.size() == 1 ? 0 : std::size_t(p)];
+                        r2 += diff * diff;
+                    }
+                    const double u = std::sqrt(2 * nu * r2);
+                    const double poly = nu == 0.5 ? 1.0 : nu == 1.5 ? 1 + u : 1 + u + u * u / 3;
+                    worst = std::max(worst, std::abs(double(K(i, j)) - poly * std::exp(-u)));
+                }
+            CHECK_MSG(worst <= tol, "nu " + check::str(nu) + ": error " + check::str(worst));
+            // The Laplacian is Matern 1/2, to the bit.
+            if (nu == 0.5)
+                CHECK_BITWISE(K, nytro::kernel_matrix<T>(X.cast<T>(), Z.cast<T>(),
+                                                         nytro::KernelSpec(nytro::KernelType::laplacian, 1.5, sigma)));
+            // x = z gives exactly 1, however the sum of squares rounds.
+            const Matrix<T> KZZ = nytro::kernel_matrix<T>(Z.cast<T>(), Z.cast<T>(), spec, 2);
+            CHECK(KZZ.diagonal() == Matrix<T>::Ones(Z.rows(), 1));
+        }
+    }
+    const Matrix<T> L = nytro::kernel_matrix<T>(X.cast<T>(), Z.cast<T>(),
+                                                nytro::KernelSpec(nytro::KernelType::linear, 1.5, {}), 2);
+    CHECK_NEAR((L.template cast<double>() - Xt * Zt.transpose()).cwiseAbs().maxCoeff(), 0.0, 10 * tol);
+}
+
+}  // namespace
+
+NYTRO_TEST(other_kernels_double_match_definition) { other_kernels_match_definition<double>(1e-13); }
+NYTRO_TEST(other_kernels_float_match_definition) { other_kernels_match_definition<float>(4e-6); }
+
+NYTRO_TEST(kernel_spec_rejects_bad_values) {
+    const MatrixD X = normal(4, 3, 61);
+    using nytro::KernelSpec;
+    using nytro::KernelType;
+    CHECK_THROWS_WITH(nytro::kernel_matrix<double>(X, X, KernelSpec(KernelType::matern, 1.0, {1.0})),
+                      std::invalid_argument, "nu");
+    CHECK_THROWS_WITH(nytro::kernel_matrix<double>(X, X, KernelSpec(KernelType::laplacian, 1.5, {1.0, 2.0})),
+                      std::invalid_argument, "sigma has 2 entries");
+    CHECK_THROWS_WITH(nytro::kernel_matrix<double>(X, X, KernelSpec(KernelType::gaussian, 1.5, {1.0, 0.0, 1.0})),
+                      std::invalid_argument, "sigma must be a finite number > 0");
+    CHECK_THROWS_WITH(nytro::parse_kernel_type("rbf"), std::invalid_argument, "kernel must be");
+    // The linear kernel has no bandwidth to check.
+    CHECK(nytro::kernel_matrix<double>(X, X, KernelSpec(KernelType::linear, 1.5, {})).allFinite());
+}

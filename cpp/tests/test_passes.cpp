@@ -245,13 +245,13 @@ void packed_kernel_blocks_equal_whole() {
         M blocks(300, 700);
         for (Index r0 = 0; r0 < 300; r0 += 37) {
             const Index rows = std::min<Index>(37, 300 - r0);
-            nytro::detail::gaussian_kernel_packed<T>(X.middleRows(r0, rows), packed, blocks.middleRows(r0, rows),
+            nytro::detail::kernel_packed<T>(X.middleRows(r0, rows), packed, blocks.middleRows(r0, rows),
                                                      threads);
         }
         CHECK_BITWISE(blocks, whole);
     }
     M wrong(300, 5);
-    CHECK_THROWS(nytro::detail::gaussian_kernel_packed<T>(X, packed, wrong, 1), std::invalid_argument);
+    CHECK_THROWS(nytro::detail::kernel_packed<T>(X, packed, wrong, 1), std::invalid_argument);
     CHECK_THROWS(nytro::detail::PackedCenters<T>(Z, 0.0), std::invalid_argument);
 }
 

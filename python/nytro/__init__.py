@@ -8,7 +8,7 @@ and ``nytro.reference``, the same routines in plain NumPy.
 """
 from importlib.metadata import PackageNotFoundError, version as _version
 
-from ._api import (default_n_threads, gaussian_kernel, kernel_predict, kols, krls_path, landweber_path,
+from ._api import (default_n_threads, gaussian_kernel, kernel_matrix, kernel_predict, kols, krls_path, landweber_path,
                    nkrls_path, nystrom_factor, nytro_path, sample_centers)
 from ._checks import paper_lambdas
 from ._config import (get_cmake_dir, get_include, get_library_dir, machine_rates, set_machine_rates,
@@ -27,7 +27,7 @@ except PackageNotFoundError:  # a dev build on PYTHONPATH, never installed
 __all__ = [
     "NytroRegressor", "NystromKRLSRegressor", "KRLSRegressor", "LandweberRegressor", "KOLSRegressor",
     "NytroClassifier", "NystromKRLSClassifier",
-    "gaussian_kernel", "kernel_predict", "sample_centers", "nystrom_factor", "nytro_path",
+    "gaussian_kernel", "kernel_matrix", "kernel_predict", "sample_centers", "nystrom_factor", "nytro_path",
     "landweber_path", "nkrls_path", "krls_path", "kols", "paper_lambdas", "PathResult",
     "TikhonovResult", "NytroOptions", "IterativeOptions", "TikhonovOptions", "default_n_threads", "show_config",
     "machine_rates", "set_machine_rates", "get_cmake_dir", "get_include", "get_library_dir",

@@ -48,6 +48,24 @@ def _training_data(X, y, X_val, y_val, dtype, centers=None):
     return dt, X, scales.scaled(Y), one_d, Xv, scales.scaled(Yv), centers, scales
 
 
+# Sample weights, shared by every fit: weighted least squares
+#     (1/n) sum_i w'_i (f(x_i) - y_i)^2 (+ lambda ||f||^2), w' = w n / sum(w),
+# i.e. (1/sum w) sum_i w_i (f(x_i) - y_i)^2: lambda keeps its meaning, the scale of the
+# weights does not matter, and integer weights fit what repeating each row w_i times
+# would. The hold-out RMSE is weighted alike, sqrt(sum_v w_v r_v^2 / sum_v w_v).
+
+
+def _sample_weights(sample_weight, sample_weight_val, X, X_val):
+    """The weights in the core's form (empty vectors for none), checked by name."""
+    w = chk.check_sample_weight(sample_weight, X.shape[0], "sample_weight")
+    wv = None
+    if sample_weight_val is not None:
+        if X_val is None or X_val.shape[0] == 0:
+            raise ValueError("sample_weight_val is given but there is no hold-out set (X_val)")
+        wv = chk.check_sample_weight(sample_weight_val, X_val.shape[0], "sample_weight_val")
+    return chk.weights_argument(w), chk.weights_argument(wv)
+
+
 def _coef(coef: np.ndarray, one_d: bool) -> np.ndarray:
     return coef[:, 0] if one_d else coef
 
@@ -94,28 +112,52 @@ def _tikhonov_result(raw: dict, lambdas: list, one_d: bool, scale: chk.TargetSca
 
 
 def gaussian_kernel(X, Z, sigma, *, n_threads=None, dtype=None, out=None):
-    """K[i, j] = exp(-||X[i] - Z[j]||^2 / (2 sigma^2)), fused and blocked in C++.
+    """K[i, j] = exp(-||X[i] - Z[j]||^2 / (2 sigma^2)), fused and blocked in C++: the
+    shorthand of kernel_matrix(X, Z, kernel="gaussian", sigma=sigma).
 
     out: an existing C-contiguous, writable array of shape (len(X), len(Z)) and of the
     computation's dtype to write K into (it is returned). Reusing one saves the first
     touch of a fresh result's pages, which costs a sizeable share of the kernel's own
     time on a fresh n x m array (measured: docs/design.md).
     """
+    return _kernel_into(X, Z, lambda d: chk.check_sigma(sigma), n_threads, dtype, out)
+
+
+def kernel_matrix(X, Z, *, kernel="gaussian", sigma=1.0, matern_nu=1.5, n_threads=None, dtype=None, out=None):
+    """K[i, j] = k(X[i], Z[j]), fused and blocked in C++, with r = ||(X[i] - Z[j]) / sigma||:
+
+    - "gaussian":  exp(-r^2 / 2)  (scikit-learn's RBF(length_scale=sigma))
+    - "laplacian": exp(-r), the Euclidean distance (scikit-learn's laplacian_kernel uses
+      the L1 distance instead); the same as "matern" with matern_nu=0.5
+    - "matern":    u = sqrt(2 matern_nu) r; matern_nu = 0.5: exp(-u), 1.5: (1 + u) exp(-u),
+      2.5: (1 + u + u^2 / 3) exp(-u) (scikit-learn's Matern(length_scale=sigma,
+      nu=matern_nu), which scales r by sqrt(2 nu) the same way)
+    - "linear":    X[i] . Z[j] (sigma unused; scikit-learn's linear_kernel)
+
+    sigma: one bandwidth, or an array of one per feature (ARD: r is the distance of the
+    features divided by their own bandwidths), as scikit-learn's length_scale.
+    out: as gaussian_kernel's.
+    """
+    return _kernel_into(X, Z, lambda d: chk.check_kernel(kernel, sigma, matern_nu, d), n_threads, dtype, out)
+
+
+def _kernel_into(X, Z, spec_for, n_threads, dtype, out):
     dt = chk.compute_dtype(dtype, X, Z)
     X = chk.as_matrix(X, "X", dt)
     Z = chk.as_matrix(Z, "Z", dt)
     if X.shape[1] != Z.shape[1]:
         raise ValueError(f"X has {X.shape[1]} features but Z has {Z.shape[1]}")
-    sigma, n_threads = chk.check_sigma(sigma), chk.check_n_threads(n_threads)
+    spec, n_threads = spec_for(X.shape[1]), chk.check_n_threads(n_threads)
     if out is None:
-        return _native("gaussian_kernel", dt)(X=X, Z=Z, sigma=sigma, n_threads=n_threads)
+        return _native("kernel_matrix", dt)(X=X, Z=Z, kernel=spec, n_threads=n_threads)
     chk.check_output_array(out, "out", (X.shape[0], Z.shape[0]), dt)
-    _native("gaussian_kernel_into", dt)(X=X, Z=Z, sigma=sigma, out=out, n_threads=n_threads)
+    _native("kernel_matrix_into", dt)(X=X, Z=Z, kernel=spec, out=out, n_threads=n_threads)
     return out
 
 
-def kernel_predict(X, centers, coef, sigma, *, n_threads=None, progress=None):
-    """gaussian_kernel(X, centers, sigma) @ coef, streaming rows of X (no n x m kernel kept)."""
+def kernel_predict(X, centers, coef, sigma, *, kernel="gaussian", matern_nu=1.5, n_threads=None, progress=None):
+    """kernel_matrix(X, centers, kernel=kernel, sigma=sigma, matern_nu=matern_nu) @ coef,
+    streaming rows of X (no n x m kernel kept)."""
     coef = np.asarray(coef)
     dt = chk.compute_dtype(None, centers, coef)
     X = chk.as_matrix(X, "X", dt)
@@ -127,7 +169,8 @@ def kernel_predict(X, centers, coef, sigma, *, n_threads=None, progress=None):
     if coef.shape[0] != centers.shape[0]:
         raise ValueError(f"coef has {coef.shape[0]} rows but there are {centers.shape[0]} centres")
     chk.check_progress(progress)
-    out = _native("kernel_predict", dt)(X=X, centers=centers, coef=coef, sigma=chk.check_sigma(sigma),
+    spec = chk.check_kernel(kernel, sigma, matern_nu, X.shape[1])
+    out = _native("kernel_predict", dt)(X=X, centers=centers, coef=coef, kernel=spec,
                                         n_threads=chk.check_n_threads(n_threads), progress=progress)
     return out[:, 0] if one_d else out
 
@@ -171,82 +214,107 @@ def nystrom_factor(K_mm, *, method="pivoted", rank_tol=None, jitter=1e-10, n_thr
     return R
 
 
-def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
+def nytro_path(X, y, centers, sigma, *, kernel="gaussian", matern_nu=1.5, X_val=None, y_val=None, method="gd",
+               nu=1.0, max_iter=500,
                step_size="auto", stopping="best", tol=None, window=10, n_iter_no_change=None,
                iterates="auto", factor="pivoted", rank_tol=None, jitter=1e-10, solver="auto", storage=None,
                n_threads=None, options=None, progress=None, dtype=None, metric="rmse",
-               hybrid_lambda=None) -> PathResult:
+               hybrid_lambda=None, sample_weight=None, sample_weight_val=None) -> PathResult:
     """NYTRO's path on A = K_nm R (method "gd": the paper's gradient descent; "nu", "cg",
     "hybrid": accelerated), with the validation RMSE at every iteration.
 
     The defaults compute the paper's algorithm (method "gd", the whole path);
     NytroRegressor defaults to method "hybrid" with n_iter_no_change=50. The result's
     `products` counts the products with A^T A taken, `solver` the solver that ran.
+    sample_weight (one per row of X) and sample_weight_val (one per row of X_val):
+    weighted least squares, the loss (1/sum w) sum_i w_i r_i^2 (integer weights fit
+    what repeating rows would), and the hold-out RMSE weighted alike.
     """
     values = opt.merged(opt.NYTRO, options, locals())
     dt, X, Y, one_d, Xv, Yv, centers, scale = _training_data(X, y, X_val, y_val, dtype, centers)
+    w, wv = _sample_weights(sample_weight, sample_weight_val, X, Xv)
+    spec = chk.check_kernel(kernel, sigma, matern_nu, X.shape[1])
     chk.check_progress(progress)
-    core = opt.core_options(opt.NYTRO, values, validation_weights=scale.weights())
+    core = opt.core_options(opt.NYTRO, values, validation_weights=scale.weights(), sample_weights=w,
+                            validation_sample_weights=wv)
     core.tol = chk.tol_for_scaled_targets(tol, stopping, scale)
-    raw = _native("nytro_path", dt)(X=X, Y=Y, centers=centers, sigma=chk.check_sigma(sigma), X_val=Xv, Y_val=Yv,
+    raw = _native("nytro_path", dt)(X=X, Y=Y, centers=centers, kernel=spec, X_val=Xv, Y_val=Yv,
                                     options=core, progress=progress)
     return _path_result(raw, one_d, scale, metric)
 
 
-def landweber_path(X, y, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
+def landweber_path(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, X_val=None, y_val=None, method="gd", nu=1.0,
+                   max_iter=500,
                    step_size="paper", stopping="best", tol=None, window=10, n_iter_no_change=None,
                    iterates="auto", n_threads=None, options=None, progress=None, dtype=None, metric="rmse",
-                   hybrid_lambda=None) -> PathResult:
+                   hybrid_lambda=None, sample_weight=None, sample_weight_val=None) -> PathResult:
     """Landweber iteration (early stopping) on the full n x n kernel (method gd), or its
     accelerated forms (nu, cg, hybrid) on K alpha = y; step_size defaults to the paper's
-    "paper"."""
+    "paper". sample_weight, sample_weight_val: as for nytro_path."""
     values = opt.merged(opt.LANDWEBER, options, locals())
     dt, X, Y, one_d, Xv, Yv, _, scale = _training_data(X, y, X_val, y_val, dtype)
+    w, wv = _sample_weights(sample_weight, sample_weight_val, X, Xv)
+    spec = chk.check_kernel(kernel, sigma, matern_nu, X.shape[1])
     chk.check_progress(progress)
-    core = opt.core_options(opt.LANDWEBER, values, validation_weights=scale.weights())
+    core = opt.core_options(opt.LANDWEBER, values, validation_weights=scale.weights(), sample_weights=w,
+                            validation_sample_weights=wv)
     core.tol = chk.tol_for_scaled_targets(tol, stopping, scale)
-    raw = _native("landweber_path", dt)(X=X, Y=Y, sigma=chk.check_sigma(sigma), X_val=Xv, Y_val=Yv, options=core,
+    raw = _native("landweber_path", dt)(X=X, Y=Y, kernel=spec, X_val=Xv, Y_val=Yv, options=core,
                                         progress=progress)
     return _path_result(raw, one_d, scale, metric)
 
 
-def nkrls_path(X, y, centers, sigma, *, lambdas=None, X_val=None, y_val=None, factor="pivoted",
+def nkrls_path(X, y, centers, sigma, *, kernel="gaussian", matern_nu=1.5, lambdas=None, X_val=None, y_val=None,
+               factor="pivoted",
                rank_tol=None, jitter=1e-10, solver="eigh", storage=None, n_threads=None, options=None,
-               progress=None, dtype=None, metric="rmse") -> TikhonovResult:
-    """Nystrom KRLS along a lambda grid (default: the paper's 100 values in [1e-15, 1])."""
+               progress=None, dtype=None, metric="rmse", sample_weight=None,
+               sample_weight_val=None) -> TikhonovResult:
+    """Nystrom KRLS along a lambda grid (default: the paper's 100 values in [1e-15, 1]).
+    sample_weight, sample_weight_val: as for nytro_path."""
     values = opt.merged(opt.NKRLS, options, locals())
     dt, X, Y, one_d, Xv, Yv, centers, scale = _training_data(X, y, X_val, y_val, dtype, centers)
+    w, wv = _sample_weights(sample_weight, sample_weight_val, X, Xv)
     lambdas = chk.check_lambdas(lambdas)
-    sigma = chk.check_sigma(sigma)
-    core = opt.core_options(opt.NKRLS, values, validation_weights=scale.weights())
+    spec = chk.check_kernel(kernel, sigma, matern_nu, X.shape[1])
+    core = opt.core_options(opt.NKRLS, values, validation_weights=scale.weights(), sample_weights=w,
+                            validation_sample_weights=wv)
     chk.check_progress(progress)
-    raw = _native("nkrls_path", dt)(X=X, Y=Y, centers=centers, sigma=sigma, lambdas=lambdas, X_val=Xv, Y_val=Yv,
+    raw = _native("nkrls_path", dt)(X=X, Y=Y, centers=centers, kernel=spec, lambdas=lambdas, X_val=Xv, Y_val=Yv,
                                     options=core, progress=progress)
     return _tikhonov_result(raw, lambdas, one_d, scale, metric)
 
 
-def krls_path(X, y, sigma, *, lambdas=None, X_val=None, y_val=None, solver="eigh", n_threads=None, options=None,
-              progress=None, dtype=None, metric="rmse") -> TikhonovResult:
+def krls_path(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, lambdas=None, X_val=None, y_val=None, solver="eigh",
+              n_threads=None, options=None,
+              progress=None, dtype=None, metric="rmse", sample_weight=None,
+              sample_weight_val=None) -> TikhonovResult:
     """KRLS (Tikhonov on the full kernel) along a lambda grid. Of
     :class:`~nytro.TikhonovOptions` it uses solver and n_threads; its Nystrom fields are
-    refused."""
+    refused. sample_weight, sample_weight_val: as for nytro_path (alpha = S (S K S +
+    lambda n I)^-1 S y)."""
     values = opt.merged(opt.KRLS, options, locals())
     dt, X, Y, one_d, Xv, Yv, _, scale = _training_data(X, y, X_val, y_val, dtype)
+    w, wv = _sample_weights(sample_weight, sample_weight_val, X, Xv)
     lambdas = chk.check_lambdas(lambdas)
-    sigma = chk.check_sigma(sigma)
-    core = opt.core_options(opt.KRLS, values, validation_weights=scale.weights())
+    spec = chk.check_kernel(kernel, sigma, matern_nu, X.shape[1])
+    core = opt.core_options(opt.KRLS, values, validation_weights=scale.weights(), sample_weights=w,
+                            validation_sample_weights=wv)
     chk.check_progress(progress)
-    raw = _native("krls_path", dt)(X=X, Y=Y, sigma=sigma, lambdas=lambdas, X_val=Xv, Y_val=Yv, options=core,
+    raw = _native("krls_path", dt)(X=X, Y=Y, kernel=spec, lambdas=lambdas, X_val=Xv, Y_val=Yv, options=core,
                                    progress=progress)
     return _tikhonov_result(raw, lambdas, one_d, scale, metric)
 
 
-def kols(X, y, sigma, *, rcond=None, n_threads=None, dtype=None):
-    """KOLS: alpha = pinv(K) y (eigenvalues below rcond * max dropped; rcond=None: n * eps)."""
+def kols(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, rcond=None, n_threads=None, dtype=None,
+         sample_weight=None):
+    """KOLS: alpha = pinv(K) y (eigenvalues below rcond * max dropped; rcond=None: n * eps).
+    kernel, matern_nu: as for nytro_path. sample_weight: alpha = S pinv(S K S) S y with
+    S = diag(sqrt(w n / sum w))."""
     dt, X, Y, one_d, _, _, _, scale = _training_data(X, y, None, None, dtype)
+    w, _ = _sample_weights(sample_weight, None, X, X[:0])
     rcond = chk.check_optional_positive("rcond", rcond, -1.0)
-    sigma, n_threads = chk.check_sigma(sigma), chk.check_n_threads(n_threads)
-    coef = _native("kols", dt)(X=X, Y=Y, sigma=sigma, rcond=rcond, n_threads=n_threads)
+    spec, n_threads = chk.check_kernel(kernel, sigma, matern_nu, X.shape[1]), chk.check_n_threads(n_threads)
+    coef = _native("kols", dt)(X=X, Y=Y, kernel=spec, rcond=rcond, n_threads=n_threads, sample_weights=w)
     return _coef(_scaled_coef(coef, scale), one_d)
 
 

@@ -12,6 +12,8 @@ import os
 
 import numpy as np
 
+from . import _core
+
 METHODS = ("gd", "nu", "cg", "hybrid")
 STEP_RULES = ("auto", "paper")
 STOPPING_RULES = ("best", "relative", "window")
@@ -134,6 +136,40 @@ def check_sigma(sigma) -> float:
     if not np.isfinite(sigma) or sigma <= 0:
         raise ValueError(f"sigma must be a finite number > 0, got {sigma}")
     return sigma
+
+
+KERNELS = ("gaussian", "laplacian", "matern", "linear")
+MATERN_NUS = (0.5, 1.5, 2.5)
+
+
+def check_kernel(kernel, sigma, matern_nu, n_features: int):
+    """The core's kernel spec (_core.KernelSpec) for kernel=, sigma= and matern_nu= as the
+    public functions and estimators take them: sigma one bandwidth or one per feature
+    (ARD), ignored by the linear kernel; matern_nu read by kernel="matern" only."""
+    if not isinstance(kernel, str) or kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {', '.join(map(repr, KERNELS))}, got {kernel!r}")
+    nu = 1.5
+    if kernel == "matern":
+        nu = real_number("matern_nu", matern_nu, "0.5, 1.5 or 2.5")
+        if nu not in MATERN_NUS:
+            raise ValueError(f"matern_nu must be 0.5, 1.5 or 2.5 (the Matern orders with a closed form), "
+                             f"got {matern_nu!r}")
+    if kernel == "linear":
+        return _core.KernelSpec(kernel, nu, [])
+    if np.ndim(sigma) == 0:
+        return _core.KernelSpec(kernel, nu, [check_sigma(sigma)])
+    try:
+        bandwidths = np.asarray(sigma, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"sigma must be a number or a 1-D array of numbers, got {sigma!r}") from None
+    if bandwidths.ndim != 1 or bandwidths.shape[0] != n_features:
+        raise ValueError(f"sigma has shape {bandwidths.shape} but the data have {n_features} features: give "
+                         f"one bandwidth, or one per feature")
+    bad = ~(np.isfinite(bandwidths) & (bandwidths > 0))
+    if bad.any():
+        j = int(np.argmax(bad))
+        raise ValueError(f"sigma must hold finite numbers > 0, got sigma[{j}] = {bandwidths[j]}")
+    return _core.KernelSpec(kernel, nu, bandwidths.tolist())
 
 
 def check_int(name: str, value, minimum: int, maximum: int = INDEX_MAX) -> int:
@@ -341,3 +377,34 @@ def check_holdout(X_val, y_val, n_features: int, n_outputs: int, dtype: np.dtype
     if Y_val.shape[1] != n_outputs:
         raise ValueError(f"y_val has {Y_val.shape[1]} outputs but y has {n_outputs}")
     return X_val, Y_val
+
+
+def check_sample_weight(sample_weight, n_rows: int, name: str = "sample_weight") -> np.ndarray | None:
+    """None, or the weights as a float64 vector of n_rows entries, checked as scikit-learn's
+    _check_sample_weight does (a scalar is every row's weight): one per row, finite, >= 0,
+    and not all zero. Their scale does not matter: the core rescales them to sum to the row
+    count (see the estimators' fit)."""
+    if sample_weight is None:
+        return None
+    try:
+        w = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name} must be an array of numbers: {error}") from None
+    if w.ndim == 0:
+        w = np.full(n_rows, float(w))
+    if w.ndim != 1 or w.shape[0] != n_rows:
+        raise ValueError(f"{name} must have shape ({n_rows},), one weight per row, got shape {w.shape}")
+    if not np.all(np.isfinite(w)):
+        bad = int(np.flatnonzero(~np.isfinite(w))[0])
+        raise ValueError(f"{name} must be finite, got {w[bad]} at row {bad}")
+    if np.any(w < 0):
+        bad = int(np.flatnonzero(w < 0)[0])
+        raise ValueError(f"{name} must be >= 0, got {w[bad]} at row {bad}")
+    if not np.any(w > 0) or not np.isfinite(np.sum(w)):
+        raise ValueError(f"{name} must not be all zero (and its sum must be finite)")
+    return w
+
+
+def weights_argument(w: np.ndarray | None) -> np.ndarray:
+    """The core's form of optional weights: an empty vector for none."""
+    return np.zeros(0) if w is None else w

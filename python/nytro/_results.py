@@ -14,7 +14,7 @@ class PathResult:
     ----------
     coef : ndarray of shape (m,) or (m, q)
         Coefficients alpha at the selected t, over the centres given (the training rows
-        for Landweber); prediction is ``gaussian_kernel(X, centers, sigma) @ coef``.
+        for Landweber); prediction is ``kernel_matrix(X, centers, kernel=..., sigma=...) @ coef``.
     validation_rmse : ndarray
         RMSE on the hold-out set after iterations 1, 2, ... (empty without a hold-out set).
     n_iter : int

@@ -67,6 +67,22 @@ def _storage(choices) -> Callable[[Any], dict]:
     return lambda value: {"storage": chk.check_storage(value, choices)}
 
 
+def _kernel(value) -> dict:
+    chk.check_choice("kernel", value, chk.KERNELS)
+    return {}  # the kernel goes to the core beside sigma (chk.check_kernel), not in the struct
+
+
+# matern_nu is checked with the kernel and sigma by chk.check_kernel, where the kernel says
+# whether it is read (a Gaussian fit ignores it, as scikit-learn's RBF has no nu).
+KERNEL = Param("kernel", "gaussian", _kernel, """\
+kernel : {"gaussian", "laplacian", "matern", "linear"}
+    The kernel, with bandwidth sigma (one, or one per feature): "gaussian" exp(-r^2 / 2),
+    "laplacian" exp(-r) with r the Euclidean distance scaled by sigma, "matern"
+    (scikit-learn's Matern(length_scale=sigma, nu=matern_nu)), "linear" x . z (sigma
+    unused); see nytro.kernel_matrix.""")
+MATERN_NU = Param("matern_nu", 1.5, lambda value: {}, """\
+matern_nu : {0.5, 1.5, 2.5}
+    Smoothness of kernel="matern" (read by it only; not the nu-method's order nu).""")
 METHOD = Param("method", "gd", _choice("method", chk.METHODS), """\
 method : {"gd", "nu", "cg", "hybrid"}
     The iterative regulariser: "gd" is the paper's gradient descent (Landweber); "nu"
@@ -191,11 +207,12 @@ class Family:
         return tuple(p.name for p in self.params if p.engineering)
 
 
+_KERNEL = (KERNEL, MATERN_NU)
 _ITERATION = (METHOD, NU, MAX_ITER, STEP_SIZE, STOPPING, TOL, WINDOW, N_ITER_NO_CHANGE, ITERATES, METRIC,
               HYBRID_LAMBDA)
 _NYSTROM_FACTOR = (FACTOR, RANK_TOL, JITTER)
 
-NYTRO = Family("NytroOptions", _ITERATION + _NYSTROM_FACTOR + (NYTRO_SOLVER, NYTRO_STORAGE, N_THREADS), {
+NYTRO = Family("NytroOptions", _KERNEL + _ITERATION + _NYSTROM_FACTOR + (NYTRO_SOLVER, NYTRO_STORAGE, N_THREADS), {
     ("NytroRegressor", "method"):
         "the functions compute the paper's algorithm by default; the estimator defaults to the "
         "method that reaches the best hold-out error in the fewest products (user guide, 'Method')",
@@ -203,14 +220,14 @@ NYTRO = Family("NytroOptions", _ITERATION + _NYSTROM_FACTOR + (NYTRO_SOLVER, NYT
         "the functions run the paper's whole path; the estimator ends it 50 iterations after its "
         "best, which 'hybrid' and 'cg' reach within tens to hundreds of iterations",
 })
-LANDWEBER = Family("IterativeOptions", tuple(dataclasses.replace(p, default="paper") if p is STEP_SIZE else p
+LANDWEBER = Family("IterativeOptions", _KERNEL + tuple(dataclasses.replace(p, default="paper") if p is STEP_SIZE else p
                                              for p in _ITERATION) + (N_THREADS,), {
     ("core", "step_size"):
         "Landweber's functions and estimator take the paper's step 1/n, as its experiments do; "
         "the C++ IterativeOptions default, 'auto', is shared with NYTRO",
 })
-NKRLS = Family("TikhonovOptions", _NYSTROM_FACTOR + (TIKHONOV_SOLVER, STORAGE, N_THREADS, METRIC))
-KRLS = Family("TikhonovOptions", (TIKHONOV_SOLVER, N_THREADS, METRIC))
+NKRLS = Family("TikhonovOptions", _KERNEL + _NYSTROM_FACTOR + (TIKHONOV_SOLVER, STORAGE, N_THREADS, METRIC))
+KRLS = Family("TikhonovOptions", _KERNEL + (TIKHONOV_SOLVER, N_THREADS, METRIC))
 
 
 def core_options(family: Family, values: dict, **fields):

@@ -44,8 +44,43 @@ def gaussian_kernel(X, Z, sigma, *, n_threads=None, dtype=None):
     return np.exp(-np.maximum(squared, 0) / dt.type(2 * sigma * sigma)).astype(dt, copy=False)
 
 
-def kernel_predict(X, centers, coef, sigma, *, n_threads=None, progress=None):
-    return gaussian_kernel(X, centers, sigma) @ np.asarray(coef)
+def kernel_matrix(X, Z, *, kernel="gaussian", sigma=1.0, matern_nu=1.5, n_threads=None, dtype=None, out=None):
+    """K[i, j] = k(X[i], Z[j]) for the kernels of nytro.kernel_matrix, as the core forms it:
+    distance-based kernels on the data less the mean of Z, divided feature by feature by
+    the bandwidths (ARD), squared distances from the norms and the products; the linear
+    kernel on the data as they are (a shift changes x.z)."""
+    dt = chk.compute_dtype(dtype, X, Z)
+    X = chk.as_matrix(X, "X", dt)
+    Z = chk.as_matrix(Z, "Z", dt)
+    spec = chk.check_kernel(kernel, sigma, matern_nu, X.shape[1])
+    if kernel == "linear":
+        K = X @ Z.T
+    else:
+        shift = Z.astype(np.float64).mean(0).astype(dt) if len(Z) else np.zeros(Z.shape[1], dt)
+        bandwidths = np.broadcast_to(np.asarray(spec.sigma, dtype=np.float64), (X.shape[1],)).astype(dt)
+        X, Z = (X - shift) / bandwidths, (Z - shift) / bandwidths
+        squared = np.maximum((X * X).sum(1)[:, None] + (Z * Z).sum(1)[None, :] - 2 * X @ Z.T, 0)
+        if kernel == "gaussian":
+            K = np.exp(-squared / 2)
+        else:
+            nu = 0.5 if kernel == "laplacian" else spec.nu
+            u = np.sqrt(2 * nu) * np.sqrt(squared)
+            polynomial = {0.5: 1, 1.5: 1 + u, 2.5: 1 + u + u * u / 3}[nu]
+            K = polynomial * np.exp(-u)
+    K = K.astype(dt, copy=False)
+    if out is not None:
+        out[...] = K
+        return out
+    return K
+
+
+def _kernel(kernel, sigma, matern_nu):
+    """k(A, B) for the fits below."""
+    return lambda A, B: kernel_matrix(A, B, kernel=kernel, sigma=sigma, matern_nu=matern_nu)
+
+
+def kernel_predict(X, centers, coef, sigma, *, kernel="gaussian", matern_nu=1.5, n_threads=None, progress=None):
+    return _kernel(kernel, sigma, matern_nu)(X, centers) @ np.asarray(coef)
 
 
 # ---------------------------------------------------------------------- centres
@@ -206,9 +241,10 @@ def _best_lambda(values, metric):
     return int(np.nanargmin(values))
 
 
-def _step(step_size, n, gram):
+def _step(step_size, n, gram, bound=1.0):
     if step_size == "paper":
-        return 1.0 / n  # gamma / n with gamma = 1 / max_i k(x_i, x_i) = 1 (Gaussian)
+        # gamma / n with gamma = 1 / max_i k(x_i, x_i): 1 for the distance-based kernels
+        return 1.0 / (n * (bound if bound > 0 else 1.0))
     if step_size == "auto":
         return 1.0 / float(np.linalg.eigvalsh(gram.astype(np.float64))[-1])
     return float(step_size)
@@ -456,53 +492,92 @@ def _out(coef, one_d):
     return coef[:, 0] if one_d else coef
 
 
+def _row_scale(sample_weight, n, name, dt):
+    """sqrt(w n / sum w) (the weighted problem is the unweighted one on rows scaled by
+    it), or None without weights."""
+    w = chk.check_sample_weight(sample_weight, n, name)
+    return None if w is None else np.sqrt(w * (n / w.sum())).astype(dt)
+
+
+def _weighted_holdout(predict_val, Yv, sample_weight_val, dt):
+    """The hold-out predictions and targets with rows scaled by sqrt(w_v n_val / sum w):
+    their plain RMSE is the weighted one, sqrt(sum_v w_v r_v^2 / (sum_v w_v q))."""
+    s = _row_scale(sample_weight_val, Yv.shape[0], "sample_weight_val", np.float64)
+    if s is None or predict_val is None:
+        return predict_val, Yv
+    return (lambda a: s[:, None] * predict_val(a)), s[:, None] * Yv
+
+
+def _scaled_rows(M, s):
+    return M if s is None else s[:, None] * M
+
+
 # ----------------------------------------------------------------------- NYTRO
-def nytro_path(X, y, centers, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
+def _bound(kernel, X):
+    """max_i k(x_i, x_i): ||x_i||^2 for the linear kernel, 1 for the others."""
+    return float((X.astype(np.float64) ** 2).sum(1).max()) if kernel == "linear" and len(X) else 1.0
+
+
+def nytro_path(X, y, centers, sigma, *, kernel="gaussian", matern_nu=1.5, X_val=None, y_val=None,
+               method="gd", nu=1.0, max_iter=500,
                step_size="auto", stopping="best", tol=None, window=10, n_iter_no_change=None,
                iterates="auto", factor="pivoted", rank_tol=None, jitter=1e-10, solver="auto", storage=None,
                n_threads=None, options=None, progress=None, dtype=None, metric="rmse",
-               hybrid_lambda=None) -> PathResult:
+               hybrid_lambda=None, sample_weight=None, sample_weight_val=None) -> PathResult:
     """NYTRO (paper, eq. 13): beta_t = beta_{t-1} - step A^T (A beta_{t-1} - y) for method
     "gd"; "nu" and "cg" run the accelerated regularisers on the same A^T A beta = A^T y.
     Of the options (keywords or `options`), storage, factor, rank_tol and jitter change
-    the result; the others only how the core computes it."""
+    the result; the others only how the core computes it. Sample weights: A and y with
+    rows scaled by sqrt(w n / sum w)."""
     values = opt.merged(opt.NYTRO, options, locals())
     storage, factor, rank_tol, jitter = (values[name] for name in ("storage", "factor", "rank_tol", "jitter"))
     dt, X, Y, one_d, Xv, Yv, C = _prepare(X, y, X_val, y_val, dtype, centers)
-    K_nm = gaussian_kernel(X, C, sigma)
+    s = _row_scale(sample_weight, X.shape[0], "sample_weight", dt)
+    Y = _scaled_rows(Y, s)
+    k = _kernel(kernel, sigma, matern_nu)
+    K_nm = k(X, C)
     storage = chk.float_dtype_name("storage", storage, chk.NYTRO_STORAGES)
     if storage == "float16":
         # Not only how K_nm is kept: its rounding, and the rank cut that goes with it
         # (options.hpp's kFloat16RankTol), change the model, so they are reproduced here.
         K_nm = K_nm.astype(np.float16).astype(dt)
         rank_tol = FLOAT16_RANK_TOL if rank_tol is None else rank_tol
-    R = nystrom_factor(gaussian_kernel(C, C, sigma), method=factor, rank_tol=rank_tol, jitter=jitter)
-    A = K_nm @ R
-    step = 0.0 if method in ("cg", "hybrid") else _step(step_size, X.shape[0], A.T @ A)
-    K_val = gaussian_kernel(Xv, C, sigma) if len(Xv) else None
+    R = nystrom_factor(k(C, C), method=factor, rank_tol=rank_tol, jitter=jitter)
+    A = _scaled_rows(K_nm, s) @ R
+    step = 0.0 if method in ("cg", "hybrid") else _step(step_size, X.shape[0], A.T @ A, _bound(kernel, X))
+    K_val = k(Xv, C) if len(Xv) else None
+    predict_val, Yv = _weighted_holdout((lambda alpha: K_val @ alpha) if K_val is not None else None, Yv,
+                                        sample_weight_val, dt)
     alpha, path, selected, run, lam = _iterative_path(
         lambda beta: A.T @ (A @ beta), A.T @ Y, lambda beta: R @ beta, method, nu, step, max_iter,
-        (lambda alpha: K_val @ alpha) if K_val is not None else None, Yv, stopping, tol, window, n_iter_no_change,
-        X.shape[0], storage, metric, hybrid_lambda)
+        predict_val, Yv, stopping, tol, window, n_iter_no_change, X.shape[0], storage, metric, hybrid_lambda)
     return PathResult(_out(alpha, one_d), path, selected, run, step, R.shape[1], "reference", run, lam)
 
 
-def landweber_path(X, y, sigma, *, X_val=None, y_val=None, method="gd", nu=1.0, max_iter=500,
+def landweber_path(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, X_val=None, y_val=None,
+                   method="gd", nu=1.0, max_iter=500,
                    step_size="paper", stopping="best", tol=None, window=10, n_iter_no_change=None,
                    iterates="auto", n_threads=None, options=None, progress=None, dtype=None, metric="rmse",
-                   hybrid_lambda=None) -> PathResult:
+                   hybrid_lambda=None, sample_weight=None, sample_weight_val=None) -> PathResult:
     """Landweber (paper, eq. 8): alpha_t = alpha_{t-1} - step (K alpha_{t-1} - y) for "gd";
     "nu" and "cg" run the accelerated regularisers on K alpha = y. The options change only
-    how the core computes the path."""
+    how the core computes the path. Sample weights: the same on S K S beta = S y,
+    alpha = S beta, S = diag(sqrt(w n / sum w))."""
     opt.merged(opt.LANDWEBER, options, locals())
     dt, X, Y, one_d, Xv, Yv, _ = _prepare(X, y, X_val, y_val, dtype)
-    K = gaussian_kernel(X, X, sigma)
-    step = 0.0 if method in ("cg", "hybrid") else _step(step_size, X.shape[0], K)
-    K_val = gaussian_kernel(Xv, X, sigma) if len(Xv) else None
+    s = _row_scale(sample_weight, X.shape[0], "sample_weight", dt)
+    k = _kernel(kernel, sigma, matern_nu)
+    K = k(X, X)
+    if s is not None:
+        K, Y = s[:, None] * K * s[None, :], s[:, None] * Y
+    step = 0.0 if method in ("cg", "hybrid") else _step(step_size, X.shape[0], K, _bound(kernel, X))
+    K_val = k(Xv, X) if len(Xv) else None
+    predict_val, Yv = _weighted_holdout((lambda alpha: K_val @ alpha) if K_val is not None else None, Yv,
+                                        sample_weight_val, dt)
     alpha, path, selected, run, lam = _iterative_path(
-        lambda alpha: K @ alpha, Y, lambda alpha: alpha, method, nu, step, max_iter,
-        (lambda alpha: K_val @ alpha) if K_val is not None else None, Yv, stopping, tol, window, n_iter_no_change,
-        X.shape[0], metric=metric, hybrid_lambda=hybrid_lambda)
+        lambda alpha: K @ alpha, Y, lambda beta: _scaled_rows(beta, s), method, nu, step, max_iter,
+        predict_val, Yv, stopping, tol, window, n_iter_no_change, X.shape[0], metric=metric,
+        hybrid_lambda=hybrid_lambda)
     return PathResult(_out(alpha, one_d), path, selected, run, step, X.shape[0], "reference", run, lam)
 
 
@@ -524,38 +599,60 @@ def _tikhonov(gram, rhs, lambdas, n, lift, predict_val, Y_val, one_d, rank, metr
     return TikhonovResult(_out(coefs[best], one_d), path, float(lambdas[best]), best, rank)
 
 
-def nkrls_path(X, y, centers, sigma, *, lambdas=None, X_val=None, y_val=None, factor="pivoted",
+def nkrls_path(X, y, centers, sigma, *, kernel="gaussian", matern_nu=1.5, lambdas=None,
+               X_val=None, y_val=None, factor="pivoted",
                rank_tol=None, jitter=1e-10, solver="eigh", storage=None, n_threads=None, options=None,
-               progress=None, dtype=None, metric="rmse") -> TikhonovResult:
-    """Nystrom KRLS (paper, eq. 12): alpha = R (A^T A + lambda n I)^-1 A^T y. Of the
-    options, factor, rank_tol and jitter change the result."""
+               progress=None, dtype=None, metric="rmse", sample_weight=None,
+               sample_weight_val=None) -> TikhonovResult:
+    """Nystrom KRLS (paper, eq. 12): alpha = R (A^T A + lambda n I)^-1 A^T y (sample
+    weights: A and y with rows scaled by sqrt(w n / sum w)). Of the options, factor,
+    rank_tol and jitter change the result."""
     values = opt.merged(opt.NKRLS, options, locals())
     factor, rank_tol, jitter = (values[name] for name in ("factor", "rank_tol", "jitter"))
     dt, X, Y, one_d, Xv, Yv, C = _prepare(X, y, X_val, y_val, dtype, centers)
     lambdas = chk.check_lambdas(lambdas)
-    R = nystrom_factor(gaussian_kernel(C, C, sigma), method=factor, rank_tol=rank_tol, jitter=jitter)
-    A = gaussian_kernel(X, C, sigma) @ R
-    K_val = gaussian_kernel(Xv, C, sigma) if len(Xv) else None
-    return _tikhonov(A.T @ A, A.T @ Y, lambdas, X.shape[0], lambda beta: R @ beta,
-                     (lambda a: K_val @ a) if K_val is not None else None, Yv, one_d, R.shape[1], metric)
+    s = _row_scale(sample_weight, X.shape[0], "sample_weight", dt)
+    k = _kernel(kernel, sigma, matern_nu)
+    R = nystrom_factor(k(C, C), method=factor, rank_tol=rank_tol, jitter=jitter)
+    A = _scaled_rows(k(X, C), s) @ R
+    K_val = k(Xv, C) if len(Xv) else None
+    predict_val, Yv = _weighted_holdout((lambda a: K_val @ a) if K_val is not None else None, Yv,
+                                        sample_weight_val, dt)
+    return _tikhonov(A.T @ A, A.T @ _scaled_rows(Y, s), lambdas, X.shape[0], lambda beta: R @ beta,
+                     predict_val, Yv, one_d, R.shape[1], metric)
 
 
-def krls_path(X, y, sigma, *, lambdas=None, X_val=None, y_val=None, solver="eigh", n_threads=None, options=None,
-              progress=None, dtype=None, metric="rmse") -> TikhonovResult:
-    """KRLS (paper, eq. 6): alpha = (K + lambda n I)^-1 y."""
+def krls_path(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, lambdas=None,
+              X_val=None, y_val=None, solver="eigh", n_threads=None, options=None,
+              progress=None, dtype=None, metric="rmse", sample_weight=None,
+              sample_weight_val=None) -> TikhonovResult:
+    """KRLS (paper, eq. 6): alpha = (K + lambda n I)^-1 y (sample weights: alpha =
+    S (S K S + lambda n I)^-1 S y, S = diag(sqrt(w n / sum w)))."""
     opt.merged(opt.KRLS, options, locals())
     dt, X, Y, one_d, Xv, Yv, _ = _prepare(X, y, X_val, y_val, dtype)
     lambdas = chk.check_lambdas(lambdas)
-    K_val = gaussian_kernel(Xv, X, sigma) if len(Xv) else None
-    return _tikhonov(gaussian_kernel(X, X, sigma), Y, lambdas, X.shape[0], lambda a: a,
-                     (lambda a: K_val @ a) if K_val is not None else None, Yv, one_d, X.shape[0], metric)
+    s = _row_scale(sample_weight, X.shape[0], "sample_weight", dt)
+    k = _kernel(kernel, sigma, matern_nu)
+    K = k(X, X)
+    if s is not None:
+        K = s[:, None] * K * s[None, :]
+    K_val = k(Xv, X) if len(Xv) else None
+    predict_val, Yv = _weighted_holdout((lambda a: K_val @ a) if K_val is not None else None, Yv,
+                                        sample_weight_val, dt)
+    return _tikhonov(K, _scaled_rows(Y, s), lambdas, X.shape[0], lambda b: _scaled_rows(b, s),
+                     predict_val, Yv, one_d, X.shape[0], metric)
 
 
-def kols(X, y, sigma, *, rcond=None, n_threads=None, dtype=None):
-    """KOLS (paper, eq. 3): alpha = pinv(K) y, eigenvalues <= rcond * max dropped."""
+def kols(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, rcond=None, n_threads=None, dtype=None,
+         sample_weight=None):
+    """KOLS (paper, eq. 3): alpha = pinv(K) y, eigenvalues <= rcond * max dropped (sample
+    weights: alpha = S pinv(S K S) S y)."""
     dt, X, Y, one_d, _, _, _ = _prepare(X, y, None, None, dtype)
-    K = gaussian_kernel(X, X, sigma)
+    s = _row_scale(sample_weight, X.shape[0], "sample_weight", dt)
+    K = _kernel(kernel, sigma, matern_nu)(X, X)
+    if s is not None:
+        K, Y = s[:, None] * K * s[None, :], s[:, None] * Y
     w, V = np.linalg.eigh(K)
     cut = (X.shape[0] * np.finfo(dt).eps if rcond is None else rcond) * np.abs(w).max()
     inverse = np.where(w > cut, 1 / np.where(w > cut, w, 1), 0).astype(dt)
-    return _out(V @ (inverse[:, None] * (V.T @ Y)), one_d)
+    return _out(_scaled_rows(V @ (inverse[:, None] * (V.T @ Y)), s), one_d)

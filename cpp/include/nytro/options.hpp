@@ -113,6 +113,8 @@ struct IterativeOptions {
     double hybrid_lambda = -1.0;           // method hybrid without a hold-out set: the lambda of
                                            // the projected problems (< 0: the grid's smallest),
                                            // e.g. one selected before, to refit at (t, lambda)
+    std::vector<double> sample_weights;      // see TikhonovOptions::sample_weights
+    std::vector<double> validation_sample_weights;  // see TikhonovOptions::validation_sample_weights
     int n_threads = 0;                     // <= 0: nytro::default_threads()
     Callback callback;                     // progress / interruption, may be empty
 };
@@ -139,6 +141,17 @@ struct TikhonovOptions {
     // so that the path is the unscaled one divided by max s.
     std::vector<double> validation_weights;
     Metric metric = Metric::rmse;          // see Metric (validation_weights apply to rmse)
+    // Weight of each training row's squared error (empty: all 1): weighted least squares,
+    // (1/n) sum_i w'_i (f(x_i) - y_i)^2 with w' = w n / sum(w), so that lambda keeps its
+    // meaning and integer weights fit exactly what repeating the rows would (the loss is
+    // (1/sum w) sum_i w_i r_i^2 either way). It is the unweighted problem on the rows of
+    // K_nm and Y scaled by sqrt(w'_i) (for the full-kernel methods, K on both sides and
+    // alpha = sqrt(w') beta). Finite, >= 0, not all 0, one per row of X.
+    std::vector<double> sample_weights;
+    // Weight of each hold-out row's squared error in the validation RMSE (empty: all 1),
+    // normalised to sum to n_val: sqrt(sum_v w_v r_v^2 / sum_v w_v). Finite, >= 0, not all
+    // 0, one per row of X_val.
+    std::vector<double> validation_sample_weights;
     int n_threads = 0;                     // <= 0: nytro::default_threads()
     Callback callback;                     // progress / interruption, may be empty
 };

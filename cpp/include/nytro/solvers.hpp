@@ -3,10 +3,12 @@
 //   X (n x d), Y (n x q) are the training rows; X_val, Y_val the hold-out rows (pass
 //   0-row matrices for none). Coefficients alpha are over the centres given (the
 //   training rows themselves for the full-kernel methods), so that the prediction is
-//   k(x, centres) alpha. Validation RMSE is sqrt(mean squared error over all n_val x q
+//   k(x, centres) alpha, k the kernel (nytro/kernel.hpp; a double sigma converts to the
+//   Gaussian). Validation RMSE is sqrt(mean squared error over all n_val x q
 //   entries).
 #pragma once
 
+#include "nytro/kernel.hpp"
 #include "nytro/options.hpp"
 #include "nytro/types.hpp"
 
@@ -42,34 +44,36 @@ struct TikhonovResult {
 // RMSE after every iteration; t picked by options.stopping.
 template <class T>
 PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
-                         const MatrixCRef<T>& centers, double sigma,
+                         const MatrixCRef<T>& centers, const KernelSpec& kernel,
                          const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val,
                          const NytroOptions& options = {});
 
 // Landweber / early stopping on the full kernel: alpha_t = alpha_{t-1} - s (K alpha - y).
 template <class T>
-PathResult<T> landweber_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma,
+PathResult<T> landweber_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const KernelSpec& kernel,
                              const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val,
                              const IterativeOptions& options = {});
 
 // Nystrom KRLS along a lambda grid: alpha = R (A^T A + lambda n I)^-1 A^T y.
 template <class T>
 TikhonovResult<T> nkrls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
-                             const MatrixCRef<T>& centers, double sigma,
+                             const MatrixCRef<T>& centers, const KernelSpec& kernel,
                              const std::vector<double>& lambdas, const MatrixCRef<T>& X_val,
                              const MatrixCRef<T>& Y_val, const TikhonovOptions& options = {});
 
 // KRLS (Tikhonov on the full kernel) along a lambda grid: alpha = (K + lambda n I)^-1 y.
 template <class T>
-TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma,
+TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const KernelSpec& kernel,
                             const std::vector<double>& lambdas, const MatrixCRef<T>& X_val,
                             const MatrixCRef<T>& Y_val, const TikhonovOptions& options = {});
 
 // KOLS: alpha = pinv(K) y, singular values below rcond * max cut (rcond < 0: n * eps).
 // `callback` (may be empty) is called about every 20 ms during the eigendecomposition and
-// may throw to abort it.
+// may throw to abort it. sample_weights (empty: all 1; see TikhonovOptions::sample_weights):
+// alpha = S pinv(S K S) S y with S = diag(sqrt(w')).
 template <class T>
-Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma, double rcond = -1.0,
-               int n_threads = 0, const Callback& callback = {});
+Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const KernelSpec& kernel, double rcond = -1.0,
+               int n_threads = 0, const Callback& callback = {},
+               const std::vector<double>& sample_weights = {});
 
 }  // namespace nytro

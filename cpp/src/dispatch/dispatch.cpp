@@ -40,6 +40,20 @@ Matrix<T> gaussian_kernel(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double
 }
 
 template <class T>
+Matrix<T> kernel_matrix(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, const KernelSpec& kernel, int n_threads) {
+    return NYTRO_ENTRY(T, kernel_matrix)(X, Z, kernel, n_threads);
+}
+
+template <class T>
+void kernel_matrix_into(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, const KernelSpec& kernel, MatrixRef<T> out,
+                        int n_threads) {
+    NYTRO_ENTRY(T, kernel_matrix_into)(X, Z, kernel, out, n_threads);
+}
+
+void check_kernel(const KernelSpec& kernel, Index features) { api().check_kernel(kernel, features); }
+KernelType parse_kernel_type(const std::string& value) { return api().parse_kernel_type(value); }
+
+template <class T>
 void gaussian_kernel_into(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double sigma, MatrixRef<T> out,
                           int n_threads) {
     NYTRO_ENTRY(T, gaussian_kernel_into)(X, Z, sigma, out, n_threads);
@@ -47,8 +61,8 @@ void gaussian_kernel_into(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double
 
 template <class T>
 Matrix<T> kernel_predict(const MatrixCRef<T>& X, const MatrixCRef<T>& centers, const MatrixCRef<T>& coef,
-                         double sigma, int n_threads, const Callback& callback) {
-    return NYTRO_ENTRY(T, kernel_predict)(X, centers, coef, sigma, n_threads, callback);
+                         const KernelSpec& kernel, int n_threads, const Callback& callback) {
+    return NYTRO_ENTRY(T, kernel_predict)(X, centers, coef, kernel, n_threads, callback);
 }
 
 template <class T>
@@ -64,36 +78,36 @@ Matrix<T> NystromFactor<T>::dense(Index m) const {
 
 template <class T>
 PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const MatrixCRef<T>& centers,
-                         double sigma, const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val,
+                         const KernelSpec& kernel, const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val,
                          const NytroOptions& options) {
-    return NYTRO_ENTRY(T, nytro_path)(X, Y, centers, sigma, X_val, Y_val, options);
+    return NYTRO_ENTRY(T, nytro_path)(X, Y, centers, kernel, X_val, Y_val, options);
 }
 
 template <class T>
-PathResult<T> landweber_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma,
+PathResult<T> landweber_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const KernelSpec& kernel,
                              const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val,
                              const IterativeOptions& options) {
-    return NYTRO_ENTRY(T, landweber_path)(X, Y, sigma, X_val, Y_val, options);
+    return NYTRO_ENTRY(T, landweber_path)(X, Y, kernel, X_val, Y_val, options);
 }
 
 template <class T>
 TikhonovResult<T> nkrls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const MatrixCRef<T>& centers,
-                             double sigma, const std::vector<double>& lambdas, const MatrixCRef<T>& X_val,
+                             const KernelSpec& kernel, const std::vector<double>& lambdas, const MatrixCRef<T>& X_val,
                              const MatrixCRef<T>& Y_val, const TikhonovOptions& options) {
-    return NYTRO_ENTRY(T, nkrls_path)(X, Y, centers, sigma, lambdas, X_val, Y_val, options);
+    return NYTRO_ENTRY(T, nkrls_path)(X, Y, centers, kernel, lambdas, X_val, Y_val, options);
 }
 
 template <class T>
-TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma,
+TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const KernelSpec& kernel,
                             const std::vector<double>& lambdas, const MatrixCRef<T>& X_val,
                             const MatrixCRef<T>& Y_val, const TikhonovOptions& options) {
-    return NYTRO_ENTRY(T, krls_path)(X, Y, sigma, lambdas, X_val, Y_val, options);
+    return NYTRO_ENTRY(T, krls_path)(X, Y, kernel, lambdas, X_val, Y_val, options);
 }
 
 template <class T>
-Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma, double rcond, int n_threads,
-               const Callback& callback) {
-    return NYTRO_ENTRY(T, kols)(X, Y, sigma, rcond, n_threads, callback);
+Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const KernelSpec& kernel, double rcond, int n_threads,
+               const Callback& callback, const std::vector<double>& sample_weights) {
+    return NYTRO_ENTRY(T, kols)(X, Y, kernel, rcond, n_threads, callback, sample_weights);
 }
 
 template <class T>
@@ -167,23 +181,27 @@ void set_machine_rates(const MachineRates& rates) {
 #define NYTRO_INSTANTIATE(T)                                                                                      \
     template Matrix<T> gaussian_kernel<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double, int);             \
     template void gaussian_kernel_into<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double, MatrixRef<T>, int); \
+    template Matrix<T> kernel_matrix<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, const KernelSpec&, int);    \
+    template void kernel_matrix_into<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, const KernelSpec&,          \
+                                        MatrixRef<T>, int);                                                     \
     template Matrix<T> kernel_predict<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, const MatrixCRef<T>&,      \
-                                         double, int, const Callback&);                                        \
+                                         const KernelSpec&, int, const Callback&);                                        \
     template NystromFactor<T> nystrom_factor<T>(const MatrixCRef<T>&, const FactorOptions&, int, const Callback&); \
     template Matrix<T> NystromFactor<T>::dense(Index) const;                                                    \
     template PathResult<T> nytro_path<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, const MatrixCRef<T>&,     \
-                                         double, const MatrixCRef<T>&, const MatrixCRef<T>&,                  \
+                                         const KernelSpec&, const MatrixCRef<T>&, const MatrixCRef<T>&,                  \
                                          const NytroOptions&);                                                 \
-    template PathResult<T> landweber_path<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double,               \
+    template PathResult<T> landweber_path<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, const KernelSpec&,               \
                                              const MatrixCRef<T>&, const MatrixCRef<T>&,                      \
                                              const IterativeOptions&);                                         \
     template TikhonovResult<T> nkrls_path<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, const MatrixCRef<T>&, \
-                                             double, const std::vector<double>&, const MatrixCRef<T>&,        \
+                                             const KernelSpec&, const std::vector<double>&, const MatrixCRef<T>&,        \
                                              const MatrixCRef<T>&, const TikhonovOptions&);                    \
-    template TikhonovResult<T> krls_path<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double,                \
+    template TikhonovResult<T> krls_path<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, const KernelSpec&,                \
                                             const std::vector<double>&, const MatrixCRef<T>&,                 \
                                             const MatrixCRef<T>&, const TikhonovOptions&);                     \
-    template Matrix<T> kols<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double, double, int, const Callback&); \
+    template Matrix<T> kols<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, const KernelSpec&, double, int, const Callback&, \
+                               const std::vector<double>&);                                                     \
     template bool cholesky_lower_in_place<T>(Matrix<T>&);                                                       \
     template void symmetric_eigen<T>(const MatrixCRef<T>&, Vector<T>&, Matrix<T>&);                             \
     template void symmetric_eigen<T>(const MatrixCRef<T>&, Vector<T>&, Matrix<T>&, const Callback&);            \

@@ -34,6 +34,12 @@ constexpr EigenInterruptible<T> eigen_interruptible(EigenInterruptible<T> f) { r
     X(gaussian_kernel_d, &nytro::gaussian_kernel<double>)                                        \
     X(gaussian_kernel_into_f, &nytro::gaussian_kernel_into<float>)                               \
     X(gaussian_kernel_into_d, &nytro::gaussian_kernel_into<double>)                              \
+    X(kernel_matrix_f, &nytro::kernel_matrix<float>)                                             \
+    X(kernel_matrix_d, &nytro::kernel_matrix<double>)                                            \
+    X(kernel_matrix_into_f, &nytro::kernel_matrix_into<float>)                                   \
+    X(kernel_matrix_into_d, &nytro::kernel_matrix_into<double>)                                  \
+    X(check_kernel, &nytro::check_kernel)                                                        \
+    X(parse_kernel_type, &nytro::parse_kernel_type)                                              \
     X(kernel_predict_f, &nytro::kernel_predict<float>)                                           \
     X(kernel_predict_d, &nytro::kernel_predict<double>)                                          \
     X(nystrom_factor_f, &nytro::nystrom_factor<float>)                                           \

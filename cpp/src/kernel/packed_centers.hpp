@@ -1,27 +1,38 @@
-// The centres of a Gaussian kernel prepared once for many calls on blocks of rows (the
-// streamed hold-out kernel, prediction, the Gram solver's blocks): shifted by their mean
-// (see shift()), scaled to units of sqrt(2) sigma, packed in the register tiles' column panels (micro_tile.hpp), with
+// The centres of a kernel (nytro/kernel.hpp) prepared once for many calls on blocks of
+// rows (the streamed hold-out kernel, prediction, the Gram solver's blocks): shifted by
+// their mean (see shift()), scaled per feature to the kernel's units (see inverse()), packed in the register tiles' column panels (micro_tile.hpp), with
 // their squared norms. Repacked at every call, the m x d centres cost a serial copy per
 // block: at m = 2000, d = 85, 128-row calls ran 9% slower than with Eigen's GEMM.
 #pragma once
 
 #include "kernel/micro_tile.hpp"
+#include "nytro/kernel.hpp"
 #include "nytro/types.hpp"
 
 namespace nytro::detail {
 
+// What the kernel does with the scaled rows' dot products (kernel.cpp, kernel_of_packet).
+enum class KernelFunction { exp_square, matern12, matern32, matern52, dot };
+
 template <class T>
 class PackedCenters {
 public:
-    // Throws std::invalid_argument as gaussian_kernel does for a bad sigma or centres
+    // Throws std::invalid_argument as kernel_matrix does for a bad kernel or centres
     // that overflow once scaled.
-    PackedCenters(const MatrixCRef<T>& Z, double sigma);
+    PackedCenters(const MatrixCRef<T>& Z, const KernelSpec& kernel);
 
     Index count() const { return count_; }
     Index depth() const { return depth_; }
-    double sigma() const { return sigma_; }
-    double inverse() const { return inverse_; }  // 1 / (sqrt(2) sigma)
-    // The centres' mean (rounded to T), subtracted from the centres and from every row of
+    KernelFunction function() const { return function_; }
+    // Per feature: 1 / (sqrt(2) sigma_j) for the Gaussian, sqrt(2 nu) / sigma_j for the
+    // Matern family (the Laplacian nu = 1/2), 1 for the linear kernel.
+    const Vector<T>& inverse() const { return inverse_; }
+    // Rows of X less shift(), times inverse(), checked for overflow.
+    Matrix<T> scale(const MatrixCRef<T>& X) const;
+    // Squared norms of scaled rows as the kernel needs them (for the kernels of
+    // sqrt(d^2), summed in the tiles' order, so that x = z gives a distance of exactly 0).
+    Vector<T> row_norms(const Matrix<T>& scaled_rows) const;
+    // The centres' mean (rounded to T; zero for the linear kernel, which a shift changes), subtracted from the centres and from every row of
     // X before the distances: the kernel is translation invariant, and the distances come
     // from ||x||^2 + ||z||^2 - 2 x.z, which for data with a common offset c cancels away
     // everything below eps ||c||^2 (an offset of 1e8 lost the kernel in float64, of 1000
@@ -35,12 +46,12 @@ public:
 
 private:
     Index count_, depth_;
-    double sigma_, inverse_;
-    Vector<T> shift_;
+    KernelFunction function_;
+    Vector<T> inverse_, shift_;
     AlignedVector<T> panels_, norms_;
 };
 
-// K(X, centres) into out (n x count), as gaussian_kernel_into; computed in T and stored
+// K(X, centres) into out (n x count), as kernel_matrix_into; computed in T and stored
 // as O (T, or Eigen::half for T = float: float16 storage). `streamed`: write out with
 // non-temporal stores, for results far larger than the caches that nothing reads right
 // away (see streams_output); blocks a caller reuses at once stay in cache without it.
@@ -50,12 +61,17 @@ struct KernelOutput {
     using type = MatrixRef<O>;
 };
 template <class T, class O = T>
-void gaussian_kernel_packed(const MatrixCRef<T>& X, const PackedCenters<T>& centers,
-                            typename KernelOutput<O>::type out, int n_threads, bool streamed = false);
+void kernel_packed(const MatrixCRef<T>& X, const PackedCenters<T>& centers, typename KernelOutput<O>::type out,
+                   int n_threads, bool streamed = false);
 
-// gaussian_kernel computed in T and stored as O (T, or Eigen::half for T = float), in a
+// kernel_matrix computed in T and stored as O (T, or Eigen::half for T = float), in a
 // fresh matrix whose pages are mapped before the kernel writes them.
 template <class T, class O>
-Matrix<O> gaussian_kernel_stored(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double sigma, int n_threads);
+Matrix<O> kernel_stored(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, const KernelSpec& kernel, int n_threads);
+
+// max_i k(x_i, x_i) over the rows of X: 1 for the distance-based kernels, max ||x_i||^2
+// for the linear one (the paper's step gamma / n has gamma = 1 / this bound).
+template <class T>
+double kernel_bound(const MatrixCRef<T>& X, const KernelSpec& kernel);
 
 }  // namespace nytro::detail

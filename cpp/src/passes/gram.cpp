@@ -28,8 +28,8 @@ Index block_rows(Index n, Index m, Index k) {
 // of precision SH (T, or float when S is).
 template <class T, class S, class SH>
 void accumulate(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const MatrixCRef<T>& centers,
-                const NystromFactor<T>& factor, double sigma, int n_threads, const Callback& callback,
-                NormalEquations<T, SH>& normal) {
+                const NystromFactor<T>& factor, const KernelSpec& kernel, int n_threads, const Callback& callback,
+                NormalEquations<T, SH>& normal, const Vector<T>* row_scale) {
     const Index n = X.rows(), m = centers.rows(), k = factor.rank();
     const Index block = block_rows(n, m, k);
     const Matrix<S> centers_s = centers.template cast<S>();
@@ -44,14 +44,15 @@ void accumulate(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const MatrixCRef
         else return R_cast;
     }();
     Matrix<S> K(block, m), A(block, k), X_s, Y_s;
-    const PackedCenters<S> packed(centers_s, sigma);
+    const PackedCenters<S> packed(centers_s, kernel);
     for (Index r0 = 0; r0 < n; r0 += block) {
         const Index rows = std::min(block, n - r0);
         auto K_block = K.topRows(rows);
         auto A_block = A.topRows(rows);
         X_s = X.middleRows(r0, rows).template cast<S>();
         Y_s = Y.middleRows(r0, rows).template cast<S>();
-        gaussian_kernel_packed<S>(X_s, packed, K_block, n_threads);
+        kernel_packed<S>(X_s, packed, K_block, n_threads);
+        if (row_scale) scale_rows<S>(K_block, row_scale->segment(r0, rows).template cast<S>());
         multiply_right<S>(K_block, R, factor.upper_triangular, A_block, n_threads);
         if constexpr (std::is_same_v<SH, S>) rank_update<S>(A_block, normal.H, S(1), false, n_threads);
         else rank_update_widened<SH, S>(A_block, normal.H, n_threads);
@@ -67,16 +68,17 @@ void accumulate(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const MatrixCRef
 // against ~eps sqrt(cond(K_mm)) for the A route.
 template <class T>
 void accumulate_kernel_first(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const MatrixCRef<T>& centers,
-                             const NystromFactor<T>& factor, double sigma, int n_threads, const Callback& callback,
-                             NormalEquations<T>& normal) {
+                             const NystromFactor<T>& factor, const KernelSpec& kernel, int n_threads, const Callback& callback,
+                             NormalEquations<T>& normal, const Vector<T>* row_scale) {
     const Index n = X.rows(), k = factor.rank();
     const Index block = block_rows(n, k, k);
     Matrix<T> G = Matrix<T>::Zero(k, k), KtY = Matrix<T>::Zero(k, Y.cols()), K(block, k);
-    const PackedCenters<T> packed(centers, sigma);
+    const PackedCenters<T> packed(centers, kernel);
     for (Index r0 = 0; r0 < n; r0 += block) {
         const Index rows = std::min(block, n - r0);
         auto K_block = K.topRows(rows);
-        gaussian_kernel_packed<T>(X.middleRows(r0, rows), packed, K_block, n_threads);
+        kernel_packed<T>(X.middleRows(r0, rows), packed, K_block, n_threads);
+        if (row_scale) scale_rows<T>(K_block, row_scale->segment(r0, rows));
         rank_update<T>(K_block, G, T(1), false, n_threads);
         KtY.noalias() += K_block.transpose() * Y.middleRows(r0, rows);
         if (callback) callback({"gram", r0 + rows, n});
@@ -133,17 +135,18 @@ NormalEquations<T, SH> zero_normal_equations(Index k, Index q) {
 template <class T>
 NormalEquations<T> stream_normal_equations(const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
                                            const MatrixCRef<T>& centers, const NystromFactor<T>& factor,
-                                           double sigma, int n_threads, const Callback& callback,
-                                           bool low_precision, bool mirror, std::optional<bool> kernel_first) {
+                                           const KernelSpec& kernel, int n_threads, const Callback& callback,
+                                           bool low_precision, bool mirror, std::optional<bool> kernel_first,
+                                           const Vector<T>* row_scale) {
     const Index k = factor.rank();
     auto normal = zero_normal_equations<T, T>(k, Y.cols());
     if (low_precision && !std::is_same_v<T, float>) {
-        accumulate<T, float, T>(X, Y, centers, factor, sigma, n_threads, callback, normal);
+        accumulate<T, float, T>(X, Y, centers, factor, kernel, n_threads, callback, normal, row_scale);
     } else if (kernel_first ? *kernel_first : kernel_first_is_accurate<T>(X.rows(), factor, n_threads)) {
         check_allocation(2.0 * double(k) * double(k) * sizeof(T), "K^T K (" + shape_text<T>(k, k) + ")");
-        accumulate_kernel_first<T>(X, Y, centers, factor, sigma, n_threads, callback, normal);
+        accumulate_kernel_first<T>(X, Y, centers, factor, kernel, n_threads, callback, normal, row_scale);
     } else {
-        accumulate<T, T, T>(X, Y, centers, factor, sigma, n_threads, callback, normal);
+        accumulate<T, T, T>(X, Y, centers, factor, kernel, n_threads, callback, normal, row_scale);
     }
     if (mirror) mirror_lower<T>(normal.H);
     return normal;
@@ -152,10 +155,11 @@ NormalEquations<T> stream_normal_equations(const MatrixCRef<T>& X, const MatrixC
 template <class T>
 NormalEquations<T, float> stream_float_normal_equations(const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
                                                         const MatrixCRef<T>& centers,
-                                                        const NystromFactor<T>& factor, double sigma,
-                                                        int n_threads, const Callback& callback) {
+                                                        const NystromFactor<T>& factor, const KernelSpec& kernel,
+                                                        int n_threads, const Callback& callback,
+                                                        const Vector<T>* row_scale) {
     auto normal = zero_normal_equations<T, float>(factor.rank(), Y.cols());
-    accumulate<T, float, float>(X, Y, centers, factor, sigma, n_threads, callback, normal);
+    accumulate<T, float, float>(X, Y, centers, factor, kernel, n_threads, callback, normal, row_scale);
     return normal;
 }
 
@@ -166,18 +170,19 @@ template struct NormalEquations<double>;
 template struct NormalEquations<double, float>;
 template NormalEquations<float, float> stream_float_normal_equations<float>(
     const MatrixCRef<float>&, const MatrixCRef<float>&, const MatrixCRef<float>&, const NystromFactor<float>&,
-    double, int, const Callback&);
+    const KernelSpec&, int, const Callback&, const Vector<float>*);
 template NormalEquations<double, float> stream_float_normal_equations<double>(
     const MatrixCRef<double>&, const MatrixCRef<double>&, const MatrixCRef<double>&, const NystromFactor<double>&,
-    double, int, const Callback&);
+    const KernelSpec&, int, const Callback&, const Vector<double>*);
 template NormalEquations<float> stream_normal_equations<float>(const MatrixCRef<float>&, const MatrixCRef<float>&,
                                                               const MatrixCRef<float>&, const NystromFactor<float>&,
-                                                              double, int, const Callback&, bool, bool,
-                                                              std::optional<bool>);
+                                                              const KernelSpec&, int, const Callback&, bool, bool,
+                                                              std::optional<bool>, const Vector<float>*);
 template NormalEquations<double> stream_normal_equations<double>(const MatrixCRef<double>&,
                                                                 const MatrixCRef<double>&,
                                                                 const MatrixCRef<double>&,
-                                                                const NystromFactor<double>&, double, int,
-                                                                const Callback&, bool, bool, std::optional<bool>);
+                                                                const NystromFactor<double>&, const KernelSpec&, int,
+                                                                const Callback&, bool, bool, std::optional<bool>,
+                                                                const Vector<double>*);
 
 }  // namespace nytro::detail

@@ -5,9 +5,11 @@
 // once, which saves n k^2 flops but loses another factor sqrt(cond(K_mm)) of precision
 // (measured: float32 coefficients off by 2e-4 instead of 4e-6). The second is taken only
 // in float64, with n >= 4k and cond(K_mm) <= 1 / sqrt(k eps), where its error is within
-// the first route's worst case.
+// the first route's worst case. row_scale (null: none) multiplies each row of K_nm, and
+// Y must come scaled alike (sample weights).
 #pragma once
 
+#include "nytro/kernel.hpp"
 #include "nytro/nystrom.hpp"
 #include "nytro/types.hpp"
 
@@ -27,6 +29,13 @@ struct NormalEquations {
 template <class T>
 bool kernel_first_is_accurate(Index n, const NystromFactor<T>& factor, int n_threads);
 
+// Rows of a kernel block multiplied by the matching entries of `scale` (the sample
+// weights' row scales, see TikhonovOptions::sample_weights).
+template <class S, class V>
+void scale_rows(MatrixRef<S> block, const V& scale) {
+    block.array().colwise() *= scale.array();
+}
+
 // `centers` are the centres in factor.support (the rows R acts on). low_precision (for
 // T = double): kernel blocks, A = K R and the tile products in float32, summed in double.
 // mirror = false leaves H's strict upper triangle unset, for callers that read only the
@@ -35,9 +44,10 @@ bool kernel_first_is_accurate(Index n, const NystromFactor<T>& factor, int n_thr
 template <class T>
 NormalEquations<T> stream_normal_equations(const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
                                            const MatrixCRef<T>& centers, const NystromFactor<T>& factor,
-                                           double sigma, int n_threads, const Callback& callback,
+                                           const KernelSpec& kernel, int n_threads, const Callback& callback,
                                            bool low_precision = false, bool mirror = true,
-                                           std::optional<bool> kernel_first = std::nullopt);
+                                           std::optional<bool> kernel_first = std::nullopt,
+                                           const Vector<T>* row_scale = nullptr);
 
 // The Gram solver's float32 storage: kernel blocks, A = K R and H in float32 from the
 // start (lower triangle only), C in T. The float32 tile products were already summed in
@@ -47,7 +57,8 @@ NormalEquations<T> stream_normal_equations(const MatrixCRef<T>& X, const MatrixC
 template <class T>
 NormalEquations<T, float> stream_float_normal_equations(const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
                                                         const MatrixCRef<T>& centers,
-                                                        const NystromFactor<T>& factor, double sigma,
-                                                        int n_threads, const Callback& callback);
+                                                        const NystromFactor<T>& factor, const KernelSpec& kernel,
+                                                        int n_threads, const Callback& callback,
+                                                        const Vector<T>* row_scale = nullptr);
 
 }  // namespace nytro::detail

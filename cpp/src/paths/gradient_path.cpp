@@ -75,7 +75,8 @@ void throw_diverged(Index t, double step) {
                              "): a stable step is below 2 / lambda_max(A^T A)");
 }
 
-double resolve_step(const IterativeOptions& options, Index n, const std::function<double()>& lambda_max) {
+double resolve_step(const IterativeOptions& options, Index n, const std::function<double()>& lambda_max,
+                    double kernel_bound) {
     if (options.method == Method::cg || options.method == Method::hybrid) return 0.0;
     switch (options.step_rule) {
         case StepRule::fixed: {
@@ -89,7 +90,8 @@ double resolve_step(const IterativeOptions& options, Index n, const std::functio
                                             " / lambda_max(A^T A)");
             return options.step_size;
         }
-        case StepRule::paper: return 1.0 / double(n);
+        case StepRule::paper:  // an all-zero linear kernel (bound 0) has every step stable
+            return 1.0 / (double(n) * (kernel_bound > 0 && std::isfinite(kernel_bound) ? kernel_bound : 1.0));
         case StepRule::automatic: {
             const double top = lambda_max();
             if (!(top > 0) || !std::isfinite(top))
@@ -264,17 +266,17 @@ void run_path(const LinearProblem<T>& problem, double step, const Validation<T>*
 
 template <class T>
 void run_path_with_step(const LinearProblem<T>& problem, Index n, const Validation<T>* validation,
-                        const IterativeOptions& options, PathResult<T>& result) {
+                        const IterativeOptions& options, PathResult<T>& result, double kernel_bound) {
     if (options.method == Method::hybrid) return run_hybrid_path(problem, n, validation, options, result);
     if (options.method == Method::cg) return run_cg_path(problem, validation, options, result);
     if (!by_lanczos(problem, options)) {
         const double step = resolve_step(options, n, [&] {
             return largest_eigenvalue<T>(problem.dim, problem.apply, options.callback);
-        });
+        }, kernel_bound);
         return run_stepwise(problem, step, validation, options, result, 0);
     }
     LanczosGradient<T> lanczos(problem, options.max_iter, options.callback, options.step_rule != StepRule::paper);
-    const double step = resolve_step(options, n, [&] { return lanczos.top_eigenvalue(); });
+    const double step = resolve_step(options, n, [&] { return lanczos.top_eigenvalue(); }, kernel_bound);
     run_from_basis(lanczos, problem, step, validation, options, result);
 }
 
@@ -295,9 +297,9 @@ double largest_eigenvalue(Index dim, const std::function<void(const Matrix<T>&, 
 template bool lanczos_applies<float>(const IterativeOptions&);
 template bool lanczos_applies<double>(const IterativeOptions&);
 template void run_path_with_step<float>(const LinearProblem<float>&, Index, const Validation<float>*,
-                                        const IterativeOptions&, PathResult<float>&);
+                                        const IterativeOptions&, PathResult<float>&, double);
 template void run_path_with_step<double>(const LinearProblem<double>&, Index, const Validation<double>*,
-                                         const IterativeOptions&, PathResult<double>&);
+                                         const IterativeOptions&, PathResult<double>&, double);
 template void run_path<float>(const LinearProblem<float>&, double, const Validation<float>*,
                               const IterativeOptions&, PathResult<float>&);
 template void run_path<double>(const LinearProblem<double>&, double, const Validation<double>*,

@@ -45,12 +45,13 @@ template <class T>
 void run_path(const LinearProblem<T>& problem, double step, const Validation<T>* validation,
               const IterativeOptions& options, PathResult<T>& result);
 
-// The step from options (resolve_step with n training rows) and then the path. Where gd's
+// The step from options (resolve_step with n training rows and kernel_bound = max_i
+// k(x_i, x_i)) and then the path. Where gd's
 // iterates come from a Lanczos basis, the Lanczos estimate of lambda_max for the automatic
 // step runs in the basis' own block products instead of 8-20 products of its own.
 template <class T>
 void run_path_with_step(const LinearProblem<T>& problem, Index n, const Validation<T>* validation,
-                        const IterativeOptions& options, PathResult<T>& result);
+                        const IterativeOptions& options, PathResult<T>& result, double kernel_bound = 1.0);
 
 // lambda_max of a symmetric positive semidefinite operator of size dim (applied to
 // dim x 1 matrices), by Lanczos with full reorthogonalisation from a fixed start vector
@@ -90,9 +91,10 @@ bool lanczos_applies(const IterativeOptions& options);
 // Validates the options common to every iterative method.
 void check_iterative_options(const IterativeOptions& options);
 
-// The step from options: fixed, paper (gamma / n with gamma = 1 / max_i k(x_i, x_i) = 1
-// for the Gaussian kernel) or auto (1 / lambda_max, computed by `lambda_max`). cg needs
+// The step from options: fixed, paper (gamma / n with gamma = 1 / kernel_bound, kernel_bound
+// = max_i k(x_i, x_i): 1 for the distance-based kernels, max ||x_i||^2 for the linear one) or auto (1 / lambda_max, computed by `lambda_max`). cg needs
 // no step (0 is returned without computing lambda_max).
-double resolve_step(const IterativeOptions& options, Index n, const std::function<double()>& lambda_max);
+double resolve_step(const IterativeOptions& options, Index n, const std::function<double()>& lambda_max,
+                    double kernel_bound = 1.0);
 
 }  // namespace nytro::detail

@@ -223,7 +223,10 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
     // Without a hold-out set: max_iter steps, then the grid's smallest lambda (for hybrid,
     // the projected least-squares solution, CG's max_iter-th iterate in exact arithmetic).
     Eigen::MatrixXd targets;
-    if (validation) targets = validation->targets().template cast<double>();
+    if (validation) {
+        targets = validation->targets().template cast<double>();
+        validation->weigh_rows(targets);
+    }
     const Index n_val = targets.rows();
 
     // The basis as coefficients (alpha_rows x capacity) and their hold-out predictions, for
@@ -284,7 +287,9 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
             coefficients[c].middleCols(have, size - have) = added;
             described[c] = size;
             if (!validation) continue;
-            images[c].append(validation->predict(added, options.n_threads).template cast<double>(), targets.col(Index(c)));
+            Eigen::MatrixXd predicted = validation->predict(added, options.n_threads).template cast<double>();
+            validation->weigh_rows(predicted);
+            images[c].append(predicted, targets.col(Index(c)));
         }
         if (!validation) {
             k = reached;

@@ -207,8 +207,9 @@ bool LanczosGradient<T>::run(const Validation<T>* validation, const IterativeOpt
                 coefficients[c].rightCols(size - have) = added;
                 if (validation) {
                     images[c].conservativeResize(validation->targets().rows(), size);
-                    images[c].rightCols(size - have) =
-                        validation->predict(added, options.n_threads).template cast<double>();
+                    Eigen::MatrixXd predicted = validation->predict(added, options.n_threads).template cast<double>();
+                    validation->weigh_rows(predicted);
+                    images[c].rightCols(size - have) = predicted;
                 }
             }
             z[c] = Eigen::VectorXd::Zero(size);
@@ -242,7 +243,8 @@ bool LanczosGradient<T>::run(const Validation<T>* validation, const IterativeOpt
         return true;
     }
 
-    const Eigen::MatrixXd targets = validation->targets().template cast<double>();
+    Eigen::MatrixXd targets = validation->targets().template cast<double>();
+    validation->weigh_rows(targets);
     const Index n_val = targets.rows();
     StoppingRule rule(options.stopping, options.tol, options.window, options.patience);
     std::vector<Eigen::MatrixXd> chunk(static_cast<std::size_t>(q));

@@ -2,6 +2,7 @@
 
 #include "passes/dense.hpp"
 #include "runtime/machine_rates.hpp"
+#include "runtime/input_checks.hpp"
 #include "nytro/errors.hpp"
 #include "nytro/kernel.hpp"
 
@@ -67,8 +68,8 @@ Index ErrorTally::misclassified(Index model) const {
 
 template <class T>
 Validation<T>::Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val, const Matrix<T>& centers,
-                          double sigma, int n_threads, bool low_precision, double budget_bytes, bool defer)
-    : X_val_(X_val), Y_val_(Y_val), centers_(centers), sigma_(sigma) {
+                          const KernelSpec& kernel, int n_threads, bool low_precision, double budget_bytes, bool defer)
+    : X_val_(X_val), Y_val_(Y_val), centers_(centers), kernel_(kernel) {
     low_ = low_precision && !std::is_same_v<T, float>;
     if (low_) {  // cast once: the streamed form computes its float32 blocks from these
         X_val_low_ = X_val.template cast<float>();
@@ -76,8 +77,8 @@ Validation<T>::Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val
     }
     const double bytes = stored_bytes();
     if (bytes > budget_bytes || defer) {  // streamed at each call, or until stored
-        if (low_) packed_low_ = std::make_unique<PackedCenters<float>>(centers_low_, sigma_);
-        else packed_ = std::make_unique<PackedCenters<T>>(centers_, sigma_);
+        if (low_) packed_low_ = std::make_unique<PackedCenters<float>>(centers_low_, kernel_);
+        else packed_ = std::make_unique<PackedCenters<T>>(centers_, kernel_);
     }
     if (bytes > budget_bytes) return;  // streamed at each call
     if (defer) {
@@ -98,10 +99,10 @@ Validation<T>::Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val
 template <class T>
 void Validation<T>::store(int n_threads) const {
     if (low_)  // computed in float32 directly: no float64 copy at the peak
-        K_val_low_ = gaussian_kernel<float>(X_val_low_, centers_low_, sigma_,
+        K_val_low_ = kernel_matrix<float>(X_val_low_, centers_low_, kernel_,
                                             n_threads);
     else
-        K_val_ = gaussian_kernel<T>(X_val_, centers_, sigma_, n_threads);
+        K_val_ = kernel_matrix<T>(X_val_, centers_, kernel_, n_threads);
 }
 
 template <class T>
@@ -116,12 +117,23 @@ void Validation<T>::set_weights(const std::vector<double>& weights) {
 }
 
 template <class T>
+void Validation<T>::set_row_weights(const std::vector<double>& weights) {
+    const Vector<double> scales = row_scales<double>(weights, Y_val_.rows(), "validation sample weights");
+    row_weights_ = scales.array().square().matrix();
+}
+
+template <class T>
 void Validation<T>::add_squared_errors(const Matrix<T>& predictions, Index r0, Index q,
                                        std::vector<double>& squared) const {
     const auto targets = Y_val_.middleRows(r0, predictions.rows());
-    for (Index col = 0; col < predictions.cols(); ++col)
-        squared[col / q] +=
-            weight(col % q) * (predictions.col(col) - targets.col(col % q)).template cast<double>().squaredNorm();
+    for (Index col = 0; col < predictions.cols(); ++col) {
+        const auto errors = (predictions.col(col) - targets.col(col % q)).template cast<double>();
+        const double sum = row_weights_.size() == 0
+                               ? errors.squaredNorm()
+                               : (errors.array().square() *
+                                  row_weights_.segment(r0, predictions.rows()).array()).sum();
+        squared[col / q] += weight(col % q) * sum;
+    }
 }
 
 template <class T>
@@ -151,7 +163,7 @@ void Validation<T>::predict_blocks(const MatrixCRef<T>& alphas, int n_threads, C
         for (Index r0 = 0; r0 < n_val; r0 += rows) {
             const Index count = std::min(rows, n_val - r0);
             auto block = K.topRows(count);
-            gaussian_kernel_packed<U>(X.middleRows(r0, count), packed, block, n_threads);
+            kernel_packed<U>(X.middleRows(r0, count), packed, block, n_threads);
             predictions.resize(count, alphas.cols());
             product(block);
             consume(predictions, r0);

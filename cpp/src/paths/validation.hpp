@@ -57,7 +57,7 @@ public:
     // budget_bytes. defer: store it only once recomputing
     // it has cost about what its first touch would (see store_after_), for callers that may
     // validate only a few times (gd's Lanczos path: once per stretch of the basis).
-    Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val, const Matrix<T>& centers, double sigma,
+    Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val, const Matrix<T>& centers, const KernelSpec& kernel,
                int n_threads, bool low_precision, double budget_bytes, bool defer = false);
 
     // alphas holds c coefficient blocks of q columns each (block j = columns [jq, jq+q));
@@ -79,6 +79,18 @@ public:
     // misclassified rows (see ErrorTally; the weights do not apply to it).
     void set_metric(Metric metric) { metric_ = metric; }
     Metric metric() const { return metric_; }
+    // Weights of the hold-out rows' squared errors (empty: all 1; see
+    // TikhonovOptions::validation_sample_weights), rescaled to sum to n_val so that the
+    // RMSE is sqrt(sum_v w_v r_v^2 / (sum_v w_v q)). Throws unless there is one per row,
+    // finite and >= 0, not all 0.
+    void set_row_weights(const std::vector<double>& weights);
+
+    // Rows of a hold-out matrix (targets or predictions, n_val rows) multiplied by the
+    // square roots of the row weights, for the paths that sum their own squared errors
+    // (hybrid, gd's Lanczos iterates): their plain sums are then the weighted ones.
+    void weigh_rows(Eigen::MatrixXd& rows) const {
+        if (row_weights_.size() > 0) rows.array().colwise() *= row_weights_.array().sqrt();
+    }
 
     bool stored() const { return K_val_.size() > 0 || K_val_low_.size() > 0; }
 
@@ -118,9 +130,10 @@ private:
     Matrix<T> X_val_, Y_val_;  // kept for the streamed form and the targets
     std::vector<double> weights_;
     Metric metric_ = Metric::rmse;
+    Vector<double> row_weights_;  // empty, or one per hold-out row summing to n_val
     Matrix<T> centers_;       // the streamed form recomputes k(X_val, centres)
     Matrix<float> X_val_low_, centers_low_;  // low_: both in float32, for the float32 kernel
-    double sigma_;
+    KernelSpec kernel_;
     // The centres packed once for the streamed form (in float32 when low_); null while
     // K_val is stored from the start.
     std::unique_ptr<PackedCenters<T>> packed_;

@@ -51,6 +51,27 @@ void check_lambdas(const std::vector<double>& lambdas, bool has_validation) {
                 " in lambdas: pass lambdas=[value], or a hold-out set to select among them");
 }
 
+template <class T>
+Vector<T> row_scales(const std::vector<double>& weights, Index n, const char* name) {
+    if (weights.empty()) return {};
+    require(Index(weights.size()) == n, std::string(name) + " has " + std::to_string(weights.size()) +
+                                            " entries but there are " + std::to_string(n) + " rows");
+    double sum = 0.0;
+    for (double w : weights) {
+        require(std::isfinite(w) && w >= 0,
+                std::string(name) + " must be finite and >= 0, got " + format_number(w));
+        sum += w;
+    }
+    require(sum > 0 && std::isfinite(sum), std::string(name) + " must not be all zero (their sum is " +
+                                               format_number(sum) + ")");
+    Vector<T> scales(n);
+    const double unit = double(n) / sum;
+    for (Index i = 0; i < n; ++i) scales[i] = static_cast<T>(std::sqrt(weights[std::size_t(i)] * unit));
+    return scales;
+}
+
+template Vector<float> row_scales<float>(const std::vector<double>&, Index, const char*);
+template Vector<double> row_scales<double>(const std::vector<double>&, Index, const char*);
 template void check_training_data<float>(const MatrixCRef<float>&, const MatrixCRef<float>&,
                                          const MatrixCRef<float>&, const MatrixCRef<float>&);
 template void check_training_data<double>(const MatrixCRef<double>&, const MatrixCRef<double>&,

@@ -17,6 +17,13 @@ void check_training_data(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
 template <class T>
 void check_centers(const MatrixCRef<T>& centers, const MatrixCRef<T>& X);
 
+// sqrt(w_i n / sum(w)) for the n rows (empty for empty weights): the row scale that turns
+// the weighted least-squares problem into the unweighted one (see
+// TikhonovOptions::sample_weights). Throws std::invalid_argument naming `name` unless
+// there is one weight per row, each finite and >= 0, and their sum is > 0.
+template <class T>
+Vector<T> row_scales(const std::vector<double>& weights, Index n, const char* name);
+
 // Every lambda finite and > 0; exactly one when there is no hold-out set.
 void check_lambdas(const std::vector<double>& lambdas, bool has_validation);
 

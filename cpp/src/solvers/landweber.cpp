@@ -4,8 +4,10 @@
 #include "runtime/input_checks.hpp"
 #include "runtime/memory_plan.hpp"
 #include "solvers/nystrom_setup.hpp"
+#include "passes/gram.hpp"
 #include "nytro/errors.hpp"
 #include "nytro/kernel.hpp"
+#include "kernel/packed_centers.hpp"
 #include "nytro/solvers.hpp"
 #include "runtime/parallel.hpp"
 
@@ -16,7 +18,7 @@
 namespace nytro {
 
 template <class T>
-PathResult<T> landweber_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma,
+PathResult<T> landweber_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const KernelSpec& kernel,
                              const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val,
                              const IterativeOptions& options) {
     detail::check_training_data<T>(X, Y, X_val, Y_val);
@@ -41,11 +43,23 @@ PathResult<T> landweber_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, dou
     if (sizeof(T) == 8) plan.advise("float32 data (dtype=np.float32: K in 4 bytes an entry)");
     plan.check();
     return plan.guard([&] {
-        const Matrix<T> K = gaussian_kernel<T>(X, X, sigma, threads);
+        const Vector<T> row_scale = detail::row_scales<T>(options.sample_weights, n, "sample_weights");
+        Matrix<T> K = kernel_matrix<T>(X, X, kernel, threads);
+        Matrix<T> rhs = Y;
+        // Sample weights: the weighted iteration alpha_t = alpha - s S^2 (K alpha - y) is, with
+        // alpha = S beta, the unweighted one on S K S and S y (S = diag(sqrt(w'))).
+        if (row_scale.size() > 0) {
+            detail::scale_rows<T>(K, row_scale);
+            K.array().rowwise() *= row_scale.transpose().array();
+            detail::scale_rows<T>(rhs, row_scale);
+        }
         const Matrix<T> centers = X;
-        const auto validation = detail::make_validation<T>(X_val, Y_val, centers, sigma, threads, false, 0.0);
-        if (validation) validation->set_weights(options.validation_weights);
-        if (validation) validation->set_metric(options.metric);
+        const auto validation = detail::make_validation<T>(X_val, Y_val, centers, kernel, threads, false, 0.0);
+        if (validation) {
+            validation->set_weights(options.validation_weights);
+            validation->set_row_weights(options.validation_sample_weights);
+            validation->set_metric(options.metric);
+        }
 
         // The iterations solve K alpha = y directly (K is symmetric positive semidefinite).
         detail::LinearProblem<T> problem;
@@ -53,22 +67,25 @@ PathResult<T> landweber_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, dou
         problem.q = q;
         problem.apply = [&](const Matrix<T>& p, Matrix<T>& out) { detail::multiply<T>(K, p, out, threads); };
         problem.iteration_bytes = double(K.size()) * sizeof(T);
-        problem.rhs = Y;
-        problem.to_alpha = [](const MatrixCRef<T>& betas, MatrixRef<T> alphas) { alphas = betas; };
+        problem.rhs = std::move(rhs);
+        problem.to_alpha = [&row_scale](const MatrixCRef<T>& betas, MatrixRef<T> alphas) {
+            alphas = betas;
+            if (row_scale.size() > 0) detail::scale_rows<T>(alphas, row_scale);
+        };
         PathResult<T> result;
         result.rank = n;
         result.solver = Solver::direct;
         IterativeOptions loop = options;
         loop.n_threads = threads;
-        detail::run_path_with_step<T>(problem, n, validation.get(), loop, result);
+        detail::run_path_with_step<T>(problem, n, validation.get(), loop, result, detail::kernel_bound<T>(X, kernel));
         return result;
     });
 }
 
-template PathResult<float> landweber_path<float>(const MatrixCRef<float>&, const MatrixCRef<float>&, double,
+template PathResult<float> landweber_path<float>(const MatrixCRef<float>&, const MatrixCRef<float>&, const KernelSpec&,
                                                  const MatrixCRef<float>&, const MatrixCRef<float>&,
                                                  const IterativeOptions&);
-template PathResult<double> landweber_path<double>(const MatrixCRef<double>&, const MatrixCRef<double>&, double,
+template PathResult<double> landweber_path<double>(const MatrixCRef<double>&, const MatrixCRef<double>&, const KernelSpec&,
                                                    const MatrixCRef<double>&, const MatrixCRef<double>&,
                                                    const IterativeOptions&);
 

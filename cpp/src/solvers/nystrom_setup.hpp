@@ -3,6 +3,7 @@
 #pragma once
 
 #include "factor/fit_factor.hpp"
+#include "nytro/kernel.hpp"
 #include "nytro/nystrom.hpp"
 #include "paths/validation.hpp"
 
@@ -17,10 +18,11 @@ struct NystromSetup {
     Matrix<T> used;                               // the centres in factor.support
     std::unique_ptr<Validation<T>> validation;    // null without a hold-out set
     std::optional<bool> kernel_first;             // the normal equations' route, once decided
+    const Vector<T>* row_scale = nullptr;         // sample weights' row scales of K_nm (null: none)
 };
 
 template <class T>
-NystromSetup<T> prepare_nystrom(const MatrixCRef<T>& centers, double sigma, const FactorOptions& factor, int threads,
+NystromSetup<T> prepare_nystrom(const MatrixCRef<T>& centers, const KernelSpec& kernel, const FactorOptions& factor, int threads,
                                 const Callback& callback);
 
 // The hold-out set (null without one), its kernel stored if it fits what is available
@@ -28,7 +30,7 @@ NystromSetup<T> prepare_nystrom(const MatrixCRef<T>& centers, double sigma, cons
 // recomputing it has cost about its first touch (Validation).
 template <class T>
 std::unique_ptr<Validation<T>> make_validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val,
-                                               const Matrix<T>& centers, double sigma, int threads,
+                                               const Matrix<T>& centers, const KernelSpec& kernel, int threads,
                                                bool low_precision, double reserved_bytes, bool defer = false);
 
 // Coefficients over the support rows, scattered back to all m centres (0 elsewhere).

@@ -90,17 +90,19 @@ struct DirectSolver {
     std::unique_ptr<detail::FusedPass<T, S>> pass;
 
     void build(detail::LinearProblem<T>& problem, const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
-               const detail::NystromSetup<T>& setup, double sigma, int threads, const Callback&) {
+               const detail::NystromSetup<T>& setup, const KernelSpec& kernel, int threads, const Callback&) {
         const detail::FitFactor<T>& factor = setup.factor;
         if constexpr (std::is_same_v<S, T>) {
-            K = gaussian_kernel<T>(X, setup.used, sigma, threads);
+            K = kernel_matrix<T>(X, setup.used, kernel, threads);
         } else {
             // Computed in float, stored as S (float or half); checked before X's float copy.
             check_allocation(double(X.rows()) * double(setup.used.rows()) * sizeof(S),
                              "K_nm (" + shape_text<S>(X.rows(), setup.used.rows()) + ")");
-            K = detail::gaussian_kernel_stored<float, S>(X.template cast<float>(), setup.used.template cast<float>(),
-                                                         sigma, threads);
+            K = detail::kernel_stored<float, S>(X.template cast<float>(), setup.used.template cast<float>(),
+                                                         kernel, threads);
         }
+        // Sample weights: the rows of K_nm scaled once as stored (Y comes scaled alike).
+        if (setup.row_scale) detail::scale_rows<S>(K, setup.row_scale->template cast<S>());
         pass = std::make_unique<detail::FusedPass<T, S>>(K, threads);
         problem.dim = setup.factor.rank();
         problem.iteration_bytes = double(K.size()) * sizeof(S) + 2.0 * factor.lift_bytes();
@@ -132,17 +134,18 @@ struct GramSolver {
     std::unique_ptr<detail::SymmetricPass<T, S>> pass;
 
     void build(detail::LinearProblem<T>& problem, const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
-               const detail::NystromSetup<T>& setup, double sigma, int threads, const Callback& callback) {
+               const detail::NystromSetup<T>& setup, const KernelSpec& kernel, int threads, const Callback& callback) {
         // The symmetric pass reads H's lower triangle only: it is not mirrored.
         auto normal = [&] {
             if constexpr (std::is_same_v<S, T>)
-                return detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads, callback), sigma,
+                return detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads, callback), kernel,
                                                           threads, callback,
-                                                          false, /*mirror=*/false, setup.kernel_first);
+                                                          false, /*mirror=*/false, setup.kernel_first,
+                                                          setup.row_scale);
             else
-                return detail::stream_float_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads, callback), sigma,
+                return detail::stream_float_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads, callback), kernel,
                                                                 threads,
-                                                                callback);
+                                                                callback, setup.row_scale);
         }();
         H = std::move(normal.H);
         problem.rhs = std::move(normal.C);
@@ -167,12 +170,12 @@ struct SpectralSolver {
     Matrix<T> basis;  // W = R V: eigen-coordinates -> coefficients over the centres
 
     void build(detail::LinearProblem<T>& problem, const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
-               const detail::NystromSetup<T>& setup, double sigma, int threads, const Callback& callback) {
+               const detail::NystromSetup<T>& setup, const KernelSpec& kernel, int threads, const Callback& callback) {
         constexpr bool low = !std::is_same_v<S, T>;
         auto normal =
-            detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads, callback), sigma, threads,
+            detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads, callback), kernel, threads,
                                                callback, low, true,
-                                               setup.kernel_first);
+                                               setup.kernel_first, setup.row_scale);
         Matrix<T> V;
         symmetric_eigen<T>(normal.H, values, V, callback);
         values = values.cwiseMax(T(0));  // rounding-level negative eigenvalues of A^T A
@@ -268,13 +271,13 @@ detail::MemoryPlan plan_nytro(Index n, Index d, Index m, Index n_val, Index q, c
 // functions refer to and must outlive them.
 template <class T, class S>
 std::shared_ptr<void> build_solver(Solver solver, detail::LinearProblem<T>& problem, const MatrixCRef<T>& X,
-                                   const MatrixCRef<T>& Y, const detail::NystromSetup<T>& setup, double sigma,
+                                   const MatrixCRef<T>& Y, const detail::NystromSetup<T>& setup, const KernelSpec& kernel,
                                    int threads, const Callback& callback) {
     // Lanczos iterates to within 64 float32 epsilons of the stepwise ones in either low
     // storage: float16's epsilon (2^-10) would let them drift by 6% of the iterate.
     problem.storage_epsilon = std::is_same_v<S, T> ? 0.0 : double(std::numeric_limits<float>::epsilon());
     auto built = [&](auto solver_object) -> std::shared_ptr<void> {
-        solver_object->build(problem, X, Y, setup, sigma, threads, callback);
+        solver_object->build(problem, X, Y, setup, kernel, threads, callback);
         return solver_object;
     };
     if constexpr (std::is_same_v<S, Eigen::half>) {
@@ -290,7 +293,7 @@ std::shared_ptr<void> build_solver(Solver solver, detail::LinearProblem<T>& prob
 
 template <class T>
 PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const MatrixCRef<T>& centers,
-                         double sigma, const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val,
+                         const KernelSpec& kernel, const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val,
                          const NytroOptions& options) {
     detail::check_training_data<T>(X, Y, X_val, Y_val);
     detail::check_centers<T>(centers, X);
@@ -318,8 +321,13 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
     const detail::MemoryPlan plan = plan_nytro(X.rows(), X.cols(), centers.rows(), X_val.rows(), Y.cols(), options,
                                                stored, double(sizeof(T)));
     plan.check();
+    // Sample weights: the unweighted problem on the rows of K_nm and Y scaled by sqrt(w'_i).
+    const Vector<T> row_scale = detail::row_scales<T>(options.sample_weights, X.rows(), "sample_weights");
+    const Matrix<T> Y_scaled = row_scale.size() > 0 ? Matrix<T>(row_scale.asDiagonal() * Y) : Matrix<T>();
+    const MatrixCRef<T> Yw = row_scale.size() > 0 ? MatrixCRef<T>(Y_scaled) : Y;
     return plan.guard([&] {
-        auto setup = detail::prepare_nystrom<T>(centers, sigma, factor_options, threads, options.callback);
+        auto setup = detail::prepare_nystrom<T>(centers, kernel, factor_options, threads, options.callback);
+        if (row_scale.size() > 0) setup.row_scale = &row_scale;
         PathResult<T> result;
         result.rank = setup.factor.rank();
         result.solver = half ? Solver::direct : options.solver;
@@ -349,34 +357,38 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
         // The spectral solver turns K_val into K_val R V at once (it must be stored); the others
         // may validate only a few times (gd's Lanczos path: once per stretch of its basis), so
         // they store it only once recomputing it has cost about its first touch.
-        setup.validation = detail::make_validation<T>(X_val, Y_val, setup.used, sigma, threads, low, reserved,
+        setup.validation = detail::make_validation<T>(X_val, Y_val, setup.used, kernel, threads, low, reserved,
                                                       /*defer=*/result.solver != Solver::spectral);
-        if (setup.validation) setup.validation->set_weights(options.validation_weights);
-        if (setup.validation) setup.validation->set_metric(options.metric);
+        if (setup.validation) {
+            setup.validation->set_weights(options.validation_weights);
+            setup.validation->set_row_weights(options.validation_sample_weights);
+            setup.validation->set_metric(options.metric);
+        }
 
         detail::LinearProblem<T> problem;
         problem.q = Y.cols();
         problem.alpha_rows = setup.used.rows();
-        const auto solver = half  ? build_solver<T, Eigen::half>(result.solver, problem, X, Y, setup, sigma, threads,
+        const auto solver = half  ? build_solver<T, Eigen::half>(result.solver, problem, X, Yw, setup, kernel, threads,
                                                                 options.callback)
-                            : low ? build_solver<T, float>(result.solver, problem, X, Y, setup, sigma, threads,
+                            : low ? build_solver<T, float>(result.solver, problem, X, Yw, setup, kernel, threads,
                                                            options.callback)
-                                  : build_solver<T, T>(result.solver, problem, X, Y, setup, sigma, threads,
+                                  : build_solver<T, T>(result.solver, problem, X, Yw, setup, kernel, threads,
                                                        options.callback);
 
         IterativeOptions loop = options;
         loop.n_threads = threads;
-        detail::run_path_with_step<T>(problem, X.rows(), setup.validation.get(), loop, result);
+        detail::run_path_with_step<T>(problem, X.rows(), setup.validation.get(), loop, result,
+                                      detail::kernel_bound<T>(X, kernel));
         result.coef = detail::scatter_rows<T>(result.coef, setup.factor.support(), centers.rows());
         return result;
     });
 }
 
 template PathResult<float> nytro_path<float>(const MatrixCRef<float>&, const MatrixCRef<float>&,
-                                             const MatrixCRef<float>&, double, const MatrixCRef<float>&,
+                                             const MatrixCRef<float>&, const KernelSpec&, const MatrixCRef<float>&,
                                              const MatrixCRef<float>&, const NytroOptions&);
 template PathResult<double> nytro_path<double>(const MatrixCRef<double>&, const MatrixCRef<double>&,
-                                               const MatrixCRef<double>&, double, const MatrixCRef<double>&,
+                                               const MatrixCRef<double>&, const KernelSpec&, const MatrixCRef<double>&,
                                                const MatrixCRef<double>&, const NytroOptions&);
 
 }  // namespace nytro

@@ -102,6 +102,14 @@ private:
     Matrix<double> projected_;
 };
 
+// The full kernel and the targets of the weighted problem: S K S and S Y, S = diag(scale).
+template <class T>
+void scale_both_sides(Matrix<T>& K, Matrix<T>& Y, const Vector<T>& scale) {
+    detail::scale_rows<T>(K, scale);
+    K.array().rowwise() *= scale.transpose().array();
+    detail::scale_rows<T>(Y, scale);
+}
+
 std::vector<double> scaled(const std::vector<double>& lambdas, Index n) {
     std::vector<double> shifts(lambdas);
     for (double& s : shifts) s *= double(n);
@@ -138,7 +146,7 @@ void select(const Matrix<T>& alphas, Index q, const std::vector<double>& lambdas
 
 template <class T>
 TikhonovResult<T> nkrls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const MatrixCRef<T>& centers,
-                             double sigma, const std::vector<double>& lambdas, const MatrixCRef<T>& X_val,
+                             const KernelSpec& kernel, const std::vector<double>& lambdas, const MatrixCRef<T>& X_val,
                              const MatrixCRef<T>& Y_val, const TikhonovOptions& options) {
     detail::check_training_data<T>(X, Y, X_val, Y_val);
     detail::check_centers<T>(centers, X);
@@ -161,16 +169,23 @@ TikhonovResult<T> nkrls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, con
     plan.advise("n_centers <= " + std::to_string(Index(std::sqrt(double(available_memory_bytes()) /
                                                                   (3.0 * sizeof(T) + 32.0)))));
     plan.check();
+    // Sample weights: the unweighted problem on the rows of K_nm and Y scaled by sqrt(w'_i).
+    const Vector<T> row_scale = detail::row_scales<T>(options.sample_weights, X.rows(), "sample_weights");
+    const Matrix<T> Y_scaled = row_scale.size() > 0 ? Matrix<T>(row_scale.asDiagonal() * Y) : Matrix<T>();
+    const MatrixCRef<T> Yw = row_scale.size() > 0 ? MatrixCRef<T>(Y_scaled) : Y;
     return plan.guard([&] {
-        auto setup = detail::prepare_nystrom<T>(centers, sigma, options.factor, threads, options.callback);
+        auto setup = detail::prepare_nystrom<T>(centers, kernel, options.factor, threads, options.callback);
         const double k = double(setup.factor.rank());
-        setup.validation = detail::make_validation<T>(X_val, Y_val, setup.used, sigma, threads, low,
+        setup.validation = detail::make_validation<T>(X_val, Y_val, setup.used, kernel, threads, low,
                                                       4.0 * k * k * sizeof(T));  // H, its eigenvectors, solves
-        if (setup.validation) setup.validation->set_weights(options.validation_weights);
-        if (setup.validation) setup.validation->set_metric(options.metric);
-        const auto normal =
-            detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads, options.callback), sigma,
-                                               threads, options.callback, low);
+        if (setup.validation) {
+            setup.validation->set_weights(options.validation_weights);
+            setup.validation->set_row_weights(options.validation_sample_weights);
+            setup.validation->set_metric(options.metric);
+        }
+        const auto normal = detail::stream_normal_equations<T>(
+            X, Yw, setup.used, setup.factor.formed(threads, options.callback), kernel, threads, options.callback, low, true,
+            std::nullopt, row_scale.size() > 0 ? &row_scale : nullptr);
         ShiftedSolves<T> solves(normal.H, normal.C, options.solver);
         const Matrix<T> betas = solves.solve_all(scaled(lambdas, X.rows()), options.callback);
         Matrix<T> alphas(setup.used.rows(), betas.cols());
@@ -185,7 +200,7 @@ TikhonovResult<T> nkrls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, con
 }
 
 template <class T>
-TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma,
+TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const KernelSpec& kernel,
                             const std::vector<double>& lambdas, const MatrixCRef<T>& X_val,
                             const MatrixCRef<T>& Y_val, const TikhonovOptions& options) {
     detail::check_training_data<T>(X, Y, X_val, Y_val);
@@ -202,15 +217,23 @@ TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, doub
              2.0 * n * double(Y.cols()) * double(lambdas.size()) * sizeof(T));
     plan.advise("NystromKRLSRegressor or NytroRegressor, whose memory is O(n m)");
     plan.check();
+    const Vector<T> row_scale = detail::row_scales<T>(options.sample_weights, X.rows(), "sample_weights");
     return plan.guard([&] {
-        const Matrix<T> K = gaussian_kernel<T>(X, X, sigma, threads);
-        const Matrix<T> Yc = Y;
+        Matrix<T> K = kernel_matrix<T>(X, X, kernel, threads);
+        Matrix<T> Yc = Y;
+        // Sample weights: (S K S + lambda n I) beta = S y, alpha = S beta with S = diag(sqrt(w'))
+        // solves (S^2 K + lambda n I) alpha = S^2 y, the weighted problem's normal equations.
+        if (row_scale.size() > 0) scale_both_sides<T>(K, Yc, row_scale);
         ShiftedSolves<T> solves(K, Yc, options.solver);
-        const Matrix<T> alphas = solves.solve_all(scaled(lambdas, X.rows()), options.callback);
+        Matrix<T> alphas = solves.solve_all(scaled(lambdas, X.rows()), options.callback);
+        if (row_scale.size() > 0) detail::scale_rows<T>(alphas, row_scale);
         const Matrix<T> centers = X;
-        const auto validation = detail::make_validation<T>(X_val, Y_val, centers, sigma, threads, false, 0.0);
-        if (validation) validation->set_weights(options.validation_weights);
-        if (validation) validation->set_metric(options.metric);
+        const auto validation = detail::make_validation<T>(X_val, Y_val, centers, kernel, threads, false, 0.0);
+        if (validation) {
+            validation->set_weights(options.validation_weights);
+            validation->set_row_weights(options.validation_sample_weights);
+            validation->set_metric(options.metric);
+        }
         TikhonovResult<T> result;
         result.rank = X.rows();
         select<T>(alphas, Y.cols(), lambdas, validation.get(), threads, result);
@@ -219,35 +242,42 @@ TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, doub
 }
 
 template <class T>
-Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, double sigma, double rcond, int n_threads,
-               const Callback& callback) {
+Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const KernelSpec& kernel, double rcond, int n_threads,
+               const Callback& callback, const std::vector<double>& sample_weights) {
     const Matrix<T> none(0, X.cols()), none_y(0, Y.cols());
     detail::check_training_data<T>(X, Y, none, none_y);
     const Index n = X.rows();
     const double cut_ratio = rcond < 0 ? double(n) * std::numeric_limits<T>::epsilon() : rcond;
     require(cut_ratio < 1, "rcond must be < 1, got " + format_number(rcond));
-    const Matrix<T> K = gaussian_kernel<T>(X, X, sigma, detail::resolve_threads(n_threads));
+    const Vector<T> row_scale = detail::row_scales<T>(sample_weights, n, "sample_weights");
+    Matrix<T> K = kernel_matrix<T>(X, X, kernel, detail::resolve_threads(n_threads));
+    Matrix<T> Ys = Y;
+    // Sample weights: alpha = S pinv(S K S) S y (S = diag(sqrt(w'))), the weighted
+    // least-squares solution of least norm in the metric of the scaled problem.
+    if (row_scale.size() > 0) scale_both_sides<T>(K, Ys, row_scale);
     const auto [w, V] = eigenbasis<T>(K, callback);  // float64, as for the Tikhonov solves
     const double cut = cut_ratio * w.cwiseAbs().maxCoeff();
-    Matrix<double> projected = V.transpose() * Y.template cast<double>();
+    Matrix<double> projected = V.transpose() * Ys.template cast<double>();
     for (Index i = 0; i < n; ++i) {
         if (w[i] > cut) projected.row(i) /= w[i];
         else projected.row(i).setZero();
     }
     Matrix<T> coef = (V * projected).template cast<T>();
+    if (row_scale.size() > 0) detail::scale_rows<T>(coef, row_scale);
     if (!coef.allFinite()) throw std::runtime_error("pinv(K) y is not finite (overflow)");
     return coef;
 }
 
 #define NYTRO_INSTANTIATE(T)                                                                                 \
     template TikhonovResult<T> nkrls_path<T>(const MatrixCRef<T>&, const MatrixCRef<T>&,                    \
-                                             const MatrixCRef<T>&, double, const std::vector<double>&,       \
+                                             const MatrixCRef<T>&, const KernelSpec&, const std::vector<double>&, \
                                              const MatrixCRef<T>&, const MatrixCRef<T>&,                     \
                                              const TikhonovOptions&);                                        \
-    template TikhonovResult<T> krls_path<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double,             \
+    template TikhonovResult<T> krls_path<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, const KernelSpec&,  \
                                             const std::vector<double>&, const MatrixCRef<T>&,                \
                                             const MatrixCRef<T>&, const TikhonovOptions&);                   \
-    template Matrix<T> kols<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double, double, int, const Callback&);
+    template Matrix<T> kols<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, const KernelSpec&, double, int, const Callback&, \
+                               const std::vector<double>&);
 NYTRO_INSTANTIATE(float)
 NYTRO_INSTANTIATE(double)
 #undef NYTRO_INSTANTIATE  // unity builds put several sources in one unit

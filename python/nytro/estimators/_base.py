@@ -89,10 +89,13 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
         return ProgressPrinter(type(self).__name__) if self.verbose else None
 
     def _split(self, X, Y, rng, needed_train: int = 1):
-        """(X_train, Y_train, X_val, Y_val); validation parts have 0 rows without hold-out."""
+        """(X_train, Y_train, X_val, Y_val); validation parts have 0 rows without hold-out.
+        The sample weights of fit (if any) are split alike: see _split_weights."""
         n = X.shape[0]
+        weights = getattr(self, "_fit_sample_weight", None)
         fraction = chk.check_fraction("validation_fraction", self.validation_fraction)
         if fraction is None:
+            self._weights_of_split = (weights, None)
             return X, Y, X[:0], Y[:0]
         n_val = int(round(fraction * n))
         if n_val < 1 or n - n_val < needed_train:
@@ -101,7 +104,21 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
                 f"rows of n_samples={n}; at least {needed_train} training and 1 validation row are needed")
         order = rng.permutation(n)
         train, val = np.sort(order[n_val:]), np.sort(order[:n_val])
+        self._weights_of_split = (None, None)
+        if weights is not None:
+            for part, rows in (("training", train), ("hold-out", val)):
+                if not np.any(weights[rows] > 0):
+                    raise ValueError(
+                        f"sample_weight is zero on every one of the {rows.size} {part} rows the hold-out split "
+                        f"(validation_fraction={fraction}) left: the {part} error has no weight; give more "
+                        "rows a positive weight or change random_state")
+            self._weights_of_split = (weights[train], weights[val])
         return X[train], Y[train], X[val], Y[val]
+
+    def _split_weights(self):
+        """(training weights, hold-out weights) of the last _split: None where fit had no
+        sample_weight or there is no hold-out set."""
+        return getattr(self, "_weights_of_split", (None, None))
 
     def _take_path(self, result):
         """The iterative estimators' fitted attributes from a PathResult, then a
@@ -132,10 +149,27 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
             shares = True
         return rows.copy() if shares else rows
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit on (X, y), selecting the regularisation on a hold-out part of them.
-        Dask arrays chunked by rows are fitted where their chunks live (nytro.dask)."""
+        Dask arrays chunked by rows are fitted where their chunks live (nytro.dask).
+
+        sample_weight : array of shape (n_samples,) or None
+            Weighted least squares: the loss is (1/sum w) sum_i w_i (f(x_i) - y_i)^2, i.e.
+            (1/n) sum_i w'_i (...)^2 with the weights rescaled to w' = w n / sum(w), so that
+            lambda (and the step rules) keep their meaning, the weights' scale does not
+            matter, and integer weights fit exactly what repeating each row w_i times would.
+            The hold-out RMSE (validation_rmse_) is weighted by the hold-out rows' weights
+            alike, sqrt(sum_v w_v r_v^2 / sum_v w_v). Zero weights are allowed (a row of
+            weight 0 may still be drawn as a centre); negative, NaN or infinite weights, all
+            zero, or a wrong length are refused (ValueError).
+        """
         if _is_dask_array(X):
+            self._check_dask_kernel()
+            if sample_weight is not None:
+                raise NotImplementedError("sample_weight is not supported on Dask arrays yet")
+            if getattr(self, "centers", None) is not None or getattr(self, "center_selection", "uniform") != "uniform":
+                raise NotImplementedError("centers and center_selection='leverage' are not supported on Dask arrays "
+                                          "yet: the centres are drawn uniformly there")
             from ..dask import fit_estimator
             return fit_estimator(self, X, y)
         key = id(self)
@@ -147,12 +181,17 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
             _FITTING.add(key)
         try:
             X_checked, Y, one_output = self._validated(X, y)
+            self._fit_sample_weight = chk.check_sample_weight(sample_weight, X_checked.shape[0], "sample_weight")
+            self._weights_of_split = (self._fit_sample_weight, None)
             rng = check_random_state(getattr(self, "random_state", None))
             coef = self._fit_path(X_checked, Y, rng)
             self.centers_ = self._own_rows(self.centers_, X)
             self.coef_ = coef[:, 0] if one_output else coef
             return self
         finally:
+            # The weights are fit's arguments, not the model's: not kept (nor pickled).
+            self.__dict__.pop("_fit_sample_weight", None)
+            self.__dict__.pop("_weights_of_split", None)
             with _FITTING_LOCK:
                 _FITTING.discard(key)
 
@@ -173,7 +212,16 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
         for a Dask array X, one block per chunk)."""
         check_is_fitted(self, "coef_")
         if _is_dask_array(X):
+            self._check_dask_kernel()
             from ..dask import predict
             return predict(X, self.centers_, self.coef_, self.sigma, n_threads=self._n_threads())
         X = validate_data(self, X, reset=False, dtype=self.coef_.dtype, order="C")
-        return kernel_predict(X, self.centers_, self.coef_, self.sigma, n_threads=self._n_threads())
+        return kernel_predict(X, self.centers_, self.coef_, self.sigma, kernel=self.kernel,
+                              matern_nu=self.matern_nu, n_threads=self._n_threads())
+
+    def _check_dask_kernel(self):
+        """nytro.dask evaluates the Gaussian kernel with one bandwidth: refuse the others
+        rather than fit or predict with the wrong kernel."""
+        if self.kernel != "gaussian" or np.ndim(self.sigma) != 0:
+            raise ValueError(f"Dask arrays are fitted and predicted with kernel='gaussian' and one sigma only, "
+                             f"got kernel={self.kernel!r}, sigma={self.sigma!r}: pass a NumPy array")

@@ -47,6 +47,19 @@ def encode_labels(y):
     return classes, Y
 
 
+def _check_weighted_classes(y, sample_weight):
+    """Refuse weights that leave one class: its model would have nothing to separate."""
+    if sample_weight is None:
+        return
+    labels, weights = np.asarray(y), np.asarray(sample_weight)
+    if labels.ndim != 1 or weights.shape != labels.shape or weights.dtype.kind not in "biuf":
+        return  # the regressor's checks name what is wrong
+    kept = np.unique(labels[weights > 0])
+    if len(kept) == 1:
+        raise ValueError(f"sample_weight is zero on every row outside class {kept[0]!r}: a classifier needs "
+                         "at least 2 classes of positive weight")
+
+
 class KernelClassifierMixin(ClassifierMixin):
     """What the classifiers add to their regressor: label coding, the selection on the
     hold-out error, decision_function and predict returning labels."""
@@ -71,19 +84,29 @@ class KernelClassifierMixin(ClassifierMixin):
         self.classes_, Y = encode_labels(y)
         return X, np.ascontiguousarray(Y, dtype=X.dtype), Y.shape[1] == 1
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the one-vs-all +-1 coded targets of the labels y, selecting t (and lambda)
         on a hold-out part by the classification error (selection="error") or the RMSE of
-        the +-1 targets (selection="rmse")."""
+        the +-1 targets (selection="rmse").
+
+        sample_weight : as for the regressor's fit: the training loss is weighted, and with
+        selection="rmse" the hold-out RMSE too; the hold-out error (selection="error")
+        counts every hold-out row once."""
         if _is_dask_array(X):
             raise ValueError(f"X is a Dask array: {type(self).__name__} fits NumPy arrays only (compute X first)")
         self._selection_metric()  # refuse an unknown selection before any work
-        KernelRegressorBase.fit(self, X, y)
+        _check_weighted_classes(y, sample_weight)
+        KernelRegressorBase.fit(self, X, y, sample_weight)
         path = getattr(self, "validation_rmse_", None)
         self.validation_error_ = path if self.selection == "error" else None
         if self.selection == "error":
             self.validation_rmse_ = None
         return self
+
+    def _split_weights(self):
+        # The error rate counts rows, not weights: its hold-out rows go unweighted.
+        w_train, w_val = KernelRegressorBase._split_weights(self)
+        return w_train, (w_val if self.selection == "rmse" else None)
 
     def decision_function(self, X):
         """k(X, centers_) @ coef_: (n,) for two classes (> 0 predicts classes_[1]), else
@@ -131,14 +154,18 @@ class NytroClassifier(KernelClassifierMixin, NytroRegressor):
         ties='the smaller t and, for method "hybrid", to the larger lambda (the stronger regularisation)',
         what='t (and lambda for "hybrid")', path="after each iteration")
 
-    def __init__(self, n_centers=1000, sigma=1.0, *, method="hybrid", nu=1.0, max_iter=500, step_size="auto",
+    def __init__(self, n_centers=1000, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, method="hybrid", nu=1.0,
+                 max_iter=500, step_size="auto",
                  stopping="best", tol=None, window=10, n_iter_no_change=50, iterates="auto", factor="pivoted",
-                 solver="auto", storage=None, selection="error", validation_fraction=0.2, refit=False,
+                 solver="auto", storage=None, centers=None, center_selection="uniform", selection="error",
+                 validation_fraction=0.2, refit=False,
                  random_state=None, n_threads=None, verbose=0, dtype=None, options=None):
         super().__init__(
-            n_centers, sigma, method=method, nu=nu, max_iter=max_iter, step_size=step_size, stopping=stopping,
+            n_centers, sigma, kernel=kernel, matern_nu=matern_nu, method=method, nu=nu, max_iter=max_iter,
+            step_size=step_size, stopping=stopping,
             tol=tol, window=window, n_iter_no_change=n_iter_no_change, iterates=iterates, factor=factor,
-            solver=solver, storage=storage, validation_fraction=validation_fraction, refit=refit,
+            solver=solver, storage=storage, centers=centers, center_selection=center_selection,
+            validation_fraction=validation_fraction, refit=refit,
             random_state=random_state, n_threads=n_threads, verbose=verbose, dtype=dtype, options=options)
         self.selection = selection
 
@@ -148,11 +175,13 @@ class NystromKRLSClassifier(KernelClassifierMixin, NystromKRLSRegressor):
         _CLASSIFIER_DOC.format(ties="the larger lambda (the stronger regularisation)", what="lambda",
                                path="per lambda of the grid")
 
-    def __init__(self, n_centers=1000, sigma=1.0, *, lambdas=None, factor="pivoted", solver="eigh", storage=None,
+    def __init__(self, n_centers=1000, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, lambdas=None, factor="pivoted",
+                 solver="eigh", storage=None, centers=None, center_selection="uniform",
                  selection="error", validation_fraction=0.2, refit=False, random_state=None, n_threads=None,
                  verbose=0, dtype=None, options=None):
         super().__init__(
-            n_centers, sigma, lambdas=lambdas, factor=factor, solver=solver, storage=storage,
+            n_centers, sigma, kernel=kernel, matern_nu=matern_nu, lambdas=lambdas, factor=factor, solver=solver,
+            storage=storage, centers=centers, center_selection=center_selection,
             validation_fraction=validation_fraction, refit=refit, random_state=random_state, n_threads=n_threads,
             verbose=verbose, dtype=dtype, options=options)
         self.selection = selection

@@ -11,23 +11,28 @@ class KOLSRegressor(KernelRegressorBase):
 
     Parameters
     ----------
-    sigma : float, default=1.0
-        Bandwidth of the Gaussian kernel.
+    sigma, kernel, matern_nu : the kernel, as in NytroRegressor.
     rcond : float or None, default=None
         Eigenvalues of K at or below rcond * max are treated as 0 (None: n * machine eps).
     n_threads, dtype : as in NytroRegressor.
 
     Attributes
     ----------
-    centers_ : the training rows; coef_ : pinv(K) y.
+    centers_ : the training rows; coef_ : pinv(K) y, or with fit's sample_weight
+    S pinv(S K S) S y, S = diag(sqrt(w n / sum w)) (for an invertible K the interpolant
+    does not depend on the positive weights; rows of weight 0 are left out of it).
     """
 
-    def __init__(self, sigma=1.0, *, rcond=None, n_threads=None, dtype=None):
+    def __init__(self, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, rcond=None, n_threads=None, dtype=None):
         self.sigma = sigma
+        self.kernel = kernel
+        self.matern_nu = matern_nu
         self.rcond = rcond
         self.n_threads = n_threads
         self.dtype = dtype
 
     def _fit_path(self, X, Y, rng):
         self.centers_ = X
-        return kols(X, Y, self.sigma, rcond=self.rcond, n_threads=self.n_threads)
+        w_train, _ = self._split_weights()
+        return kols(X, Y, self.sigma, kernel=self.kernel, matern_nu=self.matern_nu, rcond=self.rcond,
+                    n_threads=self.n_threads, sample_weight=w_train)

@@ -12,7 +12,8 @@ class LandweberRegressor(KernelRegressorBase):
     n x n kernel, stopped at the iteration with the best hold-out RMSE. Memory O(n^2).
 
     Parameters are those of NytroRegressor without the Nystrom ones; step_size defaults
-    to "paper" (1/n, as in the paper's experiments) and n_iter_no_change to None (the
+    to "paper" (1/n, as in the paper's experiments; 1 / (n max ||x_i||^2) for
+    kernel="linear") and n_iter_no_change to None (the
     whole path). method "nu" and "cg" accelerate the iterations on K alpha = y; "hybrid"
     selects (t, lambda) of Tikhonov's problem projected onto their Krylov space (lambda_).
     options (an :class:`~nytro.IterativeOptions`: iterates, n_threads) and its shortcuts
@@ -36,10 +37,13 @@ class LandweberRegressor(KernelRegressorBase):
     lambda_ : method "hybrid": the selected lambda, else None.
     """
 
-    def __init__(self, sigma=1.0, *, method="gd", nu=1.0, max_iter=500, step_size="paper", stopping="best",
+    def __init__(self, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, method="gd", nu=1.0, max_iter=500,
+                 step_size="paper", stopping="best",
                  tol=None, window=10, n_iter_no_change=None, iterates="auto", validation_fraction=0.2,
                  refit=False, random_state=None, n_threads=None, verbose=0, dtype=None, options=None):
         self.sigma = sigma
+        self.kernel = kernel
+        self.matern_nu = matern_nu
         self.method = method
         self.nu = nu
         self.max_iter = max_iter
@@ -61,17 +65,20 @@ class LandweberRegressor(KernelRegressorBase):
 
     def _fit_path(self, X, Y, rng):
         X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)
+        w_train, w_val = self._split_weights()
         held_out = X_val.shape[0] > 0
         refit = self._refits(held_out)
-        shared = dict(method=self.method, nu=self.nu, step_size=self.step_size, options=self._options(),
-                      progress=self._progress())
+        shared = dict(kernel=self.kernel, matern_nu=self.matern_nu, method=self.method, nu=self.nu,
+                      step_size=self.step_size, options=self._options(), progress=self._progress())
         result = landweber_path(
             X_train, Y_train, self.sigma, X_val=X_val if held_out else None, y_val=Y_val if held_out else None,
-            max_iter=self.max_iter, stopping=self.stopping, tol=self.tol, window=self.window,
+            sample_weight=w_train, sample_weight_val=w_val, max_iter=self.max_iter, stopping=self.stopping,
+            tol=self.tol, window=self.window,
             n_iter_no_change=self.n_iter_no_change, metric=self._selection_metric(), **shared)
         self.centers_ = X_train
         coef = self._take_path(result)
         if refit:  # all rows, the selected t (and lambda), no hold-out set
-            again = landweber_path(X, Y, self.sigma, max_iter=self.n_iter_, hybrid_lambda=self.lambda_, **shared)
+            again = landweber_path(X, Y, self.sigma, max_iter=self.n_iter_, hybrid_lambda=self.lambda_,
+                                   sample_weight=self._fit_sample_weight, **shared)
             self.centers_, self.step_size_, coef = X, again.step_size, again.coef
         return coef

@@ -1,21 +1,13 @@
 """NytroRegressor: NYTRO with hold-out selection of the iteration count."""
 from __future__ import annotations
 
+
 import numpy as np
 
-from .. import _checks as chk
 from .. import options as opt
-from .._api import nytro_path, sample_centers
+from .._api import nytro_path
+from ..centers import choose_centers
 from ._base import KernelRegressorBase
-
-
-def draw_centers(X_train, n_centers, rng):
-    """n_centers rows of X_train drawn uniformly without replacement (seeded by rng)."""
-    m = chk.check_int("n_centers", n_centers, 1)
-    n = X_train.shape[0]
-    if m > n:
-        raise ValueError(f"n_centers={m} is more than the {n} training rows left after the hold-out split")
-    return X_train[sample_centers(n, m, int(rng.randint(0, 2**63 - 1, dtype=np.int64)))]
 
 
 class NytroRegressor(KernelRegressorBase):
@@ -25,9 +17,19 @@ class NytroRegressor(KernelRegressorBase):
     Parameters
     ----------
     n_centers : int, default=1000
-        Nystrom centres m, drawn uniformly without replacement from the training rows.
-    sigma : float, default=1.0
-        Bandwidth of the Gaussian kernel exp(-||x - x'||^2 / (2 sigma^2)).
+        Nystrom centres m, drawn without replacement from the training rows (see
+        center_selection); ignored when `centers` is given.
+    sigma : float or array-like of shape (n_features,), default=1.0
+        Bandwidth of the kernel (scikit-learn's length_scale); an array gives each
+        feature its own (ARD). Unused by kernel="linear".
+    kernel : {"gaussian", "laplacian", "matern", "linear"}, default="gaussian"
+        With r = ||(x - x') / sigma||: "gaussian" exp(-r^2 / 2) (scikit-learn's RBF);
+        "laplacian" exp(-r) (Euclidean r; scikit-learn's laplacian_kernel uses the L1
+        distance); "matern" scikit-learn's Matern(length_scale=sigma, nu=matern_nu),
+        u = sqrt(2 matern_nu) r; "linear" x . x'. See nytro.kernel_matrix.
+    matern_nu : {0.5, 1.5, 2.5}, default=1.5
+        Order of the Matern kernel (scikit-learn's nu; named apart from `nu`, the
+        nu-method's order); read by kernel="matern" only.
     method : {"hybrid", "cg", "gd", "nu"}, default="hybrid"
         The iterative regulariser. "gd" is the paper's gradient descent: use
         method="gd", max_iter=500 for the paper's protocol. Its path is often still
@@ -53,7 +55,7 @@ class NytroRegressor(KernelRegressorBase):
     step_size : {"auto", "paper"} or float, default="auto"
         Step of "gd" and "nu" ("cg" needs none): "auto" is 1 / lambda_max(A^T A), the
         largest stable step (authors' code); "paper" is gamma / n with gamma = 1 /
-        max_i k(x_i, x_i) (paper's text); or a float (refused when unstable).
+        max_i k(x_i, x_i) (1, or max ||x_i||^2 for kernel="linear"; paper's text); or a float (refused when unstable).
     stopping : {"best", "relative", "window"}, default="best"
         How t is picked from the validation path: "best" is the argmin over all
         iterations; "relative" (paper's text) stops once the RMSE has not improved by more
@@ -76,6 +78,17 @@ class NytroRegressor(KernelRegressorBase):
         Shortcuts for the fields of `options` of the same name (searchable with
         set_params / GridSearchCV). A shortcut left at its default takes the value in
         `options`; a shortcut and a field both set to different values are refused.
+    centers : array of shape (m, d), 1-D integer array, or None, default=None
+        Your own centres: the points themselves, or indices of rows of the X given to fit
+        (taken before the hold-out split, so they may be hold-out rows). None draws
+        n_centers of them (center_selection).
+    center_selection : {"uniform", "leverage"}, default="uniform"
+        How the centres are drawn from the training rows: uniformly, or by approximate
+        ridge leverage scores (BLESS-style, nytro.centers), which put them where the
+        kernel's feature space needs them: fewer in dense, redundant clusters, more on
+        rows in regions of their own. Its cost, O(m^3 + m^2 d) a level whatever n, is
+        measured against the fit's in benchmarks/bench_centers.py. Seeded by
+        random_state, independent of n_threads; it does not use sample_weight.
     validation_fraction : float in (0, 1) or None, default=0.2
         Hold-out share used to select t; None runs exactly `max_iter` iterations on all rows.
     refit : bool, default=False
@@ -111,13 +124,18 @@ class NytroRegressor(KernelRegressorBase):
         factor n); None for the other methods.
     """
 
-    def __init__(self, n_centers=1000, sigma=1.0, *, method="hybrid", nu=1.0, max_iter=500, step_size="auto",
+    def __init__(self, n_centers=1000, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, method="hybrid", nu=1.0,
+                 max_iter=500, step_size="auto",
                  stopping="best", tol=None, window=10, n_iter_no_change=50, iterates="auto", factor="pivoted",
-                 solver="auto", storage=None,
+                 solver="auto", storage=None, centers=None, center_selection="uniform",
                  validation_fraction=0.2, refit=False, random_state=None, n_threads=None, verbose=0, dtype=None,
                  options=None):
         self.n_centers = n_centers
+        self.centers = centers
+        self.center_selection = center_selection
         self.sigma = sigma
+        self.kernel = kernel
+        self.matern_nu = matern_nu
         self.method = method
         self.nu = nu
         self.max_iter = max_iter
@@ -142,14 +160,16 @@ class NytroRegressor(KernelRegressorBase):
 
     def _fit_path(self, X, Y, rng):
         X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)
-        centers = draw_centers(X_train, self.n_centers, rng)
+        w_train, w_val = self._split_weights()
+        centers = self._centers(X, X_train, rng)
         held_out = X_val.shape[0] > 0
         refit = self._refits(held_out)
-        shared = dict(method=self.method, nu=self.nu, step_size=self.step_size, options=self._options(),
-                      progress=self._progress())
+        shared = dict(kernel=self.kernel, matern_nu=self.matern_nu, method=self.method, nu=self.nu,
+                      step_size=self.step_size, options=self._options(), progress=self._progress())
         result = nytro_path(
             X_train, Y_train, centers, self.sigma, X_val=X_val if held_out else None,
-            y_val=Y_val if held_out else None, max_iter=self.max_iter,
+            y_val=Y_val if held_out else None, sample_weight=w_train, sample_weight_val=w_val,
+            max_iter=self.max_iter,
             stopping=self.stopping, tol=self.tol, window=self.window, n_iter_no_change=self.n_iter_no_change,
             metric=self._selection_metric(), **shared)
         self.centers_ = centers
@@ -158,6 +178,18 @@ class NytroRegressor(KernelRegressorBase):
         coef = self._take_path(result)
         if refit:  # all rows, the selected t (and lambda), no hold-out set
             again = nytro_path(X, Y, centers, self.sigma, max_iter=self.n_iter_, hybrid_lambda=self.lambda_,
-                               **shared)
+                               sample_weight=self._fit_sample_weight, **shared)
             self.step_size_, self.solver_, coef = again.step_size, again.solver, again.coef
         return coef
+
+    def _centers(self, X, X_train, rng):
+        """The fit's centres: `centers`, or n_centers drawn by center_selection."""
+        if self.centers is None and self.center_selection == "leverage" and (
+                self.kernel != "gaussian" or np.ndim(self.sigma) != 0):
+            # nytro.centers scores the rows with the Gaussian kernel of one bandwidth.
+            raise ValueError(f"center_selection='leverage' needs kernel='gaussian' and one sigma, got "
+                             f"kernel={self.kernel!r}, sigma={self.sigma!r}: use center_selection='uniform' "
+                             "or pass centers")
+        return choose_centers(X, X_train, n_centers=self.n_centers, centers=self.centers,
+                              center_selection=self.center_selection, sigma=self.sigma, rng=rng,
+                              n_threads=self._n_threads())

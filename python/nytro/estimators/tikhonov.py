@@ -8,7 +8,7 @@ from .. import _checks as chk
 from .. import options as opt
 from .._api import krls_path, nkrls_path
 from ._base import KernelRegressorBase
-from .nytro import draw_centers
+from .nytro import NytroRegressor
 
 _SHARED_DOC = """
     lambdas : array-like or None, default=None
@@ -33,7 +33,7 @@ class NystromKRLSRegressor(KernelRegressorBase):
 
     Parameters
     ----------
-    n_centers, sigma : as in NytroRegressor.
+    n_centers, sigma, kernel, matern_nu, centers, center_selection : as in NytroRegressor.
     factor, storage : shortcuts for the fields of `options` (storage="float32" computes
     the kernel blocks of A^T A and keeps the hold-out kernel in float32). With refit, the
     centres stay those drawn from the training part.""" + _SHARED_DOC + """
@@ -43,11 +43,16 @@ class NystromKRLSRegressor(KernelRegressorBase):
     lambdas_ : the grid; validation_rmse_ : hold-out RMSE per lambda; rank_ : columns of R.
     """
 
-    def __init__(self, n_centers=1000, sigma=1.0, *, lambdas=None, factor="pivoted", solver="eigh", storage=None,
+    def __init__(self, n_centers=1000, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, lambdas=None,
+                 factor="pivoted", solver="eigh", storage=None, centers=None, center_selection="uniform",
                  validation_fraction=0.2, refit=False, random_state=None, n_threads=None, verbose=0, dtype=None,
                  options=None):
         self.n_centers = n_centers
+        self.centers = centers
+        self.center_selection = center_selection
         self.sigma = sigma
+        self.kernel = kernel
+        self.matern_nu = matern_nu
         self.lambdas = lambdas
         self.factor = factor
         self.solver = solver
@@ -65,20 +70,24 @@ class NystromKRLSRegressor(KernelRegressorBase):
     def _fit_path(self, X, Y, rng):
         lambdas = np.asarray(chk.check_lambdas(self.lambdas))
         X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)
-        centers = draw_centers(X_train, self.n_centers, rng)
+        w_train, w_val = self._split_weights()
+        centers = NytroRegressor._centers(self, X, X_train, rng)
         held_out = X_val.shape[0] > 0
         refit = self._refits(held_out)
-        shared = dict(options=self._options(), progress=self._progress())
+        shared = dict(kernel=self.kernel, matern_nu=self.matern_nu, options=self._options(),
+                      progress=self._progress())
         result = nkrls_path(
             X_train, Y_train, centers, self.sigma, lambdas=lambdas, X_val=X_val if held_out else None,
-            y_val=Y_val if held_out else None, metric=self._selection_metric(), **shared)
+            y_val=Y_val if held_out else None, sample_weight=w_train, sample_weight_val=w_val,
+            metric=self._selection_metric(), **shared)
         self.centers_ = centers
         self.lambdas_ = lambdas
         self.lambda_ = result.lambda_
         self.validation_rmse_ = result.validation_rmse
         self.rank_ = result.rank
         if refit:  # all rows, the selected lambda, no hold-out set
-            return nkrls_path(X, Y, centers, self.sigma, lambdas=[self.lambda_], **shared).coef
+            return nkrls_path(X, Y, centers, self.sigma, lambdas=[self.lambda_], sample_weight=self._fit_sample_weight,
+                              **shared).coef
         return result.coef
 
 
@@ -88,16 +97,19 @@ class KRLSRegressor(KernelRegressorBase):
 
     Parameters
     ----------
-    sigma : as in NytroRegressor. With refit, centers_ are all rows.""" + _SHARED_DOC + """
+    sigma, kernel, matern_nu : as in NytroRegressor. With refit, centers_ are all rows.""" + _SHARED_DOC + """
     Attributes
     ----------
     centers_ : the training rows; coef_, lambda_, lambdas_, validation_rmse_ : as in
     NystromKRLSRegressor.
     """
 
-    def __init__(self, sigma=1.0, *, lambdas=None, solver="eigh", validation_fraction=0.2, refit=False,
+    def __init__(self, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, lambdas=None, solver="eigh",
+                 validation_fraction=0.2, refit=False,
                  random_state=None, n_threads=None, verbose=0, dtype=None, options=None):
         self.sigma = sigma
+        self.kernel = kernel
+        self.matern_nu = matern_nu
         self.lambdas = lambdas
         self.solver = solver
         self.validation_fraction = validation_fraction
@@ -113,17 +125,21 @@ class KRLSRegressor(KernelRegressorBase):
     def _fit_path(self, X, Y, rng):
         lambdas = np.asarray(chk.check_lambdas(self.lambdas))
         X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)
+        w_train, w_val = self._split_weights()
         held_out = X_val.shape[0] > 0
         refit = self._refits(held_out)
-        shared = dict(options=self._options(), progress=self._progress())
+        shared = dict(kernel=self.kernel, matern_nu=self.matern_nu, options=self._options(),
+                      progress=self._progress())
         result = krls_path(
             X_train, Y_train, self.sigma, lambdas=lambdas, X_val=X_val if held_out else None,
-            y_val=Y_val if held_out else None, metric=self._selection_metric(), **shared)
+            y_val=Y_val if held_out else None, sample_weight=w_train, sample_weight_val=w_val,
+            metric=self._selection_metric(), **shared)
         self.centers_ = X_train
         self.lambdas_ = lambdas
         self.lambda_ = result.lambda_
         self.validation_rmse_ = result.validation_rmse
         if refit:  # all rows, the selected lambda, no hold-out set
             self.centers_ = X
-            return krls_path(X, Y, self.sigma, lambdas=[self.lambda_], **shared).coef
+            return krls_path(X, Y, self.sigma, lambdas=[self.lambda_], sample_weight=self._fit_sample_weight,
+                             **shared).coef
         return result.coef
