@@ -97,8 +97,10 @@ def interrupt_latency(call: str, *, setup: str = "", stage: str | None = None, d
             return InterruptResult(False, False, bool(first and first.startswith("finished")), float("inf"),
                                    float("inf"), err)
         time.sleep((delay or 0.0) + after)
-        child.send_signal(signal.SIGINT)
+        # Timed before the signal: the child may take it, and stamp its reaction, before
+        # send_signal returns here (a latency measured after it came out negative).
         sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
         lines = []
         while time.monotonic() - sent < give_up:
             line = _line(child.stdout, give_up - (time.monotonic() - sent))

@@ -67,29 +67,50 @@ def test_unknown_center_selection_is_refused(est):
 
 
 # ----------------------------------------------------------------- leverage scores
-def test_approximate_leverage_scores_within_a_constant_factor_of_the_exact_ones():
+@pytest.mark.parametrize("kernel", ["gaussian", "matern", "laplacian"])
+def test_approximate_leverage_scores_within_a_constant_factor_of_the_exact_ones(kernel):
     """BLESS's guarantee is a constant factor with high probability once the dictionary
     oversamples d_eff enough; measured here with oversampling 8 (5 seeds, three lambdas):
     every row within [0.5, 4.1] of its exact score, >= 86% within a factor 2, d_eff within
-    17%. The bounds below leave a margin."""
+    17%. The bounds below leave a margin. The sampler scores rows with the fit's kernel."""
     X, _, _ = mixture(600, 0)
     for lam in (1e-2, 1e-3, 1e-4):
-        exact = exact_leverage_scores(X, 0.5, lam)
+        exact = exact_leverage_scores(X, 0.5, lam, kernel=kernel)
+        if 8 * exact.sum() > X.shape[0]:
+            continue  # outside the guarantee: a dictionary of 8 d_eff rows would exceed n
         for seed in range(3):
-            ratio = approximate_leverage_scores(X, 0.5, lam, seed=seed, oversampling=8) / exact
+            ratio = approximate_leverage_scores(X, 0.5, lam, seed=seed, oversampling=8, kernel=kernel) / exact
             assert 1 / 3 <= ratio.min() and ratio.max() <= 6, (lam, seed, ratio.min(), ratio.max())
             assert np.mean((ratio > 0.5) & (ratio < 2)) >= 0.8, (lam, seed)
             assert abs(np.sum(ratio * exact) / exact.sum() - 1) < 0.25, (lam, seed)
 
 
-def test_exact_dictionary_gives_exact_scores():
-    """The estimate with every row in the dictionary at pi = 1/n is the exact score."""
-    from nytro.centers import _Dictionary
+@pytest.mark.parametrize("kernel", ["gaussian", "matern", "linear"])
+def test_exact_dictionary_gives_exact_scores(kernel):
+    """The estimate with every row in the dictionary at pi = 1/n is the exact score, for
+    every kernel (the linear kernel's k(x, x) = ||x||^2 is not 1)."""
+    from nytro.centers import _Dictionary, _as_kernel, _scaled
     X, _, _ = mixture(300, 7)
     d = _Dictionary()
     d.rows, d.inverse_weights = np.arange(300), np.full(300, 300.0)
-    np.testing.assert_allclose(d.scores(X, np.arange(300), 1e-3, 0.5, None),
-                               exact_leverage_scores(X, 0.5, 1e-3), rtol=1e-8)
+    kern = _scaled(_as_kernel(kernel, 0.5, 1.5, None, X.shape[1]), X)
+    exact = exact_leverage_scores(X, 0.5, 1e-3, kernel=kernel)
+    np.testing.assert_allclose(d.scores(X, np.arange(300), 1e-3, kern), exact, rtol=1e-8, atol=1e-12 * exact.max())
+
+
+@pytest.mark.parametrize("kernel, extra", [("matern", {"matern_nu": 2.5}), ("laplacian", {}),
+                                           ("gaussian", {"sigma": [0.5, 1.0]})])
+def test_leverage_centres_for_every_kernel_through_the_estimator(kernel, extra):
+    """center_selection="leverage" scores rows with the estimator's own kernel (ARD too)
+    and fits better than uniform centres on the uneven mixture, as with the Gaussian."""
+    X, y, _ = mixture(3000, 1)
+    X_test, y_test, _ = mixture(1000, 2)
+    params = {"n_centers": 60, "sigma": 0.5, "kernel": kernel, "random_state": 0, **extra}
+    errors = {}
+    for selection in ("uniform", "leverage"):
+        model = NystromKRLSRegressor(center_selection=selection, **params).fit(X, y)
+        errors[selection] = np.sqrt(np.mean((model.predict(X_test) - y_test) ** 2))
+    assert errors["leverage"] < errors["uniform"], errors
 
 
 def test_leverage_centres_are_seeded_distinct_and_thread_count_independent():

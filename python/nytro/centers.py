@@ -53,7 +53,7 @@ import numpy as np
 import scipy.linalg
 
 from . import _checks as chk
-from ._api import gaussian_kernel, sample_centers
+from ._api import kernel_matrix, sample_centers
 
 CENTER_SELECTIONS = ("uniform", "leverage")
 
@@ -111,6 +111,26 @@ def check_centers(centers, X, X_train) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
+class _Kernel:
+    """The fit's kernel in float64: k(A, B), and its diagonal k(x, x), which is 1 for the
+    distance-based kernels and ||x||^2 for the linear one."""
+
+    def __init__(self, sigma, kernel="gaussian", matern_nu=1.5, n_threads=None):
+        self.kernel, self.sigma, self.matern_nu, self.n_threads = kernel, sigma, matern_nu, n_threads
+
+    def __call__(self, A, B):
+        return kernel_matrix(A, B, kernel=self.kernel, sigma=self.sigma, matern_nu=self.matern_nu,
+                             n_threads=self.n_threads, dtype=np.float64)
+
+    def diagonal(self, A):
+        return np.einsum("ij,ij->i", A, A) if self.kernel == "linear" else np.ones(A.shape[0])
+
+
+def _as_kernel(kernel, sigma, matern_nu, n_threads, n_features):
+    chk.check_kernel(kernel, sigma, matern_nu, n_features)  # ValueError naming the argument
+    return _Kernel(sigma, kernel, matern_nu, n_threads)
+
+
 class _Dictionary:
     """A weighted dictionary J: rows of X and diag(M n pi_J) (module docstring)."""
 
@@ -118,20 +138,20 @@ class _Dictionary:
         self.rows = np.zeros(0, dtype=np.int64)
         self.inverse_weights = np.zeros(0)
 
-    def scores(self, X, candidates, lam, sigma, n_threads):
-        """l~ of the candidate rows at lambda."""
+    def scores(self, X, candidates, lam, kern):
+        """l~ of the candidate rows at lambda (lambda in units of max k(x, x))."""
         n = X.shape[0]
+        diagonal = kern.diagonal(X[candidates]) / kern.scale
         if self.rows.size == 0:  # C_J = 0: l~ = k(x, x) / (lambda n)
-            return np.full(candidates.size, 1.0 / (lam * n))
+            return diagonal / (lam * n)
         D = X[self.rows]
-        K_jj = gaussian_kernel(D, D, sigma, n_threads=n_threads, dtype=np.float64)
-        K_jc = gaussian_kernel(D, X[candidates], sigma, n_threads=n_threads, dtype=np.float64)
+        K_jj = kern(D, D) / kern.scale
+        K_jc = kern(D, X[candidates]) / kern.scale
         K_jj[np.diag_indices_from(K_jj)] += lam * self.inverse_weights
         L = scipy.linalg.cholesky(K_jj, lower=True, check_finite=False)
         Z = scipy.linalg.solve_triangular(L, K_jc, lower=True, check_finite=False)
         explained = np.einsum("ij,ij->j", Z, Z)
-        # k(x, x) = 1 for the Gaussian kernel.
-        return np.maximum(1.0 - explained, 0.0) / (lam * n)
+        return np.maximum(diagonal - explained, 0.0) / (lam * n)
 
     def resample(self, candidates, scores, size, rng):
         """A new dictionary of `size` draws from the candidates, proportional to scores."""
@@ -149,7 +169,7 @@ def _quantised(p):
     return q / q.sum()  # every candidate keeps a chance (the floor of 1)
 
 
-def _grow(X, rng, cap, sigma, n_threads, done, oversampling=_DICTIONARY_PER_DIMENSION, most=None):
+def _grow(X, rng, cap, kern, done, oversampling=_DICTIONARY_PER_DIMENSION, most=None):
     """BLESS's levels: lambda halves from 1 (= max k(x, x)) until done(lambda, d_eff);
     the dictionary holds oversampling x d_eff rows (at most cap). Returns (dictionary,
     lambda, d_eff, dictionary sizes). At most `most` candidates a level (None: n)."""
@@ -160,7 +180,7 @@ def _grow(X, rng, cap, sigma, n_threads, done, oversampling=_DICTIONARY_PER_DIME
         lam /= 2.0
         R = _candidate_count(n, lam, 64, most)
         candidates = np.sort(rng.choice(n, size=R, replace=False))
-        scores = dictionary.scores(X, candidates, lam, sigma, n_threads)
+        scores = dictionary.scores(X, candidates, lam, kern)
         d_eff = n * float(scores.mean())
         size = int(min(cap, max(4, math.ceil(oversampling * d_eff))))
         dictionary.resample(candidates, scores, size, rng)
@@ -169,44 +189,48 @@ def _grow(X, rng, cap, sigma, n_threads, done, oversampling=_DICTIONARY_PER_DIME
             return dictionary, lam, d_eff, sizes
 
 
-def leverage_centers(X, n_centers, sigma, seed, *, n_threads=None, return_details=False):
+def leverage_centers(X, n_centers, sigma, seed, *, kernel="gaussian", matern_nu=1.5, n_threads=None,
+                     return_details=False):
     """Indices of n_centers distinct rows of X drawn by approximate ridge leverage scores
     (BLESS-style; see the module's docstring). Deterministic for a given seed whatever
     n_threads. return_details: also a dict with the final lambda, its estimated d_eff and
-    the levels' dictionary sizes."""
+    the levels' dictionary sizes. kernel, sigma, matern_nu: the fit's kernel (as in
+    nytro.kernel_matrix)."""
     X = chk.as_matrix(X, "X", np.dtype(np.float64))
     n = X.shape[0]
     m = chk.check_int("n_centers", n_centers, 1)
     if m > n:
         raise ValueError(f"n_centers={m} is more than the {n} rows to draw from")
-    sigma = chk.check_sigma(sigma)
+    kern = _scaled(_as_kernel(kernel, sigma, matern_nu, n_threads, X.shape[1]), X)
     rng = np.random.default_rng(seed)
     # The levels stop at d_eff ~ m / 4 (m centres then oversample d_eff by about the
     # factor the theory's m ~ d_eff log d_eff asks for), where the dictionary holds about
     # m / 2 rows.
     cap, most = max(1, min(n, m // 2)), _MOST_CANDIDATES_PER_CENTRE * m
     dictionary, lam, d_eff, sizes = _grow(
-        X, rng, cap, sigma, n_threads, lambda lam, d_eff: 4.0 * d_eff >= m or lam <= _SMALLEST_LAMBDA,
+        X, rng, cap, kern, lambda lam, d_eff: 4.0 * d_eff >= m or lam <= _SMALLEST_LAMBDA,
         most=most)
     R = _candidate_count(n, lam, _FINAL_CANDIDATES_PER_CENTRE * m, most)
     candidates = np.sort(rng.choice(n, size=R, replace=False))
-    scores = dictionary.scores(X, candidates, lam, sigma, n_threads)
+    scores = dictionary.scores(X, candidates, lam, kern)
     chosen = np.sort(candidates[rng.choice(R, size=m, replace=False, p=_quantised(scores))])
     if return_details:
         return chosen, {"lambda": lam, "d_eff": d_eff, "dictionary_sizes": sizes}
     return chosen
 
 
-def exact_leverage_scores(X, sigma, lam):
+def exact_leverage_scores(X, sigma, lam, *, kernel="gaussian", matern_nu=1.5):
     """[K (K + lambda n I)^-1]_ii from the full kernel (nytro.theory.leverage_scores; O(n^3):
-    for checks on small n)."""
+    for checks on small n). lambda in units of max k(x, x), as the sampler's."""
     from .theory import leverage_scores
-    return leverage_scores(gaussian_kernel(np.asarray(X, dtype=np.float64), np.asarray(X, dtype=np.float64),
-                                           sigma, dtype=np.float64), lam)
+    X = np.asarray(X, dtype=np.float64)
+    kern = _scaled(_as_kernel(kernel, sigma, matern_nu, None, X.shape[1]), X)
+    return leverage_scores(kern(X, X) / kern.scale, lam)
 
 
 def approximate_leverage_scores(X, sigma, lam, seed, *, dictionary_size=None,
-                                oversampling=_DICTIONARY_PER_DIMENSION, n_threads=None):
+                                oversampling=_DICTIONARY_PER_DIMENSION, n_threads=None, kernel="gaussian",
+                                matern_nu=1.5):
     """l~ at lambda for every row of X, with a BLESS dictionary of oversampling x d_eff
     rows (at most dictionary_size; None: n) grown down to lambda (for checks against
     exact_leverage_scores)."""
@@ -215,12 +239,13 @@ def approximate_leverage_scores(X, sigma, lam, seed, *, dictionary_size=None,
     rng = np.random.default_rng(seed)
     cap = n if dictionary_size is None else min(n, chk.check_int("dictionary_size", dictionary_size, 1))
     target = float(lam)
-    dictionary, _, _, _ = _grow(X, rng, cap, chk.check_sigma(sigma), n_threads,
-                                lambda level, d_eff: level <= target, float(oversampling))
-    return dictionary.scores(X, np.arange(n), target, sigma, n_threads)
+    kern = _scaled(_as_kernel(kernel, sigma, matern_nu, n_threads, X.shape[1]), X)
+    dictionary, _, _, _ = _grow(X, rng, cap, kern, lambda level, d_eff: level <= target, float(oversampling))
+    return dictionary.scores(X, np.arange(n), target, kern)
 
 
-def choose_centers(X, X_train, *, n_centers, centers, center_selection, sigma, rng, n_threads=None):
+def choose_centers(X, X_train, *, n_centers, centers, center_selection, sigma, rng, n_threads=None,
+                   kernel="gaussian", matern_nu=1.5):
     """The centres of a Nystrom fit: the user's (centers), or n_centers rows of X_train
     drawn uniformly (the default, as before) or by leverage scores; seeded by rng."""
     chk.check_choice("center_selection", center_selection, CENTER_SELECTIONS)
@@ -233,4 +258,13 @@ def choose_centers(X, X_train, *, n_centers, centers, center_selection, sigma, r
     seed = int(rng.randint(0, 2**63 - 1, dtype=np.int64))
     if center_selection == "uniform":
         return X_train[sample_centers(n, m, seed)]
-    return X_train[leverage_centers(X_train, m, sigma, seed, n_threads=n_threads)]
+    return X_train[leverage_centers(X_train, m, sigma, seed, kernel=kernel, matern_nu=matern_nu,
+                                    n_threads=n_threads)]
+
+
+def _scaled(kern, X):
+    """kern with `scale` = max k(x, x) over X (1 for the distance-based kernels): the levels'
+    lambdas start at 1 in units of it."""
+    top = float(kern.diagonal(X).max()) if X.shape[0] else 1.0
+    kern.scale = top if top > 0 else 1.0
+    return kern

@@ -184,12 +184,6 @@ class NytroRegressor(KernelRegressorBase):
 
     def _centers(self, X, X_train, rng):
         """The fit's centres: `centers`, or n_centers drawn by center_selection."""
-        if self.centers is None and self.center_selection == "leverage" and (
-                self.kernel != "gaussian" or np.ndim(self.sigma) != 0):
-            # nytro.centers scores the rows with the Gaussian kernel of one bandwidth.
-            raise ValueError(f"center_selection='leverage' needs kernel='gaussian' and one sigma, got "
-                             f"kernel={self.kernel!r}, sigma={self.sigma!r}: use center_selection='uniform' "
-                             "or pass centers")
         return choose_centers(X, X_train, n_centers=self.n_centers, centers=self.centers,
                               center_selection=self.center_selection, sigma=self.sigma, rng=rng,
-                              n_threads=self._n_threads())
+                              n_threads=self._n_threads(), kernel=self.kernel, matern_nu=self.matern_nu)
