@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 
-import numpy as np
 
 from .. import options as opt
 from .._api import nytro_path
