@@ -28,8 +28,8 @@ extensions = [
     "sphinx_gallery.gen_gallery",
 ]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build", "_scripts", "options_table.md", "auto_examples/*.ipynb", "auto_examples/*.py", "auto_examples/*.zip",
-                    "auto_examples/*.md5", "auto_examples/*.codeobj.json"]
+exclude_patterns = ["_build", "_scripts", "options_table.md", "auto_examples/*.ipynb", "auto_examples/*.py",
+                    "auto_examples/*.zip", "auto_examples/*.md5", "auto_examples/*.codeobj.json"]
 myst_enable_extensions = ["colon_fence", "dollarmath"]
 myst_heading_anchors = 0
 suppress_warnings = ["myst.xref_missing"]
