@@ -36,6 +36,15 @@ void scale_rows(MatrixRef<S> block, const V& scale) {
     block.array().colwise() *= scale.array();
 }
 
+// The full kernel and the targets of the weighted problem: S K S and S Y, S = diag(scale)
+// (Landweber, KRLS, KOLS: the weighted problem on K as the unweighted one on S K S).
+template <class T>
+void scale_both_sides(Matrix<T>& K, Matrix<T>& Y, const Vector<T>& scale) {
+    scale_rows<T>(K, scale);
+    K.array().rowwise() *= scale.transpose().array();
+    scale_rows<T>(Y, scale);
+}
+
 // `centers` are the centres in factor.support (the rows R acts on). low_precision (for
 // T = double): kernel blocks, A = K R and the tile products in float32, summed in double.
 // mirror = false leaves H's strict upper triangle unset, for callers that read only the

@@ -48,18 +48,10 @@ PathResult<T> landweber_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, con
         Matrix<T> rhs = Y;
         // Sample weights: the weighted iteration alpha_t = alpha - s S^2 (K alpha - y) is, with
         // alpha = S beta, the unweighted one on S K S and S y (S = diag(sqrt(w'))).
-        if (row_scale.size() > 0) {
-            detail::scale_rows<T>(K, row_scale);
-            K.array().rowwise() *= row_scale.transpose().array();
-            detail::scale_rows<T>(rhs, row_scale);
-        }
+        if (row_scale.size() > 0) detail::scale_both_sides<T>(K, rhs, row_scale);
         const Matrix<T> centers = X;
         const auto validation = detail::make_validation<T>(X_val, Y_val, centers, kernel, threads, false, 0.0);
-        if (validation) {
-            validation->set_weights(options.validation_weights);
-            validation->set_row_weights(options.validation_sample_weights);
-            validation->set_metric(options.metric);
-        }
+        detail::configure_validation(validation.get(), options);
 
         // The iterations solve K alpha = y directly (K is symmetric positive semidefinite).
         detail::LinearProblem<T> problem;

@@ -37,4 +37,15 @@ std::unique_ptr<Validation<T>> make_validation(const MatrixCRef<T>& X_val, const
 template <class T>
 Matrix<T> scatter_rows(const Matrix<T>& coef, const std::vector<Index>& support, Index m);
 
+// The hold-out errors as `options` ask for them (any options struct with the three
+// fields): per-column weights, the hold-out rows' sample weights, the metric. A null
+// validation (no hold-out set) is left alone.
+template <class T, class Options>
+void configure_validation(Validation<T>* validation, const Options& options) {
+    if (validation == nullptr) return;
+    validation->set_weights(options.validation_weights);
+    validation->set_row_weights(options.validation_sample_weights);
+    validation->set_metric(options.metric);
+}
+
 }  // namespace nytro::detail

@@ -359,11 +359,7 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
         // they store it only once recomputing it has cost about its first touch.
         setup.validation = detail::make_validation<T>(X_val, Y_val, setup.used, kernel, threads, low, reserved,
                                                       /*defer=*/result.solver != Solver::spectral);
-        if (setup.validation) {
-            setup.validation->set_weights(options.validation_weights);
-            setup.validation->set_row_weights(options.validation_sample_weights);
-            setup.validation->set_metric(options.metric);
-        }
+        detail::configure_validation(setup.validation.get(), options);
 
         detail::LinearProblem<T> problem;
         problem.q = Y.cols();

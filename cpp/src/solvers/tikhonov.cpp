@@ -102,14 +102,6 @@ private:
     Matrix<double> projected_;
 };
 
-// The full kernel and the targets of the weighted problem: S K S and S Y, S = diag(scale).
-template <class T>
-void scale_both_sides(Matrix<T>& K, Matrix<T>& Y, const Vector<T>& scale) {
-    detail::scale_rows<T>(K, scale);
-    K.array().rowwise() *= scale.transpose().array();
-    detail::scale_rows<T>(Y, scale);
-}
-
 std::vector<double> scaled(const std::vector<double>& lambdas, Index n) {
     std::vector<double> shifts(lambdas);
     for (double& s : shifts) s *= double(n);
@@ -178,11 +170,7 @@ TikhonovResult<T> nkrls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, con
         const double k = double(setup.factor.rank());
         setup.validation = detail::make_validation<T>(X_val, Y_val, setup.used, kernel, threads, low,
                                                       4.0 * k * k * sizeof(T));  // H, its eigenvectors, solves
-        if (setup.validation) {
-            setup.validation->set_weights(options.validation_weights);
-            setup.validation->set_row_weights(options.validation_sample_weights);
-            setup.validation->set_metric(options.metric);
-        }
+        detail::configure_validation(setup.validation.get(), options);
         const auto normal = detail::stream_normal_equations<T>(
             X, Yw, setup.used, setup.factor.formed(threads, options.callback), kernel, threads, options.callback, low, true,
             std::nullopt, row_scale.size() > 0 ? &row_scale : nullptr);
@@ -223,17 +211,13 @@ TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, cons
         Matrix<T> Yc = Y;
         // Sample weights: (S K S + lambda n I) beta = S y, alpha = S beta with S = diag(sqrt(w'))
         // solves (S^2 K + lambda n I) alpha = S^2 y, the weighted problem's normal equations.
-        if (row_scale.size() > 0) scale_both_sides<T>(K, Yc, row_scale);
+        if (row_scale.size() > 0) detail::scale_both_sides<T>(K, Yc, row_scale);
         ShiftedSolves<T> solves(K, Yc, options.solver);
         Matrix<T> alphas = solves.solve_all(scaled(lambdas, X.rows()), options.callback);
         if (row_scale.size() > 0) detail::scale_rows<T>(alphas, row_scale);
         const Matrix<T> centers = X;
         const auto validation = detail::make_validation<T>(X_val, Y_val, centers, kernel, threads, false, 0.0);
-        if (validation) {
-            validation->set_weights(options.validation_weights);
-            validation->set_row_weights(options.validation_sample_weights);
-            validation->set_metric(options.metric);
-        }
+        detail::configure_validation(validation.get(), options);
         TikhonovResult<T> result;
         result.rank = X.rows();
         select<T>(alphas, Y.cols(), lambdas, validation.get(), threads, result);
@@ -254,7 +238,7 @@ Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const KernelSpec&
     Matrix<T> Ys = Y;
     // Sample weights: alpha = S pinv(S K S) S y (S = diag(sqrt(w'))), the weighted
     // least-squares solution of least norm in the metric of the scaled problem.
-    if (row_scale.size() > 0) scale_both_sides<T>(K, Ys, row_scale);
+    if (row_scale.size() > 0) detail::scale_both_sides<T>(K, Ys, row_scale);
     const auto [w, V] = eigenbasis<T>(K, callback);  // float64, as for the Tikhonov solves
     const double cut = cut_ratio * w.cwiseAbs().maxCoeff();
     Matrix<double> projected = V.transpose() * Ys.template cast<double>();
