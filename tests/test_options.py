@@ -3,6 +3,7 @@ fields, the binding's keyword-only calls, the functions' and their NumPy twins'
 signatures, the estimators' signatures and the options objects."""
 import inspect
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -13,9 +14,12 @@ from nytro import _core, reference
 from nytro import options as opt
 
 FUNCTIONS = {"nytro_path": opt.NYTRO, "landweber_path": opt.LANDWEBER, "nkrls_path": opt.NKRLS,
-             "krls_path": opt.KRLS}
+             "krls_path": opt.KRLS, "kols": opt.KOLS}
 ESTIMATORS = {nytro.NytroRegressor: opt.NYTRO, nytro.LandweberRegressor: opt.LANDWEBER,
-              nytro.NystromKRLSRegressor: opt.NKRLS, nytro.KRLSRegressor: opt.KRLS}
+              nytro.NystromKRLSRegressor: opt.NKRLS, nytro.KRLSRegressor: opt.KRLS,
+              nytro.KOLSRegressor: opt.KOLS}
+CLASSIFIERS = {nytro.NytroClassifier: opt.NYTRO, nytro.NystromKRLSClassifier: opt.NKRLS}
+STRUCT_FAMILIES = {key: family for key, family in opt.FAMILIES.items() if family.keywords_of is None}
 
 
 def _field(core, path):
@@ -43,7 +47,7 @@ def _same(a, b):
     return type(a) is type(b) and a == b if a is not None and b is not None else a is b
 
 
-@pytest.mark.parametrize("family", opt.FAMILIES.values(), ids=list(opt.FAMILIES))
+@pytest.mark.parametrize("family", STRUCT_FAMILIES.values(), ids=list(STRUCT_FAMILIES))
 def test_cpp_struct_defaults_are_the_table_defaults(family):
     core = getattr(_core, family.core)()
     differing = set()
@@ -64,6 +68,36 @@ def test_every_cpp_field_is_set_from_the_table(family):
     # set by the path functions from their arguments: TargetScales and the sample weights
     assert bound - set_by_table == {"validation_weights", "sample_weights", "validation_sample_weights"}
     assert set_by_table <= bound
+
+
+def _binding_keywords(function) -> list:
+    """The keyword names of a pybind11 function, from its signature line."""
+    head = function.__doc__.splitlines()[0]
+    return re.findall(r"(?:\(\*, |, )(\w+): ", head)
+
+
+@pytest.mark.parametrize("family", [f for f in opt.FAMILIES.values() if f.keywords_of is not None],
+                         ids=lambda f: f.keywords_of)
+def test_binding_keywords_are_set_from_the_table(family):
+    """A family without a C++ struct (KOLS) hands its options to the binding as keywords of
+    the same names: every one it sets is a keyword of the binding, and the binding has no
+    option the table does not set."""
+    set_by_table = {path for param in family.params for path in param.to_core(param.default)}
+    for dtype in ("float32", "float64"):
+        keywords = _binding_keywords(getattr(_core, f"{family.keywords_of}_{dtype}"))
+        assert set_by_table <= set(keywords)
+        assert set(keywords) - set_by_table == {"X", "Y", "kernel", "sample_weights"}
+    assert set_by_table == {"rcond", "n_threads"}
+
+
+def test_kols_binding_takes_the_table_values():
+    """The table's keywords for KOLS, passed to the binding by name, give kols's result."""
+    X, Y = _small()
+    keywords = opt.core_options(opt.KOLS, {**{p.name: p.default for p in opt.KOLS.params}, "rcond": 1e-6,
+                                           "n_threads": 1})
+    assert keywords == {"rcond": 1e-6, "n_threads": 1}
+    raw = _core.kols_float64(X=X, Y=Y, kernel=1.0, **keywords)
+    np.testing.assert_array_equal(raw, nytro.kols(X, Y, 1.0, rcond=1e-6, n_threads=1))
 
 
 @pytest.mark.parametrize("name", FUNCTIONS)
@@ -237,6 +271,7 @@ def test_krls_refuses_nystrom_fields():
     (nytro.NystromKRLSRegressor(n_centers=10, random_state=0), nytro.TikhonovOptions(factor="qr"),
      {"factor": "qr"}),
     (nytro.KRLSRegressor(random_state=0), nytro.TikhonovOptions(solver="cholesky"), {"solver": "cholesky"}),
+    (nytro.KOLSRegressor(), nytro.KOLSOptions(rcond=1e-6), {"rcond": 1e-6}),
 ])
 def test_estimator_options_equal_shortcuts_and_survive_clone_and_pickle(estimator, options, shortcut):
     X, Y = _small()
@@ -260,3 +295,88 @@ def test_options_doc_is_generated_from_the_table():
     doc = nytro.NytroOptions.__doc__
     for param in opt.OPTIONS_PARAMS["NytroOptions"]:
         assert param.doc.splitlines()[1].strip() in doc
+
+
+# ------------------------------------------------------------------ the docstrings
+ALL_ESTIMATORS = {**ESTIMATORS, **CLASSIFIERS}
+
+
+def _signature_defaults(function) -> dict:
+    parameters = inspect.signature(function).parameters
+    return {name: p.default for name, p in parameters.items() if name != "self"}
+
+
+def _entry(doc: str, name: str) -> list:
+    """The numpydoc entry of `name` in `doc`: its head line, then its indented lines."""
+    lines = inspect.cleandoc(doc).splitlines()
+    heads = [i for i, line in enumerate(lines) if line == name or line.startswith(f"{name} : ")]
+    assert len(heads) == 1, f"{name!r} has {len(heads)} entries"
+    entry = [lines[heads[0]]]
+    for line in lines[heads[0] + 1:]:
+        if not line.startswith("    "):
+            break
+        entry.append(line)
+    return entry
+
+
+def _declared_default(family, estimator, name):
+    """The default the table declares for `estimator`'s parameter `name`: the row's, or the
+    estimator's (or a base class's) own where the family's `differences` name it."""
+    layers = {klass.__name__ for klass in estimator.__mro__}
+    if any(layer in layers for layer, other in family.differences if other == name):
+        return _signature_defaults(next(k for k in estimator.__mro__ if (k.__name__, name) in family.differences))[name]
+    return opt.declared(family, name).default
+
+
+@pytest.mark.parametrize("estimator", ALL_ESTIMATORS, ids=lambda e: e.__name__)
+def test_every_estimator_parameter_is_declared_with_its_default(estimator):
+    """Each parameter of each estimator has one row (its family's, or a shared one), and the
+    estimator's default is the row's unless a declared difference says why not."""
+    family = ALL_ESTIMATORS[estimator]
+    assert estimator._family is family
+    defaults = _signature_defaults(estimator.__init__)
+    undeclared = [name for name in defaults if name != "options" and opt.declared(family, name) is None]
+    assert undeclared == [], f"declare these parameters in python/nytro/options.py: {undeclared}"
+    for name, default in defaults.items():
+        if name != "options":
+            assert _same(default, _declared_default(family, estimator, name)), (estimator.__name__, name)
+
+
+@pytest.mark.parametrize("estimator", ALL_ESTIMATORS, ids=lambda e: e.__name__)
+def test_estimator_docstrings_say_what_the_rows_say(estimator):
+    """Each statistical parameter's entry is its row's text with the estimator's default;
+    `options` names the family's options object; the shortcuts are listed together."""
+    family = ALL_ESTIMATORS[estimator]
+    defaults = _signature_defaults(estimator.__init__)
+    for name, default in defaults.items():
+        row = opt.declared(family, name)
+        if row is None or row.engineering:
+            continue
+        head, *body = row.doc.splitlines()
+        entry = _entry(estimator.__doc__, name)
+        assert entry[0] == f"{head}, default={default!r}"
+        assert entry[1:len(body) + 1] == body, (estimator.__name__, name)
+    assert _entry(estimator.__doc__, "options")[0] == f"options : {family.core} or None, default=None"
+    shortcuts = [name for name in defaults if name in family.option_names]
+    assert _entry(estimator.__doc__, ", ".join(shortcuts))
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_function_docstrings_say_what_the_rows_say(name):
+    function, family = getattr(nytro, name), FUNCTIONS[name]
+    for parameter, default in _signature_defaults(function).items():
+        row = opt.declared(family, parameter)
+        if row is None or row.engineering or parameter not in family.names + ("sigma", "lambdas", "dtype"):
+            continue
+        head, *body = row.doc.splitlines()
+        entry = _entry(function.__doc__, parameter)
+        assert entry[0] == (head if default is inspect.Parameter.empty else f"{head}, default={default!r}")
+        assert entry[1:len(body) + 1] == body, (name, parameter)
+    assert _entry(function.__doc__, ", ".join(family.option_names))
+
+
+def test_documented_refuses_a_docstring_without_its_mark():
+    class Estimator(nytro.KOLSRegressor):
+        """No parameters mark."""
+    with pytest.raises(ValueError, match="needs one line"):
+        opt.documented(Estimator)

@@ -14,7 +14,7 @@ from ._checks import paper_lambdas
 from ._config import (get_cmake_dir, get_include, get_library_dir, machine_rates, set_machine_rates,
                       show_config)
 from ._results import PathResult, TikhonovResult
-from .options import IterativeOptions, NytroOptions, TikhonovOptions
+from .options import IterativeOptions, KOLSOptions, NytroOptions, TikhonovOptions
 from . import datasets
 from .estimators import (KOLSRegressor, KRLSRegressor, LandweberRegressor, NystromKRLSClassifier,
                          NystromKRLSRegressor, NytroClassifier, NytroRegressor)
@@ -29,7 +29,8 @@ __all__ = [
     "NytroClassifier", "NystromKRLSClassifier",
     "gaussian_kernel", "kernel_matrix", "kernel_predict", "sample_centers", "nystrom_factor", "nytro_path",
     "landweber_path", "nkrls_path", "krls_path", "kols", "paper_lambdas", "PathResult",
-    "TikhonovResult", "NytroOptions", "IterativeOptions", "TikhonovOptions", "default_n_threads", "show_config",
+    "TikhonovResult", "NytroOptions", "IterativeOptions", "TikhonovOptions", "KOLSOptions", "default_n_threads",
+    "show_config",
     "machine_rates", "set_machine_rates", "get_cmake_dir", "get_include", "get_library_dir",
     "__version__",
 ]

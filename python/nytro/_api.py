@@ -305,21 +305,20 @@ def krls_path(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, lambdas=None, X_
     return _tikhonov_result(raw, lambdas, one_d, scale, metric)
 
 
-def kols(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, rcond=None, n_threads=None, dtype=None,
+def kols(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, rcond=None, n_threads=None, options=None, dtype=None,
          sample_weight=None):
-    """KOLS: alpha = pinv(K) y (eigenvalues below rcond * max dropped; rcond=None: n * eps).
-    kernel, matern_nu: as for nytro_path. sample_weight: alpha = S pinv(S K S) S y with
-    S = diag(sqrt(w n / sum w))."""
+    """KOLS: alpha = pinv(K) y (eigenvalues at or below rcond * max dropped).
+    sample_weight: alpha = S pinv(S K S) S y with S = diag(sqrt(w n / sum w))."""
+    values = opt.merged(opt.KOLS, options, locals())
     dt, X, Y, one_d, _, _, _, scale = _training_data(X, y, None, None, dtype)
     w, _ = _sample_weights(sample_weight, None, X, X[:0])
-    rcond = chk.check_optional_positive("rcond", rcond, -1.0)
-    spec, n_threads = chk.check_kernel(kernel, sigma, matern_nu, X.shape[1]), chk.check_n_threads(n_threads)
-    coef = _native("kols", dt)(X=X, Y=Y, kernel=spec, rcond=rcond, n_threads=n_threads, sample_weights=w)
+    spec = chk.check_kernel(kernel, sigma, matern_nu, X.shape[1])
+    keywords = opt.core_options(opt.KOLS, values)  # rcond and n_threads, checked by their rows
+    coef = _native("kols", dt)(X=X, Y=Y, kernel=spec, sample_weights=w, **keywords)
     return _coef(_scaled_coef(coef, scale), one_d)
 
 
-# The path functions' Parameters sections, generated from the parameters' one declaration.
-nytro_path.__doc__ = opt.with_parameters(nytro_path.__doc__, opt.NYTRO, "NytroOptions")
-landweber_path.__doc__ = opt.with_parameters(landweber_path.__doc__, opt.LANDWEBER, "IterativeOptions")
-nkrls_path.__doc__ = opt.with_parameters(nkrls_path.__doc__, opt.NKRLS, "TikhonovOptions")
-krls_path.__doc__ = opt.with_parameters(krls_path.__doc__, opt.KRLS, "TikhonovOptions")
+# The functions' Parameters sections, generated from the parameters' one declaration.
+for _function, _family in ((nytro_path, opt.NYTRO), (landweber_path, opt.LANDWEBER), (nkrls_path, opt.NKRLS),
+                           (krls_path, opt.KRLS), (kols, opt.KOLS)):
+    opt.document_function(_function, _family)

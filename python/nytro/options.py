@@ -23,7 +23,10 @@ is the same at every layer (the C++ struct, the function, its NumPy twin in
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import re
 import sys
+import textwrap
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -76,32 +79,44 @@ def _kernel(value) -> dict:
 # whether it is read (a Gaussian fit ignores it, as scikit-learn's RBF has no nu).
 KERNEL = Param("kernel", "gaussian", _kernel, """\
 kernel : {"gaussian", "laplacian", "matern", "linear"}
-    The kernel, with bandwidth sigma (one, or one per feature): "gaussian" exp(-r^2 / 2),
-    "laplacian" exp(-r) with r the Euclidean distance scaled by sigma, "matern"
-    (scikit-learn's Matern(length_scale=sigma, nu=matern_nu)), "linear" x . z (sigma
-    unused); see nytro.kernel_matrix.""")
+    The kernel, with r = ||(x - x') / sigma||: "gaussian" exp(-r^2 / 2) (scikit-learn's
+    RBF); "laplacian" exp(-r) (Euclidean r; scikit-learn's laplacian_kernel uses the L1
+    distance); "matern" scikit-learn's Matern(length_scale=sigma, nu=matern_nu), u =
+    sqrt(2 matern_nu) r; "linear" x . x' (sigma unused). See nytro.kernel_matrix.""")
 MATERN_NU = Param("matern_nu", 1.5, lambda value: {}, """\
 matern_nu : {0.5, 1.5, 2.5}
-    Smoothness of kernel="matern" (read by it only; not the nu-method's order nu).""")
+    Order of the Matern kernel (scikit-learn's nu; named apart from `nu`, the
+    nu-method's order); read by kernel="matern" only.""")
 METHOD = Param("method", "gd", _choice("method", chk.METHODS), """\
 method : {"gd", "nu", "cg", "hybrid"}
-    The iterative regulariser: "gd" is the paper's gradient descent (Landweber); "nu"
-    (Brakhage's nu-method) follows its path in about sqrt(t) iterations; "cg" is
-    conjugate gradients on the same normal equations; "hybrid" solves Tikhonov's
-    problem projected onto CG's growing Krylov space for every lambda of the paper's
-    grid and selects (t, lambda) on the hold-out set.""")
+    The iterative regulariser, each taking one product with the operator (A^T A, or K
+    on the full kernel) per iteration: "gd" is the paper's gradient descent (Landweber;
+    method="gd", max_iter=500 is the paper's protocol, whose path is often still
+    improving at 500 iterations); "nu" (Brakhage's nu-method) follows its path in about
+    sqrt(t) iterations; "cg" is conjugate gradients on the same normal equations (its
+    iterates taken from the reorthogonalised Lanczos basis of the Krylov space; once that
+    space is invariant, the minimum-norm least-squares solution on it), which reaches its
+    path's best hold-out error in tens to hundreds of iterations; "hybrid" grows the
+    Krylov space CG searches and, at each of its sizes t, solves Tikhonov's problem
+    projected onto it for every lambda of the paper's grid (O(t) each), selecting (t,
+    lambda) on the hold-out set: Nystrom KRLS's hold-out accuracy without its
+    eigendecomposition, also where the best model is nearly unregularised. Without a
+    hold-out set "hybrid" runs max_iter steps at hybrid_lambda (CG's iterate, up to
+    rounding, for the grid's smallest lambda).""")
 NU = Param("nu", 1.0, lambda value: {"nu": chk.check_nu(value)}, """\
 nu : float
     Order of the nu-method (> 0).""")
 MAX_ITER = Param("max_iter", 500, lambda value: {"max_iter": chk.check_int("max_iter", value, 1)}, """\
 max_iter : int
-    Iterations t_max at most (the paper's protocol uses 500).""")
+    Iterations t_max at most (the paper's protocol uses 500). When the hold-out
+    selection picks t = max_iter, the path may have been cut before its best model: the
+    estimators' fit then emits scikit-learn's ConvergenceWarning.""")
 STEP_SIZE = Param("step_size", "auto", _step_size, """\
 step_size : {"auto", "paper"} or float
     Step of "gd" and "nu" ("cg" and "hybrid" need none): "auto" is 1 / lambda_max of the
     operator, the largest stable step (the authors' code); "paper" is gamma / n with gamma
-    = 1 / max_i k(x_i, x_i) (the paper's text); a float is used as given (refused when
-    unstable).""")
+    = 1 / max_i k(x_i, x_i) (1, or 1 / max ||x_i||^2 for kernel="linear"; the paper's
+    text); a float is used as given (refused when unstable).""")
 STOPPING = Param("stopping", "best", _choice("stopping", chk.STOPPING_RULES), """\
 stopping : {"best", "relative", "window"}
     How t is picked from the validation path: "best" is its argmin; "relative" (the
@@ -183,17 +198,99 @@ n_threads : int or None
     ``nytro.default_n_threads()``: OMP_NUM_THREADS or a threadpoolctl limit, within the
     CPU affinity and the cgroup CPU quota.""", engineering=True)
 
+RCOND = Param("rcond", None, lambda value: {"rcond": chk.check_optional_positive("rcond", value, -1.0)}, """\
+rcond : float or None
+    KOLS's pseudo-inverse cut: eigenvalues of K at or below rcond * max are treated as
+    0 (None: n * machine epsilon).""", engineering=True)
+
+
+def _read_elsewhere(value) -> dict:
+    return {}
+
+
+# The parameters the estimators (and some functions) share beyond the families' rows:
+# the bandwidth, the centres, the lambda grid, the hold-out split. They set no field of a
+# C++ options struct and are checked where they are read (nytro._checks, called by the
+# functions and by the estimators' fit); their rows give the one description that every
+# docstring is assembled from (`documented`, `with_parameters`).
+SIGMA = Param("sigma", 1.0, _read_elsewhere, """\
+sigma : float or array-like of shape (n_features,)
+    Bandwidth of the kernel (scikit-learn's length_scale); an array gives each feature
+    its own (ARD). Unused by kernel="linear".""")
+N_CENTERS = Param("n_centers", 1000, _read_elsewhere, """\
+n_centers : int
+    Nystrom centres m, drawn without replacement from the training rows (see
+    center_selection); ignored when `centers` is given.""")
+CENTERS = Param("centers", None, _read_elsewhere, """\
+centers : array of shape (m, d), 1-D integer array, or None
+    Your own centres: the points themselves, or indices of rows of the X given to fit
+    (taken before the hold-out split, so they may be hold-out rows). None draws
+    n_centers of them (center_selection).""")
+CENTER_SELECTION = Param("center_selection", "uniform", _read_elsewhere, """\
+center_selection : {"uniform", "leverage"}
+    How the centres are drawn from the training rows: uniformly, or by approximate
+    ridge leverage scores (BLESS-style, nytro.centers), which put them where the
+    kernel's feature space needs them: fewer in dense, redundant clusters, more on rows
+    in regions of their own. Its cost, O(m^3 + m^2 d) a level whatever n, is measured
+    against the fit's in benchmarks/bench_centers.py. Seeded by random_state,
+    independent of n_threads; it does not use sample_weight.""")
+LAMBDAS = Param("lambdas", None, _read_elsewhere, """\
+lambdas : array-like or None
+    The Tikhonov grid (each multiplied by the number of training rows n inside); None is
+    the paper's 100 values log-spaced in [1e-15, 1]. Without a hold-out set exactly one
+    lambda is needed.""")
+VALIDATION_FRACTION = Param("validation_fraction", 0.2, _read_elsewhere, """\
+validation_fraction : float in (0, 1) or None
+    Share of the rows given to fit held out to select the regularisation (t, lambda, or
+    both); None fits all rows without a hold-out set: the iterative estimators then run
+    exactly max_iter iterations, the Tikhonov ones need exactly one lambda.""")
+REFIT = Param("refit", False, _read_elsewhere, """\
+refit : bool
+    After the hold-out selection, fit again on all rows given to fit (training and
+    hold-out parts together) at the selected t (n_iter_), lambda (lambda_, times the
+    number of all rows), or both (method "hybrid"), without a hold-out set: the authors'
+    "recompute". Nystrom centres stay those drawn from the training part; on the full
+    kernel centers_ become all rows; a step rule (step_size "auto" or "paper") is
+    evaluated on all rows. The validation path and the selection are those of the
+    hold-out fit; coef_ is the refitted model's. Ignored without a hold-out set
+    (validation_fraction=None).""")
+RANDOM_STATE = Param("random_state", None, _read_elsewhere, """\
+random_state : int, RandomState or None
+    Seeds the hold-out split and the centres.""")
+VERBOSE = Param("verbose", 0, _read_elsewhere, """\
+verbose : int
+    Print progress to stderr.""")
+DTYPE = Param("dtype", None, _read_elsewhere, """\
+dtype : {None, "float32", "float64"}
+    Compute precision; None computes in float32 for float32 X, float64 otherwise.
+    NumPy's spellings (np.float32, np.dtype("float64"), "f4", float) are accepted.""")
+SELECTION = Param("selection", "error", _read_elsewhere, """\
+selection : {"error", "rmse"}
+    What the classifiers' hold-out selection minimises: the fraction of misclassified
+    hold-out rows, or the RMSE of the +-1 coded targets (the regressors' choice). Error
+    rates tie often: a tie goes to the smaller t and to the larger lambda (the stronger
+    regularisation).""")
+
+# Every row outside the families' tables, by name.
+SHARED = {p.name: p for p in (SIGMA, N_CENTERS, CENTERS, CENTER_SELECTION, LAMBDAS, VALIDATION_FRACTION, REFIT,
+                              RANDOM_STATE, VERBOSE, DTYPE, SELECTION)}
+
 
 @dataclass(frozen=True)
 class Family:
     """The parameters of one C++ options struct (`core`, a class of nytro._core of that
-    name), in the order they are checked. `differences` maps (layer, name) to the reason
-    where a layer's default is not the row's: layer is "core" (the C++ struct's default)
-    or an estimator's class name."""
+    name, and the name of the options object), in the order they are checked.
+    `differences` maps (layer, name) to the reason where a layer's default is not the
+    row's: layer is "core" (the C++ struct's default) or an estimator's class name.
+
+    A family without a C++ struct names in `keywords_of` the binding (a function of
+    nytro._core, without its dtype suffix) whose keyword arguments its rows set by the
+    same names; `core` then names the options object only."""
 
     core: str
     params: tuple
     differences: dict = dataclasses.field(default_factory=dict)
+    keywords_of: str | None = None
 
     def param(self, name: str) -> Param:
         return next(p for p in self.params if p.name == name)
@@ -228,16 +325,22 @@ LANDWEBER = Family("IterativeOptions", _KERNEL + tuple(dataclasses.replace(p, de
 })
 NKRLS = Family("TikhonovOptions", _KERNEL + _NYSTROM_FACTOR + (TIKHONOV_SOLVER, STORAGE, N_THREADS, METRIC))
 KRLS = Family("TikhonovOptions", _KERNEL + (TIKHONOV_SOLVER, N_THREADS, METRIC))
+# KOLS has no iterations and no factor: the binding takes its two options as keywords.
+KOLS = Family("KOLSOptions", _KERNEL + (RCOND, N_THREADS), keywords_of="kols")
 
 
 def core_options(family: Family, values: dict, **fields):
     """The C++ struct of `family` (a nytro._core object) from `values` (a mapping that
     holds every name of the family, such as a function's locals()), each checked by its
-    row and set by its C++ field name; then `fields` set as given (validation_weights)."""
-    from . import _core
-    core = getattr(_core, family.core)()
+    row and set by its C++ field name; then `fields` set as given (validation_weights).
+    For a family without a struct (`keywords_of`), the binding's keyword arguments, a
+    dict by the same names."""
     for param in family.params:
         fields = {**param.to_core(values[param.name]), **fields}
+    if family.keywords_of is not None:
+        return fields
+    from . import _core
+    core = getattr(_core, family.core)()
     for path, value in fields.items():
         owner, _, name = path.rpartition(".")
         setattr(getattr(core, owner) if owner else core, name, value)
@@ -286,27 +389,101 @@ def options_object(family: Family, values: dict):
     return OPTIONS_CLASSES[family.core](**{p.name: values.get(p.name, p.default) for p in params})
 
 
-def parameters_doc(params, indent: str = "    ") -> str:
-    """The numpydoc entries of `params` (each with its default), indented by `indent`."""
+def parameters_doc(params, indent: str = "    ", defaults: dict | None = None, notes: dict | None = None) -> str:
+    """The numpydoc entries of `params`, each with its default (the row's, or the one in
+    `defaults` by name; none for inspect.Parameter.empty, a required parameter) and a
+    note from `notes` by name (a sentence added to its meaning), indented by `indent`."""
     lines = []
     for param in params:
         head, *body = param.doc.splitlines()
-        lines += [f"{head}, default={param.default!r}"] + body
+        default = (defaults or {}).get(param.name, param.default)
+        note = (notes or {}).get(param.name)
+        lines += [head if default is inspect.Parameter.empty else f"{head}, default={default!r}"] + body
+        lines += ["    " + line for line in textwrap.wrap(note, 84)] if note else []
     return "\n".join(indent + line if line else line for line in lines)
 
 
-def with_parameters(doc: str, family: Family, options_class: str) -> str:
+def declared(family: Family | None, name: str) -> Param | None:
+    """The row that describes parameter `name` of a function or estimator of `family`:
+    the family's, else the shared one (SHARED); None where none is declared."""
+    if family is not None and name in family.names:
+        return family.param(name)
+    return SHARED.get(name)
+
+
+def parameters_section(names, family: Family | None, *, defaults: dict | None = None, notes: dict | None = None,
+                       shared=tuple(SHARED), indent: str = "    ") -> str:
+    """A numpydoc Parameters section for a function or estimator whose parameters are
+    `names` (in its signature's order): the declared statistical rows (family rows, and
+    the shared rows named in `shared`), then `options` and the shortcuts for its fields
+    (the engineering rows in `names`). Names without a row are left to the summary."""
+    rows = [declared(family, name) for name in names]
+    rows = [p for p in rows if p is not None and (family is not None and p.name in family.names or p.name in shared)]
+    statistical = [p for p in rows if not p.engineering]
+    shortcuts = ", ".join(p.name for p in rows if p.engineering)
+    entries = parameters_doc(statistical, indent, defaults, notes)
+    if family is not None and "options" in names:
+        entries += f"""
+{indent}options : {family.core} or None, default=None
+{indent}    How the fit is computed: time, memory and rounding (see :class:`~nytro.{family.core}`,
+{indent}    where each field is described); None: its defaults."""
+    if shortcuts:
+        entries += f"""
+{indent}{shortcuts}
+{indent}    Shortcuts for the fields of `options` of the same name, with the same defaults (an
+{indent}    estimator's can be searched with set_params and GridSearchCV): a shortcut left at
+{indent}    its default takes the value in `options`; a shortcut and a field both set to
+{indent}    different values are refused."""
+    return f"{indent}Parameters\n{indent}----------\n{entries}\n"
+
+
+def with_parameters(doc: str, family: Family, options_class: str | None = None, signature=None) -> str:
     """A function's docstring `doc` followed by a Parameters section generated from
-    `family`'s rows (statistical ones, then `options`, then the options' shortcuts)."""
-    statistical = [p for p in family.params if not p.engineering]
-    shortcuts = ", ".join(p.name for p in family.params if p.engineering)
-    entries = (parameters_doc(statistical) + "\n" if statistical else "") + f"""\
-    options : {options_class} or None, default=None
-        How the path is computed (see :class:`~nytro.{options_class}`); None: its defaults.
-    {shortcuts}
-        Shortcuts for the fields of `options` of the same name, with the same defaults; a
-        keyword and a field both set to different values are refused."""
-    return f"{doc.rstrip()}\n\n    Parameters\n    ----------\n{entries}\n    "
+    `family`'s rows (statistical ones, then `options`, then the options' shortcuts).
+    `signature` (an inspect.Signature): the function's, whose order and defaults the
+    section follows, adding the shared rows of sigma, lambdas and dtype; None: the
+    family's rows in their order. `options_class` is the family's options object
+    (`family.core`), kept for older callers."""
+    if signature is None:
+        names, defaults = list(family.names) + ["options"], None
+    else:
+        names = list(signature.parameters)
+        defaults = {name: parameter.default for name, parameter in signature.parameters.items()}
+    section = parameters_section(names, family, defaults=defaults, shared=("sigma", "lambdas", "dtype"))
+    return f"{doc.rstrip()}\n\n{section}    "
+
+
+def document_function(function: Callable, family: Family) -> Callable:
+    """`function` with its docstring followed by the Parameters section of its signature's
+    declared parameters (with_parameters)."""
+    function.__doc__ = with_parameters(function.__doc__, family, signature=inspect.signature(function))
+    return function
+
+
+_PARAMETERS_MARK = re.compile(r"^[ \t]*\{parameters\}[ \t]*\n", re.MULTILINE)
+
+
+def documented(cls: type) -> type:
+    """Class decorator of the estimators: the line `{parameters}` of the class docstring
+    becomes the Parameters section of its __init__'s parameters, each entry the declared
+    row's (from the estimator's `_family` or SHARED) with the estimator's default; where
+    the estimator's default differs from the functions' (the family's `differences`), the
+    entry says so and why."""
+    signature = inspect.signature(cls.__init__)
+    names = [name for name in signature.parameters if name != "self"]
+    defaults = {name: signature.parameters[name].default for name in names}
+    family = cls._family
+    notes = {}
+    for klass in reversed(cls.__mro__):
+        for (layer, name), why in (family.differences.items() if family is not None else ()):
+            if layer == klass.__name__:
+                notes[name] = f"The functions default to {family.param(name).default!r}: {why}."
+    section = parameters_section(names, family, defaults=defaults, notes=notes)
+    doc, count = _PARAMETERS_MARK.subn(lambda match: section, cls.__doc__)
+    if count != 1:
+        raise ValueError(f"{cls.__name__}'s docstring needs one line {{parameters}}, found {count}")
+    cls.__doc__ = doc
+    return cls
 
 
 def _docstring(summary: str, params) -> str:
@@ -336,7 +513,8 @@ def _options_class(name: str, summary: str, params) -> type:
 # the family that uses all of the struct (KRLS uses a part of TikhonovOptions).
 OPTIONS_PARAMS = {"NytroOptions": [p for p in NYTRO.params if p.engineering],
                   "IterativeOptions": [p for p in LANDWEBER.params if p.engineering],
-                  "TikhonovOptions": [p for p in NKRLS.params if p.engineering]}
+                  "TikhonovOptions": [p for p in NKRLS.params if p.engineering],
+                  "KOLSOptions": [p for p in KOLS.params if p.engineering]}
 NytroOptions = _options_class(
     "NytroOptions", "How NYTRO's path is computed: options of nytro_path and NytroRegressor.\n\n"
     "    They change time, memory and rounding rather than the statistical model (rank_tol, and\n"
@@ -355,9 +533,14 @@ TikhonovOptions = _options_class(
     "    As NytroOptions otherwise.",
     OPTIONS_PARAMS["TikhonovOptions"])
 
+KOLSOptions = _options_class(
+    "KOLSOptions", "How KOLS is computed: options of kols and KOLSRegressor.\n\n"
+    "    As NytroOptions (KOLS has no C++ options struct: the binding takes them as keywords).",
+    OPTIONS_PARAMS["KOLSOptions"])
+
 OPTIONS_CLASSES = {"NytroOptions": NytroOptions, "IterativeOptions": IterativeOptions,
-                   "TikhonovOptions": TikhonovOptions}
+                   "TikhonovOptions": TikhonovOptions, "KOLSOptions": KOLSOptions}
 
 
-FAMILIES = {"nytro": NYTRO, "landweber": LANDWEBER, "nkrls": NKRLS, "krls": KRLS}
+FAMILIES = {"nytro": NYTRO, "landweber": LANDWEBER, "nkrls": NKRLS, "krls": KRLS, "kols": KOLS}
 

@@ -643,10 +643,11 @@ def krls_path(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, lambdas=None,
                      predict_val, Yv, one_d, X.shape[0], metric)
 
 
-def kols(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, rcond=None, n_threads=None, dtype=None,
+def kols(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, rcond=None, n_threads=None, options=None, dtype=None,
          sample_weight=None):
     """KOLS (paper, eq. 3): alpha = pinv(K) y, eigenvalues <= rcond * max dropped (sample
     weights: alpha = S pinv(S K S) S y)."""
+    rcond = opt.merged(opt.KOLS, options, locals())["rcond"]
     dt, X, Y, one_d, _, _, _ = _prepare(X, y, None, None, dtype)
     s = _row_scale(sample_weight, X.shape[0], "sample_weight", dt)
     K = _kernel(kernel, sigma, matern_nu)(X, X)

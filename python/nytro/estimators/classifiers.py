@@ -9,6 +9,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import _checks as chk
+from .. import options as opt
 from ._base import KernelRegressorBase, _is_dask_array
 from .nytro import NytroRegressor
 from .tikhonov import NystromKRLSRegressor
@@ -123,20 +124,12 @@ class KernelClassifierMixin(ClassifierMixin):
 
 
 _CLASSIFIER_DOC = """
+
     The labels y (strings, integers or booleans, of one type) are coded as +-1: one column
     for two classes (+1 for classes_[1]), one-vs-all columns for more, all fitted in the
     same pass. The hold-out selection minimises the classification error by default.
 
-    Parameters
-    ----------
-    The regressor's, and:
-    selection : {{"error", "rmse"}}, default="error"
-        What the hold-out selection minimises: the fraction of misclassified hold-out
-        rows, or the RMSE of the +-1 coded targets (the regressor's choice). Error rates
-        tie often: a tie goes to {ties}.
-    refit : bool, default=False
-        As for the regressor: after the selection, fit again on all rows at the selected
-        {what}.
+    {{parameters}}
 
     Attributes
     ----------
@@ -149,10 +142,10 @@ _CLASSIFIER_DOC = """
 """
 
 
+@opt.documented
 class NytroClassifier(KernelClassifierMixin, NytroRegressor):
     __doc__ = """NYTRO classifier: NytroRegressor fitted to the coded labels.""" + _CLASSIFIER_DOC.format(
-        ties='the smaller t and, for method "hybrid", to the larger lambda (the stronger regularisation)',
-        what='t (and lambda for "hybrid")', path="after each iteration")
+        path="after each iteration")
 
     def __init__(self, n_centers=1000, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, method="hybrid", nu=1.0,
                  max_iter=500, step_size="auto",
@@ -170,10 +163,10 @@ class NytroClassifier(KernelClassifierMixin, NytroRegressor):
         self.selection = selection
 
 
+@opt.documented
 class NystromKRLSClassifier(KernelClassifierMixin, NystromKRLSRegressor):
     __doc__ = """Nystrom KRLS classifier: NystromKRLSRegressor fitted to the coded labels.""" + \
-        _CLASSIFIER_DOC.format(ties="the larger lambda (the stronger regularisation)", what="lambda",
-                               path="per lambda of the grid")
+        _CLASSIFIER_DOC.format(path="per lambda of the grid")
 
     def __init__(self, n_centers=1000, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, lambdas=None, factor="pivoted",
                  solver="eigh", storage=None, centers=None, center_selection="uniform",

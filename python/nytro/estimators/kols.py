@@ -1,20 +1,17 @@
 """KOLSRegressor: kernel ordinary least squares, alpha = pinv(K) y (no regularisation)."""
 from __future__ import annotations
 
+from .. import options as opt
 from .._api import kols
 from ._base import KernelRegressorBase
 
 
+@opt.documented
 class KOLSRegressor(KernelRegressorBase):
     """KOLS: alpha = pinv(K) y on all training rows, the paper's unregularised baseline.
     Memory O(n^2).
 
-    Parameters
-    ----------
-    sigma, kernel, matern_nu : the kernel, as in NytroRegressor.
-    rcond : float or None, default=None
-        Eigenvalues of K at or below rcond * max are treated as 0 (None: n * machine eps).
-    n_threads, dtype : as in NytroRegressor.
+    {parameters}
 
     Attributes
     ----------
@@ -23,16 +20,20 @@ class KOLSRegressor(KernelRegressorBase):
     does not depend on the positive weights; rows of weight 0 are left out of it).
     """
 
-    def __init__(self, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, rcond=None, n_threads=None, dtype=None):
+    def __init__(self, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, rcond=None, n_threads=None, dtype=None,
+                 options=None):
         self.sigma = sigma
         self.kernel = kernel
         self.matern_nu = matern_nu
         self.rcond = rcond
         self.n_threads = n_threads
         self.dtype = dtype
+        self.options = options
+
+    _family = opt.KOLS
 
     def _fit_path(self, X, Y, rng):
         self.centers_ = X
         w_train, _ = self._split_weights()
-        return kols(X, Y, self.sigma, kernel=self.kernel, matern_nu=self.matern_nu, rcond=self.rcond,
-                    n_threads=self.n_threads, sample_weight=w_train)
+        return kols(X, Y, self.sigma, kernel=self.kernel, matern_nu=self.matern_nu, options=self._options(),
+                    sample_weight=w_train)

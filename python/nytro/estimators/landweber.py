@@ -7,26 +7,20 @@ from .._api import landweber_path
 from ._base import KernelRegressorBase
 
 
+@opt.documented
 class LandweberRegressor(KernelRegressorBase):
     """Landweber iteration alpha_t = alpha_{t-1} - step (K alpha_{t-1} - y) on the full
     n x n kernel, stopped at the iteration with the best hold-out RMSE. Memory O(n^2).
 
-    Parameters are those of NytroRegressor without the Nystrom ones; step_size defaults
-    to "paper" (1/n, as in the paper's experiments; 1 / (n max ||x_i||^2) for
-    kernel="linear") and n_iter_no_change to None (the
-    whole path). method "nu" and "cg" accelerate the iterations on K alpha = y; "hybrid"
-    selects (t, lambda) of Tikhonov's problem projected onto their Krylov space (lambda_).
-    options (an :class:`~nytro.IterativeOptions`: iterates, n_threads) and its shortcuts
-    iterates and n_threads are as for NytroRegressor. As there, fit emits
-    a ConvergenceWarning when the selected t is max_iter: with the paper's step 1/n the
-    path is often still falling there (step_size="auto" takes the largest stable step).
+    Its parameters are NytroRegressor's without the Nystrom ones; step_size defaults to
+    "paper" (1/n, as in the paper's experiments) and n_iter_no_change to None (the whole
+    path). method "nu" and "cg" accelerate the iterations on K alpha = y; "hybrid"
+    selects (t, lambda) of Tikhonov's problem projected onto their Krylov space
+    (lambda_). As for NytroRegressor, fit emits a ConvergenceWarning when the selected t
+    is max_iter: with the paper's step 1/n the path is often still falling there
+    (step_size="auto" takes the largest stable step).
 
-    refit : bool, default=False
-        After the hold-out selection, run the selected number of iterations t (n_iter_;
-        for method "hybrid", at the selected lambda_) again on all rows given to fit, the
-        authors' "recompute": centers_ are then all rows, and the step rule is evaluated
-        on them. The validation path and the selection are those of the hold-out fit.
-        Ignored without a hold-out set (validation_fraction=None).
+    {parameters}
 
     Attributes
     ----------

@@ -10,33 +10,14 @@ from .._api import krls_path, nkrls_path
 from ._base import KernelRegressorBase
 from .nytro import NytroRegressor
 
-_SHARED_DOC = """
-    lambdas : array-like or None, default=None
-        The grid (each multiplied by n_train inside); None is the paper's 100 values
-        log-spaced in [1e-15, 1]. Without a hold-out set exactly one lambda is needed.
-    options : TikhonovOptions or None, default=None
-        How the path is computed (solver, n_threads and, for Nystrom KRLS, factor,
-        rank_tol, jitter, storage); see :class:`~nytro.TikhonovOptions`.
-    solver, n_threads : shortcuts for the fields of `options`, as in NytroRegressor.
-    refit : bool, default=False
-        After the hold-out selection, solve again on all rows given to fit (training and
-        hold-out parts) at the selected lambda_ (times the number of all rows), the
-        authors' "recompute". The validation path and the selection are those of the
-        hold-out fit. Ignored without a hold-out set (validation_fraction=None).
-    validation_fraction, random_state, verbose, dtype : as in NytroRegressor.
-"""
 
-
+@opt.documented
 class NystromKRLSRegressor(KernelRegressorBase):
-    __doc__ = """Nystrom KRLS: alpha = R (A^T A + lambda n I)^-1 A^T y with A = K_nm R,
-    lambda selected on a hold-out set.
+    """Nystrom KRLS: alpha = R (A^T A + lambda n I)^-1 A^T y with A = K_nm R, lambda
+    selected on a hold-out set.
 
-    Parameters
-    ----------
-    n_centers, sigma, kernel, matern_nu, centers, center_selection : as in NytroRegressor.
-    factor, storage : shortcuts for the fields of `options` (storage="float32" computes
-    the kernel blocks of A^T A and keeps the hold-out kernel in float32). With refit, the
-    centres stay those drawn from the training part.""" + _SHARED_DOC + """
+    {parameters}
+
     Attributes
     ----------
     centers_, coef_ : as in NytroRegressor; lambda_ : the selected lambda;
@@ -91,17 +72,17 @@ class NystromKRLSRegressor(KernelRegressorBase):
         return result.coef
 
 
+@opt.documented
 class KRLSRegressor(KernelRegressorBase):
-    __doc__ = """KRLS (Tikhonov on the full kernel): alpha = (K + lambda n I)^-1 y, lambda
+    """KRLS (Tikhonov on the full kernel): alpha = (K + lambda n I)^-1 y, lambda
     selected on a hold-out set. Memory O(n^2).
 
-    Parameters
-    ----------
-    sigma, kernel, matern_nu : as in NytroRegressor. With refit, centers_ are all rows.""" + _SHARED_DOC + """
+    {parameters}
+
     Attributes
     ----------
-    centers_ : the training rows; coef_, lambda_, lambdas_, validation_rmse_ : as in
-    NystromKRLSRegressor.
+    centers_ : the training rows (all rows with refit); coef_, lambda_, lambdas_,
+    validation_rmse_ : as in NystromKRLSRegressor.
     """
 
     def __init__(self, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, lambdas=None, solver="eigh",
