@@ -11,8 +11,14 @@ fields of the C++ options struct (``cpp/include/nytro/options.hpp``) it sets. A
   by name;
 * the validation of the functions, the estimators and the options objects (each row's
   check, raising a ValueError that names the parameter);
-* the options' documentation (the options objects' docstrings and the table in the user
-  guide).
+* the documentation: the Parameters sections of the functions', the estimators' (class
+  decorator `documented`) and the options objects' docstrings, and the table on the docs'
+  options page.
+
+KOLS has no C++ options struct: its family (`KOLS`) names the binding whose keywords its
+rows set (`Family.keywords_of`). The estimators' parameters that set no C++ field (sigma,
+the centres, the lambda grid, the hold-out split, ...) are rows of `SHARED`, declared
+here for their one description.
 
 The *statistical* rows (method, max_iter, step_size, stopping, ...) decide which model
 is selected; they stay in the functions' and estimators' signatures. Each default
