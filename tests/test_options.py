@@ -322,9 +322,9 @@ def _entry(doc: str, name: str) -> list:
 def _declared_default(family, estimator, name):
     """The default the table declares for `estimator`'s parameter `name`: the row's, or the
     estimator's (or a base class's) own where the family's `differences` name it."""
-    layers = {klass.__name__ for klass in estimator.__mro__}
-    if any(layer in layers for layer, other in family.differences if other == name):
-        return _signature_defaults(next(k for k in estimator.__mro__ if (k.__name__, name) in family.differences))[name]
+    for klass in estimator.__mro__:
+        if (klass.__name__, name) in family.differences:
+            return _signature_defaults(klass.__init__)[name]
     return opt.declared(family, name).default
 
 
