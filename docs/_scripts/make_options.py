@@ -56,7 +56,7 @@ def render() -> str:
         f"The C++ struct of each family (`cpp/include/nytro/options.hpp`): {structs}. "
         "A default is the same at every layer (the C++ struct, the function, its NumPy twin, the "
         "estimator, the options object) except:\n\n" + "\n".join(notes) + "\n\n"
-        "The parameters outside the C++ structs that the estimators share (declared in `SHARED`; "
+        "The parameters outside the C++ structs that the estimators share (declared in `nytro.options.SHARED`; "
         "their full entries are in each estimator's docstring):\n\n"
         "| parameter | default | meaning |\n|---|---|---|\n" + shared + "\n")
 
