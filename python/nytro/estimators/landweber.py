@@ -12,13 +12,13 @@ class LandweberRegressor(KernelRegressorBase):
     """Landweber iteration alpha_t = alpha_{t-1} - step (K alpha_{t-1} - y) on the full
     n x n kernel, stopped at the iteration with the best hold-out RMSE. Memory O(n^2).
 
-    Its parameters are NytroRegressor's without the Nystrom ones; step_size defaults to
-    "paper" (1/n, as in the paper's experiments) and n_iter_no_change to None (the whole
-    path). method "nu" and "cg" accelerate the iterations on K alpha = y; "hybrid"
-    selects (t, lambda) of Tikhonov's problem projected onto their Krylov space
-    (lambda_). As for NytroRegressor, fit emits a ConvergenceWarning when the selected t
-    is max_iter: with the paper's step 1/n the path is often still falling there
-    (step_size="auto" takes the largest stable step).
+    Unlike NytroRegressor, step_size defaults to "paper" (1/n, as in the paper's
+    experiments) and n_iter_no_change to None (the whole path). method "nu" and "cg"
+    accelerate the iterations on K alpha = y; "hybrid" selects (t, lambda) of Tikhonov's
+    problem projected onto their Krylov space (lambda_). As for NytroRegressor, fit
+    emits a ConvergenceWarning when the selected t is max_iter: with the paper's step
+    1/n the path is often still falling there (step_size="auto" takes the largest
+    stable step).
 
     {parameters}
 
