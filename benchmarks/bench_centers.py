@@ -33,6 +33,7 @@ import numpy as np
 
 import nytro
 from nytro.centers import leverage_centers
+from nytro.experiments import protocol as P
 
 
 def mixture(n, seed, *, tail=0.05, d=2, width=0.3, box=5.0):
@@ -82,6 +83,8 @@ def summarise(rows, m_grid):
         for m in m_grid:
             part = [r for r in rows if r["m"] == m and r["selection"] == selection]
             per_m[m] = {"test_rmse": statistics.median(r["test_rmse"] for r in part),
+                        "test_rmse_min": min(r["test_rmse"] for r in part),
+                        "test_rmse_max": max(r["test_rmse"] for r in part),
                         "rank": statistics.median(r.get("rank", float("nan")) for r in part),
                         "select_seconds": statistics.median(r["select_seconds"] for r in part),
                         "fit_seconds": statistics.median(r["fit_seconds"] for r in part)}
@@ -125,15 +128,19 @@ def plot(summary, m_grid, path):
         return False
     fig, ax = plt.subplots(figsize=(5, 3.5))
     for selection, marker in (("uniform", "o"), ("leverage", "s")):
-        ax.plot(m_grid, [summary[selection][m]["test_rmse"] for m in m_grid], marker=marker, label=selection)
+        line, = ax.plot(m_grid, [summary[selection][m]["test_rmse"] for m in m_grid], marker=marker, label=selection)
+        ax.fill_between(m_grid, [summary[selection][m]["test_rmse_min"] for m in m_grid],
+                        [summary[selection][m]["test_rmse_max"] for m in m_grid], color=line.get_color(), alpha=0.2,
+                        linewidth=0)  # min to max over the seeds
     ax.set_xscale("log")
     ax.set_xticks(m_grid, [str(m) for m in m_grid])
     ax.minorticks_off()
     ax.set_xlabel("centres m")
-    ax.set_ylabel("test RMSE (median over seeds)")
+    ax.set_ylabel("test RMSE (median, min to max over seeds)")
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+    plt.close(fig)
     return True
 
 
@@ -159,8 +166,10 @@ def main():
         plot(summary, m_grid, args.render.with_name("centers.png"))
         print(table)
         return
+    threads = nytro.default_n_threads() if args.threads is None else args.threads
     load_before = os.getloadavg()
-    rows = run(args)
+    with P.blas_threads(threads):  # the selection's Cholesky runs in NumPy's BLAS: the same thread count
+        rows = run(args)
     load_after = os.getloadavg()
     summary, targets, reach = summarise(rows, args.m)
     table = markdown(summary, targets, reach, args.m)
@@ -172,9 +181,8 @@ def main():
              "summary": {s: {str(m): v for m, v in per.items()} for s, per in summary.items()},
              "targets": targets, "m_to_reach": reach}, indent=1))
         (args.out / "centers.md").write_text(table)
-        threads = nytro.default_n_threads() if args.threads is None else args.threads
         (args.out / "machine.txt").write_text(
-            f"cpus {os.cpu_count()}, threads_used {threads}, load average (1, 5, 15 min) before "
+            f"{P.cpu_model()}, cpus {os.cpu_count()}, threads_used {threads}, load average (1, 5, 15 min) before "
             f"{load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, after {load_after[0]:.2f} "
             f"{load_after[1]:.2f} {load_after[2]:.2f}: shared machine, timings noisy\n")
         plot(summary, args.m, args.out / "centers.png")
