@@ -25,7 +25,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -181,6 +183,7 @@ def main():
              "summary": {s: {str(m): v for m, v in per.items()} for s, per in summary.items()},
              "targets": targets, "m_to_reach": reach}, indent=1))
         (args.out / "centers.md").write_text(table)
+        (args.out / "command.txt").write_text(shlex.join(["python", *sys.argv]) + "\n")
         (args.out / "machine.txt").write_text(
             f"{P.cpu_model()}, cpus {os.cpu_count()}, threads_used {threads}, load average (1, 5, 15 min) before "
             f"{load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, after {load_after[0]:.2f} "
