@@ -138,7 +138,7 @@ def plot(summary, m_grid, path):
     ax.set_xticks(m_grid, [str(m) for m in m_grid])
     ax.minorticks_off()
     ax.set_xlabel("centres m")
-    ax.set_ylabel("test RMSE (median, min to max over seeds)")
+    ax.set_ylabel("test RMSE (median; band: seeds)")
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
