@@ -54,7 +54,8 @@ IID_TEST_FRACTION = 0.2
 # (key in a row, label): the errors summarised, tabled and plotted.
 ERRORS = (("rmse_official", "test RMSE (official test file)"),
           ("rmse_iid", "test RMSE (iid 20% of the training file)"),
-          ("error_official", "classification error (official test file)"))
+          ("error_official", "classification error (official test file)"),
+          ("error_iid", "classification error (iid 20%)"))
 TOLERANCE = 1.01
 
 
@@ -150,8 +151,9 @@ def markdown(name, result, summary, reach):
              f"holds out 20% of them), {result['n_official_test']} official test rows; medians over "
              f"{len({r['seed'] for r in result['rows']})} seeds [min, max].", "",
              "| m | RMSE uniform | RMSE leverage | iid RMSE uniform | iid RMSE leverage | error uniform | "
-             "error leverage | rank_ u / l | selection s | fit s u / l | selection / fit |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "error leverage | iid error uniform | iid error leverage | rank_ u / l | selection s | fit s u / l | "
+             "selection / fit |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def cell(selection, m, key):
         e = summary[selection][m][key]
@@ -162,6 +164,7 @@ def markdown(name, result, summary, reach):
         lines.append(f"| {m} | {cell('uniform', m, 'rmse_official')} | {cell('leverage', m, 'rmse_official')} | "
                      f"{cell('uniform', m, 'rmse_iid')} | {cell('leverage', m, 'rmse_iid')} | "
                      f"{cell('uniform', m, 'error_official')} | {cell('leverage', m, 'error_official')} | "
+                     f"{cell('uniform', m, 'error_iid')} | {cell('leverage', m, 'error_iid')} | "
                      f"{u['rank']:.0f} / {lv['rank']:.0f} | {lv['select_seconds']:.2f} | "
                      f"{u['fit_seconds']:.2f} / {lv['fit_seconds']:.2f} | "
                      f"{lv['select_seconds'] / lv['fit_seconds']:.2f} |")
