@@ -240,7 +240,7 @@ def report(results, out):
     plot(results, summaries, out / "centers_paper.png")
 
 
-def main():
+def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", default="insurance,adult,ijcnn1,covtype")
     parser.add_argument("--data-dir", default=None, help="the data files (default: $NYTRO_DATA)")
@@ -253,10 +253,10 @@ def main():
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--render", type=Path, default=None, help="redraw DIR/centers_paper.json's tables and "
                         "figure (no fits)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.render is not None:
         report(json.loads((args.render / "centers_paper.json").read_text())["results"], args.render)
-        return
+        return 0
     names = [P.dataset_config(n).name for n in args.datasets.split(",")]
     results, loads = {}, {}
     with P.blas_threads(args.threads):  # the selection's Cholesky runs in NumPy's BLAS
@@ -265,7 +265,8 @@ def main():
             args.out.mkdir(parents=True, exist_ok=True)
             (args.out / "command.txt").write_text(
                 (f"NYTRO_DATA={shlex.quote(os.environ['NYTRO_DATA'])} " if "NYTRO_DATA" in os.environ else "")
-                + shlex.join(["python", *sys.argv]) + "\n")
+                + shlex.join(["python", "benchmarks/bench_centers_paper.py",
+                               *(sys.argv[1:] if argv is None else argv)]) + "\n")
             (args.out / "centers_paper.json").write_text(json.dumps(
                 {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
                  "machine": info}, indent=1))
@@ -283,7 +284,8 @@ def main():
             lines.append(f"{name}: {results[name]['seconds']:.0f} s, load average (1, 5, 15 min) before "
                          f"{' '.join(f'{x:.2f}' for x in before)}, after {' '.join(f'{x:.2f}' for x in after)}")
         (args.out / "machine.txt").write_text("\n".join(lines) + "\n")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
