@@ -11,12 +11,13 @@ are redundant for the kernel and leverage scores give it fewer centres than unif
 draws do; what leverage sampling rewards is rare rows in regions of their own.)
 
 For each m and each selection, --seeds seeded fits of NytroRegressor (method "hybrid",
-default hold-out selection); the centres are selected first (timed alone) and passed with
-centers=, so the fit's time excludes the selection. Medians over seeds are reported, and
+default hold-out selection); the centres are drawn from the rows the estimator trains on
+(its hold-out rows excluded), selected first (timed alone) and passed with centers=, so
+the fit's time excludes the selection. Medians over seeds are reported, and
 m_to_reach: the smallest m of the grid at which each selection's median test RMSE is at
 or below a target (uniform's RMSE at its largest m, and 1.1 x leverage's best).
 
-    python benchmarks/bench_centers.py --out benchmarks/results/centers
+    python benchmarks/bench_centers.py --threads 1 --out benchmarks/results/centers
 
 The figures are timings on a shared machine: see machine.txt (load average recorded).
 """
@@ -63,8 +64,11 @@ def run(args):
     for m in args.m:
         for selection in ("uniform", "leverage"):
             for seed in range(args.seeds):
-                idx, select_s = select(selection, X, m, args.sigma, 100 + seed, args.threads)
-                est = nytro.NytroRegressor(sigma=args.sigma, centers=X[idx], random_state=seed,
+                # Drawn from the rows NytroRegressor(random_state=seed) trains on: its hold-out
+                # rows, which select t and lambda, are not centres.
+                X_train = X[P.holdout_split(X.shape[0], None, seed).train]
+                idx, select_s = select(selection, X_train, m, args.sigma, 100 + seed, args.threads)
+                est = nytro.NytroRegressor(sigma=args.sigma, centers=X_train[idx], random_state=seed,
                                            n_threads=args.threads)
                 start = time.perf_counter()
                 est.fit(X, y)
