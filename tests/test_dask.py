@@ -306,8 +306,6 @@ def test_what_is_not_supported_yet_says_so(client):
         nytro.NytroRegressor(5, sigma, storage="float32").fit(Xd, yd)
     with pytest.raises(NotImplementedError, match="solver='spectral'.*'gram', 'direct'"):
         nytro.NytroRegressor(5, sigma, method="cg", solver="spectral").fit(Xd, yd)
-    with pytest.raises(NotImplementedError, match="'hybrid' with solver='direct'"):
-        nytro.NytroRegressor(5, sigma, method="hybrid", solver="direct").fit(Xd, yd)
     with pytest.raises(NotImplementedError, match="KRLSRegressor does not take Dask arrays"):
         nytro.KRLSRegressor(sigma).fit(Xd, yd)
     with pytest.raises(ValueError, match="method='nope'"):
@@ -724,3 +722,19 @@ def test_bad_kernel_weights_and_centers_give_the_in_memory_errors(client):
                       sample_weight=da.from_array(np.where(held, 0.0, 1.0), chunks=25))
     with pytest.raises(NotImplementedError, match="center_selection='leverage' is not supported on Dask"):
         nytro.NytroRegressor(5, sigma, center_selection="leverage").fit(Xd, yd)
+
+
+@pytest.mark.parametrize("n_outputs, weighted", [(None, False), (2, True)], ids=["one-output", "two-weighted"])
+def test_hybrid_direct_equals_in_memory_direct(client, n_outputs, weighted):
+    """"hybrid" in the direct mode: its Lanczos products are passes over the workers'
+    persisted K_i (one per basis vector), the hold-out images as in "gram" mode; the
+    in-memory direct solver's (t, lambda), path and coef."""
+    X, y, sigma = data(n_outputs=n_outputs)
+    w = weights(len(X)) if weighted else None
+    fit = nd.nytro_path(da.from_array(X, chunks=(90, 2)), da.from_array(y, chunks=90), sigma, n_centers=40,
+                        seed=SEED, validation_fraction=FRACTION, method="hybrid", max_iter=15, solver="direct",
+                        sample_weight=w)
+    assert fit.result.solver == "direct" and fit.result.products >= 15
+    expected = in_memory_fit(X, y, sigma, fit, w, method="hybrid", max_iter=15, solver="direct")
+    check_path(fit, expected, X.dtype)
+    assert fit.result.lambda_ == expected.lambda_ and 1 < fit.result.n_iter < 15

@@ -32,9 +32,9 @@ of hold-out rows is therefore binomial around validation_fraction * n, not its r
 and the split differs from the in-memory estimators' permutation.
 
 The "direct" mode (solver="direct", or "auto" by the cost model in :func:`nytro_path`)
-replaces step 2 for methods gd, nu and cg: each chunk's K_i (training rows) is computed
-once and persisted on its worker, and every product A^T A v = R^T K^T K R v of the path
-is a map over the chunks and a tree sum of m-vectors, R applied on the client.
+replaces step 2: each chunk's K_i (training rows) is computed once and persisted on its
+worker, and every product A^T A v = R^T K^T K R v of the path (of "hybrid"'s Lanczos
+too) is a map over the chunks and a tree sum of m-vectors, R applied on the client.
 
 Every kernel of ``nytro.kernel_matrix`` (one bandwidth or one per feature) is evaluated by
 the C++ core in the tasks. Sample weights travel with y's chunks: the training rows'
@@ -45,8 +45,8 @@ hold-out row weights.
 The parameters are the rows of ``nytro.options`` (DASK_NYTRO, DASK_NKRLS): the in-memory
 functions' names, defaults and options objects, with the values not taken here refused.
 
-Not done yet (issue 28): "hybrid" in direct mode, center_selection="leverage",
-hybrid_lambda, storage="float32" / "float16" (the
+Not done yet (issue 28): center_selection="leverage", hybrid_lambda, storage="float32" /
+"float16" (the
 computation's dtype may be float32: dtype=, or float32 data), gd's Lanczos iterates (the
 client steps; the in-memory core's Lanczos iterates agree with stepping to 64 machine
 epsilons), and progress reporting.
@@ -688,6 +688,9 @@ class _DirectOperator:
     def __init__(self, data, fraction, seed, C, R, kern, n_threads, split_every, exponents):
         self._recipe = (data, fraction, seed, C, kern, n_threads, exponents)
         self.R, self.m, self.q, self.dtype = R, C.shape[0], data.Y.shape[1], data.dtype
+        # shape and @ as A^T A's matrix has them in "gram" mode: "hybrid"'s Lanczos takes
+        # either (each product here a pass over the workers' blocks).
+        self.shape = (R.shape[1], R.shape[1])
         self.n_threads, self.split_every = n_threads, split_every
         self.products = 0
         self._persist()
@@ -724,6 +727,8 @@ class _DirectOperator:
         self.products += 1
         out = self.R.T @ self._sum(_direct_product, lifted.shape, lifted, self.n_threads).astype(self.dtype)
         return out.reshape(B.shape)
+
+    __matmul__ = __call__
 
 
 def _worker_memory_limits():
@@ -995,9 +1000,6 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     k, q = R.shape[1], data.Y.shape[1]
     mode = _choose_solver(solver, method, n_train, k, max_iter, data.dtype.itemsize,
                           _worker_memory_limits() if solver == "auto" else None, C.shape[0])
-    if mode == "direct" and method == "hybrid":
-        raise NotImplementedError("method='hybrid' with solver='direct' is not supported on Dask arrays yet; "
-                                  "use solver='gram' (or 'auto')")
     if mode == "direct":
         operator = _DirectOperator(data, fraction, seed, C, R, kern, n_threads, split_every, exponents)
         H, c = operator, operator.rhs()
@@ -1013,6 +1015,7 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
         coef, path, selected, stopped, lam, products = _hybrid(
             data, fraction, seed, C, R, H, c, kern, n_train, n_val, max_iter, stopping, rule_tol, window, patience,
             n_threads, split_every, scales)
+        products = H.products if mode == "direct" else products
     else:
         apply = H if mode == "direct" else (lambda b: H @ b)
         bound = _kernel_bound(data, kern, fraction, seed) if chk.check_step_size(step_size)[0] == "paper" else 1.0

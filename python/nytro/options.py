@@ -387,11 +387,11 @@ DASK_SOLVER = _dask_refusing(NYTRO_SOLVER, ("gram", "direct", "auto"), """solver
     "gram" forms A^T A in one pass over the chunks (each chunk's share summed up Dask's
     tree reduction) and iterates on the client in m dimensions; "direct" computes each
     chunk's kernel K_i = k(X_i, C) once, keeps it on the worker that computed it, and
-    takes every product as a map over the chunks and a tree sum of m-vectors (methods
-    "gd", "nu", "cg"); "auto" picks "direct" when max_iter products cost fewer flops than
-    forming A^T A, the method is not "hybrid", a distributed client runs and the kernel
-    blocks fit in half of each worker's memory_limit, and "gram" otherwise. "spectral" is
-    refused (NotImplementedError).""")
+    takes every product as a map over the chunks and a tree sum of m-vectors (every
+    method; "hybrid" takes one per Lanczos vector and output); "auto" picks "direct" when
+    max_iter products cost fewer flops than forming A^T A, the method is not "hybrid", a
+    distributed client runs and the kernel blocks fit in half of each worker's
+    memory_limit, and "gram" otherwise. "spectral" is refused (NotImplementedError).""")
 DASK_NYTRO_STORAGE = _dask_refusing(NYTRO_STORAGE, (None,), """storage : None
     Dask arrays keep K_i and A^T A in the computation's dtype (compute in float32 with
     dtype="float32" or float32 data); "float32" and "float16" are refused
