@@ -302,7 +302,7 @@ def test_unknown_chunk_sizes_are_refused_clearly(client):
 def test_what_is_not_supported_yet_says_so(client):
     X, y, sigma = data(n=40)
     Xd, yd = da.from_array(X, chunks=20), da.from_array(y, chunks=20)
-    with pytest.raises(NotImplementedError, match="storage='float32' is not supported"):
+    with pytest.raises(NotImplementedError, match="storage='float32' on Dask arrays .* needs solver='direct'"):
         nytro.NytroRegressor(5, sigma, storage="float32").fit(Xd, yd)
     with pytest.raises(NotImplementedError, match="solver='spectral'.*'gram', 'direct'"):
         nytro.NytroRegressor(5, sigma, method="cg", solver="spectral").fit(Xd, yd)
@@ -531,7 +531,10 @@ def test_functions_take_the_table_rows_and_options(client):
         nd.nytro_path(Xd, yd, sigma, solver="direct", options=nytro.NytroOptions(solver="gram"), **args)
     with pytest.raises(ValueError, match="options must be a nytro.NytroOptions"):
         nd.nytro_path(Xd, yd, sigma, options=nytro.TikhonovOptions(), **args)
-    refused = [(nd.nytro_path, dict(storage="float32"), "storage='float32' is not supported on Dask"),
+    refused = [(nd.nytro_path, dict(storage="float16"), "storage='float16' is not supported on Dask"),
+               (nd.nytro_path, dict(storage=np.float32, solver="gram"), "storage='float32' .* needs solver='direct'"),
+               (nd.nytro_path, dict(storage="float32", solver="direct", method="hybrid"),
+                "needs solver='direct' and method 'gd', 'nu' or 'cg'"),
                (nd.nytro_path, dict(options=nytro.NytroOptions(iterates="lanczos")), "iterates='lanczos'"),
                (nd.nytro_path, dict(metric="error"), "metric='error'"),
                (nd.nytro_path, dict(hybrid_lambda=1e-3), "hybrid_lambda=0.001"),
@@ -738,3 +741,26 @@ def test_hybrid_direct_equals_in_memory_direct(client, n_outputs, weighted):
     expected = in_memory_fit(X, y, sigma, fit, w, method="hybrid", max_iter=15, solver="direct")
     check_path(fit, expected, X.dtype)
     assert fit.result.lambda_ == expected.lambda_ and 1 < fit.result.n_iter < 15
+
+
+@pytest.mark.parametrize("method, max_iter, weighted", [("gd", 20, False), ("nu", 12, True), ("cg", 8, False)])
+def test_float32_storage_equals_in_memory(client, method, max_iter, weighted):
+    """storage="float32" in the direct mode: the workers keep K_i in float32 (computed from
+    the rows rounded to float32, as the core's K_nm), products and the path in float64,
+    the hold-out kernel in float32: the in-memory storage="float32" fit to 1e-10, which
+    differs from the float64-storage fit by float32's rounding."""
+    X, y, sigma = data()
+    w = weights(len(X)) if weighted else None
+    fit = nd.nytro_path(da.from_array(X, chunks=100), da.from_array(y, chunks=100), sigma, n_centers=40, seed=SEED,
+                        validation_fraction=FRACTION, method=method, max_iter=max_iter, solver="direct",
+                        options=nytro.NytroOptions(storage="float32"), sample_weight=w,
+                        step_size="paper" if method == "gd" else "auto")
+    assert fit.result.coef.dtype == np.float64
+    # gd: stepped on Dask; in memory its Lanczos iterates agree with stepping only to 64
+    # float32 epsilons under float32 storage.
+    stepwise = dict(iterates="stepwise", step_size="paper") if method == "gd" else {}
+    expected = in_memory_fit(X, y, sigma, fit, w, method=method, max_iter=max_iter, solver="direct",
+                             storage="float32", **stepwise)
+    check_path(fit, expected, X.dtype)
+    wide = in_memory_fit(X, y, sigma, fit, w, method=method, max_iter=max_iter, solver="direct", **stepwise)
+    assert relative_error(fit.result.coef, wide.coef) > 1e-8  # the storage's rounding, not float64's

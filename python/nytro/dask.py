@@ -45,14 +45,18 @@ hold-out row weights.
 The parameters are the rows of ``nytro.options`` (DASK_NYTRO, DASK_NKRLS): the in-memory
 functions' names, defaults and options objects, with the values not taken here refused.
 
-Not done yet (issue 28): center_selection="leverage", hybrid_lambda, storage="float32" /
-"float16" (the
+storage="float32" (direct mode) keeps the workers' K_i in float32 while computing in
+float64, as the core keeps K_nm.
+
+Not done yet (issue 28): center_selection="leverage", hybrid_lambda, storage="float32"
+outside the direct mode and for "hybrid", "float16" (the
 computation's dtype may be float32: dtype=, or float32 data), gd's Lanczos iterates (the
 client steps; the in-memory core's Lanczos iterates agree with stepping to 64 machine
 epsilons), and progress reporting.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 from dataclasses import dataclass
@@ -94,9 +98,9 @@ class DaskFit:
         As the in-memory ``nytro.nytro_path`` / ``nytro.nkrls_path`` return it
         (solver "gram" or "direct").
     centers : ndarray (m, d)
-        The Nystrom centres, rows of X.
-    center_rows : ndarray (m,)
-        Their global row indices in X.
+        The Nystrom centres: rows of X, or the points given as centers.
+    center_rows : ndarray (m,) or None
+        Their global row indices in X (None for centres given as points).
     n_train, n_val : int
         Training and hold-out rows of the split.
     """
@@ -174,8 +178,13 @@ class _Kernel:
     kernel: str
     sigma: object
     matern_nu: float
+    # storage="float32" with float64 data: K from the rows rounded to float32, computed and
+    # kept in float32 (the core's stored K_nm and hold-out kernel then), used widened.
+    low: bool = False
 
     def __call__(self, A, B, n_threads):
+        if self.low:
+            A, B = A.astype(np.float32), B.astype(np.float32)
         return kernel_matrix(A, B, kernel=self.kernel, sigma=self.sigma, matern_nu=self.matern_nu,
                              n_threads=n_threads)
 
@@ -395,22 +404,37 @@ def _direct_block(X, Y, start, stop, fraction, seed, C, kern, dtype, estimator, 
     with _CORE_LOCK:
         K = kern(X, C, threads)
     if scale is not None:
-        K *= scale[:, None]
+        K *= scale.astype(K.dtype)[:, None]  # the core scales the stored K_nm by the scales in its precision
         Y = Y * scale[:, None]
     return K, Y
+
+
+def _widened_rows(K, dtype):
+    """K's row blocks in dtype (views of K where it has it): a K kept in float32 for
+    float64 computation is widened a block at a time, never whole."""
+    for r0, r1 in _row_blocks(len(K), K.shape[1]):
+        yield r0, r1, K[r0:r1].astype(dtype, copy=False)
 
 
 def _direct_rhs(block):
     """This chunk's K_i^T Y_i (float64 for the reduction)."""
     K, Y = block
-    return (K.T @ Y).astype(np.float64)
+    out = np.zeros((K.shape[1], Y.shape[1]), Y.dtype)
+    for r0, r1, Kb in _widened_rows(K, Y.dtype):
+        out += Kb.T @ Y[r0:r1]
+    return out.astype(np.float64)
 
 
 def _direct_product(block, B, n_threads):
-    """This chunk's K_i^T (K_i B) (float64 for the reduction)."""
-    K, _ = block
+    """This chunk's K_i^T (K_i B) (float64 for the reduction), in Y_i's dtype (the
+    computation's)."""
+    K, Y = block
+    B = B.astype(Y.dtype)
+    out = np.zeros((K.shape[1], B.shape[1]), Y.dtype)
     with _CORE_LOCK:
-        return (K.T @ (K @ B.astype(K.dtype))).astype(np.float64)
+        for _, _, Kb in _widened_rows(K, Y.dtype):
+            out += Kb.T @ (Kb @ B)
+    return out.astype(np.float64)
 
 
 def _holdout_part(X, Y, start, stop, fraction, seed, C, alphas, kern, dtype, estimator, n_threads, exponents):
@@ -993,11 +1017,19 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     values = _options(opt.DASK_NYTRO, options, locals())
     method, solver, n_threads = values["method"], values["solver"], values["n_threads"]
     patience = chk.check_patience(n_iter_no_change)
+    # Refused before any pass over the chunks: known from X's dtype alone.
+    low = (chk.check_storage(values["storage"], chk.NYTRO_STORAGES) == "float32" and isinstance(X, da.Array)
+           and chk.compute_dtype(dtype, np.empty(0, X.dtype)) == np.float64)
+    if low and (solver != "direct" or method == "hybrid"):
+        raise NotImplementedError(f"storage='float32' on Dask arrays keeps the direct mode's K_i in float32: it "
+                                  f"needs solver='direct' and method 'gd', 'nu' or 'cg' (got solver={solver!r}, "
+                                  f"method={method!r})")
     data, kern, fraction, seed, C, rows, R, n_train, n_val, scales = _setup(
         X, y, sigma, values, n_centers, centers, center_selection, validation_fraction, seed, dtype, sample_weight,
         estimator)
     exponents = _exponents(scales)
     k, q = R.shape[1], data.Y.shape[1]
+    kern = dataclasses.replace(kern, low=low)
     mode = _choose_solver(solver, method, n_train, k, max_iter, data.dtype.itemsize,
                           _worker_memory_limits() if solver == "auto" else None, C.shape[0])
     if mode == "direct":
@@ -1022,8 +1054,10 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
         step = _resolve_step(step_size, method, H, n_train * bound, k, data.dtype)
         # cg with a hold-out set ends where its Krylov space is invariant (t = rank at the
         # latest), as the core's path: later iterates repeat the last one.
-        betas = list(reference._cg_iterates(apply, c, max_iter, until_invariant=True) if method == "cg" and n_val
-                     else reference._iterates(apply, c, method, step, nu, max_iter))
+        # (Its invariance is judged at the rounding of the stored K_i, float32's if low.)
+        krylov_eps = reference._krylov_eps(data.dtype, np.float32 if low else None)
+        betas = list(reference._cg_iterates(apply, c, max_iter, krylov_eps, until_invariant=True)
+                     if method == "cg" and n_val else reference._iterates(apply, c, method, step, nu, max_iter))
         # gram: one product with A^T A per iterate, on the client; direct: each a pass
         # over the workers' blocks (the step's estimate included)
         products = H.products if mode == "direct" else len(betas)

@@ -371,18 +371,21 @@ FAMILIES = {"nytro": NYTRO, "landweber": LANDWEBER, "nkrls": NKRLS, "krls": KRLS
 # SPLIT_EVERY is Dask's alone (not a field of the options objects).
 
 
-def _dask_refusing(row: Param, supported, doc: str) -> Param:
-    """`row` on Dask arrays: its check, then values outside `supported` refused."""
+def _dask_refusing(row: Param, supported, doc: str, name_of=lambda value: value) -> Param:
+    """`row` on Dask arrays: its check, then values whose name_of(value) is not in
+    `supported` refused."""
     def to_core(value):
         fields = row.to_core(value)
-        if not any(value is s or (value == s and s is not None) for s in supported):
+        named = name_of(value)
+        if not any(named is s or (named == s and s is not None) for s in supported):
             names = ", ".join(repr(s) for s in supported)
             raise NotImplementedError(f"{row.name}={value!r} is not supported on Dask arrays yet; supported: {names}")
         return fields
     return dataclasses.replace(row, to_core=to_core, doc=doc)
 
 
-DASK_SOLVER = _dask_refusing(NYTRO_SOLVER, ("gram", "direct", "auto"), """solver : {"auto", "direct", "gram"}
+DASK_SOLVER = _dask_refusing(NYTRO_SOLVER, ("gram", "direct", "auto"), """\
+solver : {"auto", "direct", "gram"}
     How products with A^T A are taken on Dask arrays (the same iterates up to rounding):
     "gram" forms A^T A in one pass over the chunks (each chunk's share summed up Dask's
     tree reduction) and iterates on the client in m dimensions; "direct" computes each
@@ -392,24 +395,33 @@ DASK_SOLVER = _dask_refusing(NYTRO_SOLVER, ("gram", "direct", "auto"), """solver
     max_iter products cost fewer flops than forming A^T A, the method is not "hybrid", a
     distributed client runs and the kernel blocks fit in half of each worker's
     memory_limit, and "gram" otherwise. "spectral" is refused (NotImplementedError).""")
-DASK_NYTRO_STORAGE = _dask_refusing(NYTRO_STORAGE, (None,), """storage : None
-    Dask arrays keep K_i and A^T A in the computation's dtype (compute in float32 with
-    dtype="float32" or float32 data); "float32" and "float16" are refused
-    (NotImplementedError).""")
-DASK_ITERATES = _dask_refusing(ITERATES, ("auto", "stepwise"), """iterates : {"auto", "stepwise"}
+DASK_NYTRO_STORAGE = _dask_refusing(NYTRO_STORAGE, (None, "float32"), """\
+storage : {None, "float32"}
+    "float32" keeps the workers' K_i (solver="direct", methods "gd", "nu", "cg") in float32
+    while computing in float64, as the in-memory direct solver keeps K_nm: half the
+    workers' memory; the hold-out kernel is then evaluated in float32 too. With
+    solver="gram" or "auto", method "hybrid", and "float16": NotImplementedError. Float32
+    data or dtype="float32" compute in float32 throughout.""",
+                                    lambda value: chk.float_dtype_name("storage", value, chk.NYTRO_STORAGES))
+DASK_ITERATES = _dask_refusing(ITERATES, ("auto", "stepwise"), """\
+iterates : {"auto", "stepwise"}
     "gd"'s iterates on Dask arrays are stepped on the client, in m dimensions (where the
     in-memory core's "auto" takes Lanczos iterates, which agree with stepping to 64 machine
     epsilons); "lanczos" is refused (NotImplementedError).""")
-DASK_METRIC = _dask_refusing(METRIC, ("rmse",), """metric : "rmse"
+DASK_METRIC = _dask_refusing(METRIC, ("rmse",), """\
+metric : "rmse"
     The hold-out RMSE (the classifiers' "error" is refused on Dask arrays:
     NotImplementedError).""")
-DASK_HYBRID_LAMBDA = _dask_refusing(HYBRID_LAMBDA, (None,), """hybrid_lambda : None
+DASK_HYBRID_LAMBDA = _dask_refusing(HYBRID_LAMBDA, (None,), """\
+hybrid_lambda : None
     Method "hybrid" without a hold-out set takes the grid's smallest lambda on Dask arrays;
     another value is refused (NotImplementedError).""")
-DASK_TIKHONOV_SOLVER = _dask_refusing(TIKHONOV_SOLVER, ("eigh",), """solver : "eigh"
+DASK_TIKHONOV_SOLVER = _dask_refusing(TIKHONOV_SOLVER, ("eigh",), """\
+solver : "eigh"
     One eigendecomposition of A^T A (formed in one pass over the chunks) serves every
     lambda; "cholesky" is refused on Dask arrays (NotImplementedError).""")
-DASK_STORAGE = _dask_refusing(STORAGE, (None,), """storage : None
+DASK_STORAGE = _dask_refusing(STORAGE, (None,), """\
+storage : None
     As for NYTRO on Dask arrays: "float32" is refused (NotImplementedError).""")
 
 
@@ -419,7 +431,8 @@ def _split_every(value) -> dict:
     return {}  # a Dask reduction's fan-in: no C++ field
 
 
-SPLIT_EVERY = Param("split_every", None, _split_every, """split_every : int or None
+SPLIT_EVERY = Param("split_every", None, _split_every, """\
+split_every : int or None
     Fan-in of Dask's tree reductions of the chunks' partial sums (>= 2; None: Dask's
     default, and 8 for "hybrid"'s tree of QR factorisations). It changes the order of the
     sums (rounding) and the memory of a tree node, not the model.""", engineering=True)
