@@ -537,13 +537,14 @@ def test_functions_take_the_table_rows_and_options(client):
                 "needs solver='direct' and method 'gd', 'nu' or 'cg'"),
                (nd.nytro_path, dict(options=nytro.NytroOptions(iterates="lanczos")), "iterates='lanczos'"),
                (nd.nytro_path, dict(metric="error"), "metric='error'"),
-               (nd.nytro_path, dict(hybrid_lambda=1e-3), "hybrid_lambda=0.001"),
                (nd.nytro_path, dict(solver="spectral"), "solver='spectral'.*'gram', 'direct', 'auto'"),
                (nd.nkrls_path, dict(solver="cholesky"), "solver='cholesky'.*supported: 'eigh'"),
                (nd.nkrls_path, dict(options=nytro.TikhonovOptions(storage="float32")), "storage='float32'")]
     for function, kwargs, message in refused:
         with pytest.raises(NotImplementedError, match=message):
             function(Xd, yd, sigma, n_centers=5, **kwargs)
+    with pytest.raises(ValueError, match="hybrid_lambda"):
+        nd.nytro_path(Xd, yd, sigma, n_centers=5, hybrid_lambda=-1.0)
     with pytest.raises(ValueError, match="split_every"):
         nd.nytro_path(Xd, yd, sigma, n_centers=5, split_every=1)
     with pytest.raises(ValueError, match="solver=.nope. is not one of"):
@@ -764,3 +765,28 @@ def test_float32_storage_equals_in_memory(client, method, max_iter, weighted):
     check_path(fit, expected, X.dtype)
     wide = in_memory_fit(X, y, sigma, fit, w, method=method, max_iter=max_iter, solver="direct", **stepwise)
     assert relative_error(fit.result.coef, wide.coef) > 1e-8  # the storage's rounding, not float64's
+
+
+@pytest.mark.parametrize("estimator, max_iter", [("hybrid", 20), ("gd", 60), ("nkrls", None)])
+def test_refit_equals_in_memory(client, estimator, max_iter):
+    """refit=True on Dask arrays: after the hold-out fit, all rows (weighted), the selected
+    t and lambda (hybrid_lambda for "hybrid"), the centres drawn from the training part;
+    coef_ equals the in-memory function's on all rows with those centres."""
+    X, y, sigma = data()
+    w = weights(len(X))
+    Xd, yd = da.from_array(X, chunks=100), da.from_array(y, chunks=100)
+    if estimator == "nkrls":
+        est = nytro.NystromKRLSRegressor(40, sigma, validation_fraction=FRACTION, refit=True, random_state=3)
+        est.fit(Xd, yd, sample_weight=w)
+        expected = nytro.nkrls_path(X, y, est.centers_, sigma, lambdas=[est.lambda_], sample_weight=w, n_threads=1)
+    else:
+        est = nytro.NytroRegressor(40, sigma, method=estimator, max_iter=max_iter, n_iter_no_change=None, solver="gram",
+                                   validation_fraction=FRACTION, refit=True, random_state=3)
+        est.fit(Xd, yd, sample_weight=w)
+        assert 1 < est.n_iter_ < max_iter
+        expected = nytro.nytro_path(X, y, est.centers_, sigma, method=estimator, max_iter=est.n_iter_,
+                                    hybrid_lambda=est.lambda_, sample_weight=w, solver="gram", n_threads=1)
+        assert_close(est.step_size_, expected.step_size, X.dtype, "step_size_")
+    held_out = est.validation_rmse_
+    assert len(held_out) > 0  # the selection was made on the hold-out fit
+    assert_close(est.coef_, expected.coef, X.dtype, "refitted coef_")

@@ -48,7 +48,7 @@ functions' names, defaults and options objects, with the values not taken here r
 storage="float32" (direct mode) keeps the workers' K_i in float32 while computing in
 float64, as the core keeps K_nm.
 
-Not done yet (issue 28): center_selection="leverage", hybrid_lambda, storage="float32"
+Not done yet (issue 28): center_selection="leverage", storage="float32"
 outside the direct mode and for "hybrid", "float16" (the
 computation's dtype may be float32: dtype=, or float32 data), gd's Lanczos iterates (the
 client steps; the in-memory core's Lanczos iterates agree with stepping to 64 machine
@@ -905,11 +905,13 @@ def _shifted_solutions(a, b, shifts, norm):
 
 
 def _hybrid(data, fraction, seed, C, R, H, c, sigma, n_train, n_val, max_iter, stopping, tol, window, patience,
-            n_threads, split_every, scales):
+            n_threads, split_every, scales, grid=None):
     """Method "hybrid" from A^T A: Lanczos on the client, the hold-out images' R factors
-    by TSQR on the workers, then the core's selection of (t, lambda). Returns
-    (coef m x q for the scaled targets, path, selected, stopped, lambda, Lanczos steps)."""
-    grid = np.array([10.0 ** ((15.0 * i) / 99.0 - 15.0) for i in range(100)])  # as the core's pow
+    by TSQR on the workers, then the core's selection of (t, lambda) on `grid` (None: the
+    paper's; without a hold-out set its first lambda is taken). Returns (coef m x q for
+    the scaled targets, path, selected, stopped, lambda, Lanczos steps)."""
+    if grid is None:
+        grid = np.array([10.0 ** ((15.0 * i) / 99.0 - 15.0) for i in range(100)])  # as the core's pow
     q = c.shape[1]
     columns = []  # per output: (coefficients R V, tridiagonal a, b, |c|) or None for c = 0
     for j in range(q):
@@ -1044,9 +1046,12 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     lam = 0.0
     if method == "hybrid":
         step = 0.0
+        # hybrid_lambda: the lambda of the projected problems without a hold-out set (the
+        # refit at a selected (t, lambda)); with one, the grid is searched as in memory.
+        grid = None if hybrid_lambda is None or n_val else np.array([float(hybrid_lambda)])
         coef, path, selected, stopped, lam, products = _hybrid(
             data, fraction, seed, C, R, H, c, kern, n_train, n_val, max_iter, stopping, rule_tol, window, patience,
-            n_threads, split_every, scales)
+            n_threads, split_every, scales, grid)
         products = H.products if mode == "direct" else products
     else:
         apply = H if mode == "direct" else (lambda b: H @ b)
@@ -1151,25 +1156,28 @@ def _predict_block(x, centers, coef, kern, n_threads):
 def fit_estimator(est, X, y, sample_weight=None):
     """Fit a NytroRegressor or NystromKRLSRegressor on Dask arrays (their fit's hook):
     their kernel, centres (centers, center_selection), options and sample_weight, with
-    nytro.dask's seeded split."""
+    nytro.dask's seeded split; refit as in memory (all rows, the selected t and lambda,
+    the centres drawn from the training part)."""
     from .estimators import NystromKRLSRegressor, NytroRegressor
     from sklearn.utils import check_random_state
     name = type(est).__name__
     if not isinstance(est, (NytroRegressor, NystromKRLSRegressor)):
         raise NotImplementedError(f"{name} does not take Dask arrays; NytroRegressor and NystromKRLSRegressor do")
-    if getattr(est, "refit", False):
-        raise NotImplementedError("refit=True is not supported on Dask arrays yet; use refit=False")
     rng = check_random_state(est.random_state)
     seed = int(rng.randint(0, 2**63 - 1, dtype=np.int64))
     common = dict(n_centers=est.n_centers, kernel=est.kernel, matern_nu=est.matern_nu, centers=est.centers,
                   center_selection=est.center_selection, validation_fraction=est.validation_fraction, seed=seed,
                   options=est._options(), dtype=est.dtype, sample_weight=sample_weight, estimator=name)
     if isinstance(est, NytroRegressor):
-        fit = nytro_path(X, y, est.sigma, method=est.method, nu=est.nu, max_iter=est.max_iter,
-                         step_size=est.step_size, stopping=est.stopping, tol=est.tol, window=est.window,
-                         n_iter_no_change=est.n_iter_no_change, **common)
+        shared = dict(method=est.method, nu=est.nu, step_size=est.step_size)
+        fit = nytro_path(X, y, est.sigma, max_iter=est.max_iter, stopping=est.stopping, tol=est.tol,
+                         window=est.window, n_iter_no_change=est.n_iter_no_change, **shared, **common)
         est.solver_ = fit.result.solver
         coef = est._take_path(fit.result)
+        if est._refits(fit.n_val > 0):  # all rows, the selected t (and lambda), no hold-out set
+            again = nytro_path(X, y, est.sigma, max_iter=est.n_iter_, hybrid_lambda=est.lambda_, **shared,
+                               **{**common, "centers": fit.centers, "validation_fraction": None})
+            est.step_size_, est.solver_, coef = again.result.step_size, again.result.solver, again.result.coef
     else:
         lambdas = np.asarray(chk.check_lambdas(est.lambdas))
         fit = nkrls_path(X, y, est.sigma, lambdas=lambdas, **common)
@@ -1177,6 +1185,9 @@ def fit_estimator(est, X, y, sample_weight=None):
         est.lambda_ = fit.result.lambda_
         est.validation_rmse_ = fit.result.validation_rmse
         coef = fit.result.coef
+        if est._refits(fit.n_val > 0):  # all rows, the selected lambda, no hold-out set
+            coef = nkrls_path(X, y, est.sigma, lambdas=[est.lambda_],
+                              **{**common, "centers": fit.centers, "validation_fraction": None}).result.coef
     est.centers_ = fit.centers
     est.rank_ = fit.result.rank
     est.n_features_in_ = int(X.shape[1])

@@ -412,10 +412,6 @@ DASK_METRIC = _dask_refusing(METRIC, ("rmse",), """\
 metric : "rmse"
     The hold-out RMSE (the classifiers' "error" is refused on Dask arrays:
     NotImplementedError).""")
-DASK_HYBRID_LAMBDA = _dask_refusing(HYBRID_LAMBDA, (None,), """\
-hybrid_lambda : None
-    Method "hybrid" without a hold-out set takes the grid's smallest lambda on Dask arrays;
-    another value is refused (NotImplementedError).""")
 DASK_TIKHONOV_SOLVER = _dask_refusing(TIKHONOV_SOLVER, ("eigh",), """\
 solver : "eigh"
     One eigendecomposition of A^T A (formed in one pass over the chunks) serves every
@@ -443,7 +439,7 @@ def _on_dask(family: Family, rows) -> Family:
     return Family(family.core, tuple(by_name.get(p.name, p) for p in family.params), family.differences)
 
 
-DASK_NYTRO = _on_dask(NYTRO, (DASK_SOLVER, DASK_NYTRO_STORAGE, DASK_ITERATES, DASK_METRIC, DASK_HYBRID_LAMBDA))
+DASK_NYTRO = _on_dask(NYTRO, (DASK_SOLVER, DASK_NYTRO_STORAGE, DASK_ITERATES, DASK_METRIC))
 DASK_NKRLS = _on_dask(NKRLS, (DASK_TIKHONOV_SOLVER, DASK_STORAGE, DASK_METRIC))
 DASK_ONLY = (SPLIT_EVERY,)
 
