@@ -724,8 +724,6 @@ def test_bad_kernel_weights_and_centers_give_the_in_memory_errors(client):
     with pytest.raises(ValueError, match=r"sample_weight is zero on every one of the \d+ hold-out rows"):
         nd.nytro_path(Xd, yd, sigma, n_centers=5, seed=SEED, validation_fraction=FRACTION,
                       sample_weight=da.from_array(np.where(held, 0.0, 1.0), chunks=25))
-    with pytest.raises(NotImplementedError, match="center_selection='leverage' is not supported on Dask"):
-        nytro.NytroRegressor(5, sigma, center_selection="leverage").fit(Xd, yd)
 
 
 @pytest.mark.parametrize("n_outputs, weighted", [(None, False), (2, True)], ids=["one-output", "two-weighted"])
@@ -790,3 +788,23 @@ def test_refit_equals_in_memory(client, estimator, max_iter):
     held_out = est.validation_rmse_
     assert len(held_out) > 0  # the selection was made on the hold-out fit
     assert_close(est.coef_, expected.coef, X.dtype, "refitted coef_")
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "matern"])
+def test_leverage_centers_equal_in_memory(client, kernel):
+    """center_selection="leverage": the sampler's levels read the training rows they draw,
+    gathered from their chunks; the same rows as nytro.centers.leverage_centers on the
+    training rows (global order) with the same seed, then the in-memory path on them."""
+    from nytro.centers import leverage_centers
+    X, y, sigma = data(n=400)
+    train, _ = split(len(X))
+    options = dict(kernel=kernel, matern_nu=2.5)
+    fit = nd.nytro_path(da.from_array(X, chunks=90), da.from_array(y, chunks=90), sigma, n_centers=20, seed=SEED,
+                        validation_fraction=FRACTION, center_selection="leverage", method="cg", max_iter=8,
+                        solver="gram", **options)
+    center_seed = (SEED + 0x5851F42D4C957F2D) % 2**64  # nytro.dask's centre stream
+    chosen = np.flatnonzero(train)[leverage_centers(X[train], 20, sigma, center_seed, **options)]
+    np.testing.assert_array_equal(fit.center_rows, chosen)
+    assert not np.array_equal(np.sort(chosen), np.sort(np.flatnonzero(train)[nytro.sample_centers(
+        int(train.sum()), 20, center_seed)]))  # not the uniform draw
+    check_path(fit, in_memory_fit(X, y, sigma, fit, method="cg", max_iter=8, solver="gram", **options), X.dtype)

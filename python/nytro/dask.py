@@ -7,8 +7,9 @@ and its sample weights' checks and sums) and three passes over X, each a map ove
 chunks:
 
 1. the Nystrom centres: m seeded ordinals among the training rows
-   (``nytro.sample_centers`` over n_train), gathered m x d from the chunks holding them
-   (or the given centres: points, or row indices gathered alike); the factor R of K_mm
+   (``nytro.sample_centers`` over n_train, or the leverage sampler's), gathered m x d
+   from the chunks holding them (or the given centres: points, or row indices gathered
+   alike); the factor R of K_mm
    is computed on the client by the C++ core;
 2. the normal equations: C and R are scattered to every worker once; each chunk's
    training rows give K_i = k(X_i, C) (C++ core, in row blocks), A_i = K_i R and the
@@ -48,7 +49,10 @@ functions' names, defaults and options objects, with the values not taken here r
 storage="float32" (direct mode) keeps the workers' K_i in float32 while computing in
 float64, as the core keeps K_nm.
 
-Not done yet (issue 28): center_selection="leverage", storage="float32"
+center_selection="leverage" runs nytro.centers' sampler on the training rows, each level
+gathering the candidate rows it has not seen yet from their chunks.
+
+Not done yet (issue 28): storage="float32"
 outside the direct mode and for "hybrid", "float16" (the
 computation's dtype may be float32: dtype=, or float32 data), gd's Lanczos iterates (the
 client steps; the in-memory core's Lanczos iterates agree with stepping to 64 machine
@@ -608,11 +612,6 @@ def _given_centers(data: _Data, n_train, centers, center_selection):
     """(C, their global rows or None) for centers= as the in-memory estimators take it
     (points, or indices into X before the split), or None to draw them uniformly."""
     chk.check_choice("center_selection", center_selection, CENTER_SELECTIONS)
-    if centers is None and center_selection == "leverage":
-        raise NotImplementedError(
-            "center_selection='leverage' is not supported on Dask arrays yet: its levels draw new candidate rows "
-            "of X at random at every level (a pass over the chunks each); give centers= (points or row indices) "
-            "or use 'uniform'")
     if centers is None:
         return None
     C = check_centers(centers, _Rows(data, int(data.X.shape[0])), _Rows(data, n_train))
@@ -631,14 +630,9 @@ def _checked_centers(C, data: _Data):
     return chk.as_matrix(C, "X", data.dtype)
 
 
-def _centers(data: _Data, counts, n_centers, fraction, seed, center_seed):
-    """(C m x d, their global rows): sample_centers over the n_train training rows in
-    global order, gathered from the chunks that hold them."""
-    n_train = int(counts.sum())
-    m = chk.check_int("n_centers", n_centers, 1)
-    if m > n_train:
-        raise ValueError(f"n_centers={m} is more than the {n_train} training rows left after the hold-out split")
-    ordinals = sample_centers(n_train, m, center_seed)
+def _gather_training(data: _Data, counts, fraction, seed, ordinals):
+    """(global rows, rows) of the training rows number `ordinals` (in global order),
+    gathered from the chunks that hold them."""
     first = np.concatenate([[0], np.cumsum(counts)])
     chunk = np.searchsorted(first, ordinals, side="right") - 1
     blocks = _blocks(data)
@@ -647,10 +641,68 @@ def _centers(data: _Data, counts, n_centers, fraction, seed, center_seed):
         x, _, start, stop = blocks[b]
         wanted[b] = dask.delayed(_pick_rows, nout=2)(x, start, stop, fraction, seed, ordinals[chunk == b] - first[b])
     picked = dict(zip(wanted, dask.compute(*wanted.values(), optimize_graph=False)))
-    rows = np.empty(m, dtype=np.int64)
-    C = np.empty((m, data.X.shape[1]), dtype=data.X.dtype)
-    for b, (global_rows, values) in picked.items():
-        rows[chunk == b], C[chunk == b] = global_rows, values
+    rows = np.empty(len(ordinals), dtype=np.int64)
+    values = np.empty((len(ordinals), data.X.shape[1]), dtype=data.X.dtype)
+    for b, (global_rows, taken) in picked.items():
+        rows[chunk == b], values[chunk == b] = global_rows, taken
+    return rows, values
+
+
+class _TrainingRows:
+    """The training rows, in global order, as nytro.centers' leverage sampler reads X: its
+    shape, and rows by ordinal (float64), gathered from their chunks when first asked for
+    (a level's candidates: a pass over the chunks holding them) and kept."""
+
+    def __init__(self, data: _Data, counts, fraction, seed):
+        self.data, self.counts, self.fraction, self.seed = data, counts, fraction, seed
+        self.shape = (int(counts.sum()), int(data.X.shape[1]))
+        self._rows = {}
+
+    def __getitem__(self, ordinals):
+        ordinals = np.asarray(ordinals, dtype=np.int64).reshape(-1)
+        missing = np.setdiff1d(ordinals, np.fromiter(self._rows, dtype=np.int64, count=len(self._rows)))
+        if missing.size:
+            _, values = _gather_training(self.data, self.counts, self.fraction, self.seed, missing)
+            values = _checked_centers(values, self.data).astype(np.float64)  # X's errors for NaN, as in memory
+            self._rows.update(zip(missing.tolist(), values))
+        out = np.empty((len(ordinals), self.shape[1]))
+        for i, o in enumerate(ordinals.tolist()):
+            out[i] = self._rows[o]
+        return out
+
+
+def _leverage_ordinals(rows: _TrainingRows, m: int, kern: _Kernel, seed, top: float) -> np.ndarray:
+    """nytro.centers.leverage_centers(X_train, m, ...) on the training rows gathered on
+    demand: its levels and final draw, the same draws for the same seed (top: max k(x, x)
+    over the training rows, its kernel scale)."""
+    from . import centers as lev
+    kernel = lev._Kernel(kern.sigma, kern.kernel, kern.matern_nu)
+    kernel.scale = top if top > 0 else 1.0
+    n = rows.shape[0]
+    rng = np.random.default_rng(seed)
+    cap, most = max(1, min(n, m // 2)), lev._MOST_CANDIDATES_PER_CENTRE * m
+    dictionary, lam, _, _ = lev._grow(rows, rng, cap, kernel,
+                                      lambda lam, d_eff: 4.0 * d_eff >= m or lam <= lev._SMALLEST_LAMBDA, most=most)
+    count = lev._candidate_count(n, lam, lev._FINAL_CANDIDATES_PER_CENTRE * m, most)
+    candidates = np.sort(rng.choice(n, size=count, replace=False))
+    scores = dictionary.scores(rows, candidates, lam, kernel)
+    return np.sort(candidates[rng.choice(count, size=m, replace=False, p=lev._quantised(scores))])
+
+
+def _centers(data: _Data, counts, n_centers, fraction, seed, center_seed, selection="uniform", kern=None):
+    """(C m x d, their global rows): n_centers of the n_train training rows (in global
+    order) drawn by `selection` ("uniform": sample_centers; "leverage": the leverage
+    sampler, with the fit's kernel `kern`), gathered from the chunks that hold them."""
+    n_train = int(counts.sum())
+    m = chk.check_int("n_centers", n_centers, 1)
+    if m > n_train:
+        raise ValueError(f"n_centers={m} is more than the {n_train} training rows left after the hold-out split")
+    if selection == "leverage":
+        ordinals = _leverage_ordinals(_TrainingRows(data, counts, fraction, seed), m, kern, center_seed,
+                                      _kernel_bound(data, kern, fraction, seed))
+    else:
+        ordinals = sample_centers(n_train, m, center_seed)
+    rows, C = _gather_training(data, counts, fraction, seed, ordinals)
     return _checked_centers(C, data), rows
 
 
@@ -802,7 +854,7 @@ def _setup(X, y, sigma, values, n_centers, centers, center_selection, validation
         # The centres' stream: a different seed from the split's hash (a plain offset keeps
         # it reproducible from `seed` alone).
         center_seed = (seed + 0x5851F42D4C957F2D) % 2**64
-        C, rows = _centers(data, counts, n_centers, fraction, seed, center_seed)
+        C, rows = _centers(data, counts, n_centers, fraction, seed, center_seed, center_selection, kern)
     R = nystrom_factor(kern(C, C, None), method=values["factor"], rank_tol=values["rank_tol"],
                        jitter=values["jitter"])
     return data, kern, fraction, seed, C, rows, R, n_train, n_val, scales
@@ -1004,8 +1056,9 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
 
     n_centers centres are drawn uniformly from the training rows (seeded by seed), or
     given: centers, as the estimators take it (an (m, d) array of points, or a 1-D array
-    of row indices into X, before the split). center_selection="leverage" is refused
-    (NotImplementedError). sample_weight: None, a scalar, or one weight per row of X (a
+    of row indices into X, before the split); center_selection="leverage" draws them as
+    ``nytro.centers.leverage_centers`` does from the training rows, gathering each level's
+    candidates from their chunks. sample_weight: None, a scalar, or one weight per row of X (a
     NumPy array, or a Dask array, rechunked as X's rows), split with the rows: the training
     rows' weights weigh the loss and the hold-out rows' the hold-out RMSE, as
     ``nytro.nytro_path``'s sample_weight and sample_weight_val (checked as the estimators'
