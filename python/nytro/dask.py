@@ -9,8 +9,7 @@ chunks:
 1. the Nystrom centres: m seeded ordinals among the training rows
    (``nytro.sample_centers`` over n_train, or the leverage sampler's), gathered m x d
    from the chunks holding them (or the given centres: points, or row indices gathered
-   alike); the factor R of K_mm
-   is computed on the client by the C++ core;
+   alike); the factor R of K_mm is computed on the client by the C++ core;
 2. the normal equations: C and R are scattered to every worker once; each chunk's
    training rows give K_i = k(X_i, C) (C++ core, in row blocks), A_i = K_i R and the
    partial sums A_i^T A_i and A_i^T y, added up by Dask's tree reduction (``split_every``);
@@ -52,11 +51,10 @@ float64, as the core keeps K_nm.
 center_selection="leverage" runs nytro.centers' sampler on the training rows, each level
 gathering the candidate rows it has not seen yet from their chunks.
 
-Not done yet (issue 28): storage="float32"
-outside the direct mode and for "hybrid", "float16" (the
-computation's dtype may be float32: dtype=, or float32 data), gd's Lanczos iterates (the
-client steps; the in-memory core's Lanczos iterates agree with stepping to 64 machine
-epsilons), and progress reporting.
+Not done yet (issue 28): storage="float32" outside the direct mode and for "hybrid",
+"float16" (the computation's dtype may be float32: dtype=, or float32 data), gd's Lanczos
+iterates (the client steps; the in-memory core's Lanczos iterates agree with stepping to
+64 machine epsilons), metric="error" (the classifiers), and progress reporting.
 """
 from __future__ import annotations
 
