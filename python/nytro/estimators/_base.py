@@ -164,14 +164,8 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
             zero, or a wrong length are refused (ValueError).
         """
         if _is_dask_array(X):
-            self._check_dask_kernel()
-            if sample_weight is not None:
-                raise NotImplementedError("sample_weight is not supported on Dask arrays yet")
-            if getattr(self, "centers", None) is not None or getattr(self, "center_selection", "uniform") != "uniform":
-                raise NotImplementedError("centers and center_selection='leverage' are not supported on Dask arrays "
-                                          "yet: the centres are drawn uniformly there")
             from ..dask import fit_estimator
-            return fit_estimator(self, X, y)
+            return fit_estimator(self, X, y, sample_weight)
         key = id(self)
         with _FITTING_LOCK:
             if key in _FITTING:
@@ -212,16 +206,9 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
         for a Dask array X, one block per chunk)."""
         check_is_fitted(self, "coef_")
         if _is_dask_array(X):
-            self._check_dask_kernel()
             from ..dask import predict
-            return predict(X, self.centers_, self.coef_, self.sigma, n_threads=self._n_threads())
+            return predict(X, self.centers_, self.coef_, self.sigma, kernel=self.kernel, matern_nu=self.matern_nu,
+                           n_threads=self._n_threads())
         X = validate_data(self, X, reset=False, dtype=self.coef_.dtype, order="C")
         return kernel_predict(X, self.centers_, self.coef_, self.sigma, kernel=self.kernel,
                               matern_nu=self.matern_nu, n_threads=self._n_threads())
-
-    def _check_dask_kernel(self):
-        """nytro.dask evaluates the Gaussian kernel with one bandwidth: refuse the others
-        rather than fit or predict with the wrong kernel."""
-        if self.kernel != "gaussian" or np.ndim(self.sigma) != 0:
-            raise ValueError(f"Dask arrays are fitted and predicted with kernel='gaussian' and one sigma only, "
-                             f"got kernel={self.kernel!r}, sigma={self.sigma!r}: pass a NumPy array")
