@@ -442,7 +442,19 @@ def test_per_column_target_scales_equal_in_memory(client, method, solver, stoppi
     assert fit.result.lambda_ == expected.lambda_
     assert np.isfinite(fit.result.validation_rmse).all() and np.isfinite(fit.result.coef).all()
     assert_close(fit.result.validation_rmse, expected.validation_rmse, dtype, "validation path")
-    assert_columns_close(fit.result.coef, expected.coef, dtype, "coef")
+    if dtype == np.float64:
+        assert_columns_close(fit.result.coef, expected.coef, dtype, "coef")
+        return
+    # float32: Dask sums the chunks' products in another order than the core, and on this
+    # problem float32's rounding moves the coefficients by about 1e-4 relative, the fixed
+    # tolerance itself. So ask what the issue asks of float32: that Dask's coefficients be
+    # no further from the float64 answer than twice the core's own float32 coefficients are
+    # (each column relative to its own size).
+    exact = in_memory_path(X.astype(np.float64), y.astype(np.float64), sigma, fit, solver=solver, **options)
+    for j in range(expected.coef.shape[1]):
+        own = relative_error(expected.coef[:, j], exact.coef[:, j])
+        err = relative_error(fit.result.coef[:, j], exact.coef[:, j])
+        assert err <= max(RTOL[np.dtype(dtype)], 2 * own), f"coef, column {j}: {err:.3e} from float64 (core {own:.3e})"
 
 
 def test_per_column_target_scales_nkrls(client):
