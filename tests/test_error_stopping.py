@@ -9,12 +9,16 @@ the documented rule applied to its own full path.
 """
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import nytro
 import nytro.reference as reference
 from conftest import SERIAL
+from nytro import NytroClassifier, datasets
 
 
 def disc(n, seed=0):
@@ -106,3 +110,26 @@ def test_twin_stops_where_the_core_stops():
     twin = reference.nytro_path(X, Y, C, 1.0, **kw)
     np.testing.assert_array_equal(core.validation_rmse, twin.validation_rmse)
     assert (core.n_iter, core.iterations_run) == (twin.n_iter, twin.iterations_run)
+
+
+# ------------------------------------------------------------- on the paper's data
+KIT = os.environ.get("NYTRO_DATA")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not KIT or not Path(KIT).is_dir(),
+                    reason="NYTRO_DATA is not set to the NYTRO data kit folder (see docs/user_guide/reproducing.md)")
+@pytest.mark.parametrize("stopping", ["relative", "window"])
+def test_adult_gd_stops_past_the_majority_plateau(stopping):
+    """Adult (24% positive): gd's first iterates predict the negative class everywhere,
+    a plateau (7 iterations here) longer than `window`; the classifier must select past
+    it."""
+    data = datasets.load_dataset("adult", KIT, download=False)
+    rows = np.random.RandomState(0).permutation(len(data.y_train))[:6000]
+    X, y = data.X_train[rows], data.y_train[rows]
+    estimator = NytroClassifier(300, sigma=6.6, method="gd", stopping=stopping, window=5, max_iter=300,
+                                random_state=0, n_threads=1).fit(X, y)
+    path = estimator.validation_error_
+    assert plateau_of(path) > estimator.window
+    assert len(path) > plateau_of(path) + estimator.window - 1
+    assert path[estimator.n_iter_ - 1] < path[0]
