@@ -177,6 +177,9 @@ _CLASSIFIER_DOC = """
         What the hold-out selection minimises: the fraction of misclassified hold-out
         rows, or the RMSE of the +-1 coded targets (the regressor's choice). Error rates
         tie often: a tie goes to {ties}.
+    validation_fraction : as for the regressor, but the split is stratified: each class
+        holds out its share of the rows (at least one), drawn within the class from
+        random_state; a class of one row is refused (ValueError).
     refit : bool, default=False
         As for the regressor: after the selection, fit again on all rows at the selected
         {what}.
