@@ -129,7 +129,12 @@ stopping : {"best", "relative", "window"}
     paper's text) stops once the RMSE has not improved by more than `tol` (relative,
     default 0.05) over the last `window` iterations; "window" (the authors' code) stops
     when a line fitted to the last `window` RMSEs falls by less than `tol` (absolute,
-    default 1e-4) over the window.""")
+    default 1e-4) over the window. On the classification error (metric="error", the
+    classifiers' selection="error"), a step function of t: the iterations while the
+    error keeps its first value (the first iterates often predict one class everywhere)
+    are not counted by `window` or `n_iter_no_change`, a tie is no improvement (a flat
+    window stops the rules), and "window"'s `tol` is relative to the window's mean
+    error.""")
 TOL = Param("tol", None, lambda value: {"tol": chk.check_tol(value)}, """\
 tol : float or None
     Threshold of the early stopping rules (None: the rule's default).""")

@@ -102,8 +102,8 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
             raise ValueError(
                 f"validation_fraction={fraction} leaves {n - n_val} training and {n_val} validation "
                 f"rows of n_samples={n}; at least {needed_train} training and 1 validation row are needed")
-        order = rng.permutation(n)
-        train, val = np.sort(order[n_val:]), np.sort(order[:n_val])
+        val = self._holdout_rows(Y, n_val, rng, fraction)
+        train = np.setdiff1d(np.arange(n), val, assume_unique=True)
         self._weights_of_split = (None, None)
         if weights is not None:
             for part, rows in (("training", train), ("hold-out", val)):
@@ -114,6 +114,11 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
                         "rows a positive weight or change random_state")
             self._weights_of_split = (weights[train], weights[val])
         return X[train], Y[train], X[val], Y[val]
+
+    def _holdout_rows(self, Y, n_val, rng, fraction):
+        """The sorted rows of the hold-out part: n_val of range(n) uniformly at random (the
+        first n_val of one permutation drawn from rng; the classifiers stratify)."""
+        return np.sort(rng.permutation(Y.shape[0])[:n_val])
 
     def _split_weights(self):
         """(training weights, hold-out weights) of the last _split: None where fit had no
