@@ -6,6 +6,12 @@ Reported per cell: the median seconds of each over the rounds, the fastest solve
 solver auto chose, and whether auto's median is within 10% of the fastest's (and whether
 the solver it chose is: auto's own time also carries its choice).
 
+Each fit runs with the BLAS pool (SciPy's OpenBLAS, which runs the spectral solver's
+eigendecomposition) capped at the fit's thread count by threadpoolctl, so that every solver
+runs on as many threads: the core leaves the pool as the caller set it, and an uncapped
+pool of two on a loaded machine made the eigendecomposition 10-30x slower than on one
+thread (docs/design.md, "The spectral solver's stages").
+
 The machine rates auto chose from (nytro.machine_rates: probed once, or cached, or
 pinned by NYTRO_RATES) are recorded with the results, with the load average at the start
 and the end: on a shared machine the figures are noisy.
@@ -27,6 +33,7 @@ import time
 from datetime import datetime, timezone
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 import nytro
 from bench_kernels import machine  # a sibling script: benchmarks/ is on sys.path
@@ -57,9 +64,11 @@ def problem(n: int, d: int, seed: int = 0):
 def fit_seconds(X, y, sigma, m, method, solver, threads, max_iter):
     est = nytro.NytroRegressor(n_centers=m, sigma=sigma, method=method, max_iter=max_iter, solver=solver,
                                n_threads=threads, random_state=0)
-    start = time.perf_counter()
-    est.fit(X, y)
-    return time.perf_counter() - start, est.solver_, int(est.n_iter_)
+    with threadpool_limits(threads, user_api="blas"):
+        start = time.perf_counter()
+        est.fit(X, y)
+        seconds = time.perf_counter() - start
+    return seconds, est.solver_, int(est.n_iter_)
 
 
 def run_cell(n, m, d, method, args, rng):
@@ -98,7 +107,8 @@ def markdown(result: dict) -> str:
     lines = [
         f"# solver='auto' against the fastest solver ({result['date']})",
         "",
-        f"{info['cpu']}, {info['cores']} cores available, {info['threads']} threads per fit, core variant "
+        f"{info['cpu']}, {info['cores']} cores available, {info['threads']} threads per fit (BLAS pool capped "
+        "alike), core variant "
         f"{info['isa']}; load average {result['load_start']} at the start, {result['load_end']} at the end"
         + (" (**a shared, loaded machine: noisy figures**)" if result["load_start"][0] > info["cores"] else "")
         + ".",

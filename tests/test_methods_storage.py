@@ -161,6 +161,20 @@ def test_spectral_solver_matches_reference(method, holdout):
         assert_close(ours.validation_rmse, theirs.validation_rmse, np.float64, what="validation_rmse")
 
 
+@pytest.mark.parametrize("n_val", [100, 400])
+def test_spectral_validates_alike_in_either_coordinates(n_val):
+    """The spectral solver validates in eigen-coordinates (the hold-out kernel turned into
+    K_val R V once) when the hold-out set has fewer rows than the path validates columns
+    (max_iter x outputs, 300 here), and otherwise maps each iterate to the centres: the
+    same path and selection either way."""
+    p = make_problem(n_outputs=2, n_val=n_val)
+    ours = nytro.nytro_path(p.X, p.y, p.centers, p.sigma, **p.holdout, max_iter=150, solver="spectral", **SERIAL)
+    theirs = ref.nytro_path(p.X, p.y, p.centers, p.sigma, **p.holdout, max_iter=150)
+    assert ours.solver == "spectral" and ours.n_iter == theirs.n_iter
+    assert_close(ours.coef, theirs.coef, np.float64, what="coef")
+    assert_close(ours.validation_rmse, theirs.validation_rmse, np.float64, what="validation_rmse")
+
+
 def test_spectral_follows_gd_far_beyond_500_iterations():
     """t_max = 1e5 GD iterations: the path keeps improving past 500 and the solver's cost
     does not grow with t as GD's would (each iteration is O(k) after one eigh)."""

@@ -7,8 +7,8 @@
 
 namespace nytro::detail {
 
-// The eigendecomposition of a k x k matrix (LAPACK's or Eigen's divide and conquer)
-// runs at about a tenth of the rate of the products that form it.
-constexpr double kEigenRateFraction = 0.1;
+// The eigendecomposition of a k x k matrix (LAPACK's ?syevd), counted as 9 k^3 flops,
+// runs at about a fifth of the rate of the products that form it (docs/design.md).
+constexpr double kEigenRateFraction = 0.2;
 
 }  // namespace nytro::detail

@@ -46,10 +46,10 @@ double lanczos_products(Index max_iter, Index k) {
 // K_nm fits in memory.
 // inverse_pending: the factor is held as U (FitFactor), and the solvers that need R as a
 // matrix (gram, spectral) pay for its k^3 / 3-flop inverse, which direct never forms.
-// rates: the machine's (nytro::machine_rates): the choice is a function of the shapes
-// and of these alone.
-Solver choose_solver(Index n, Index n_val, Index k, Index max_iter, bool upper, bool inverse_pending, double stored,
-                     double computed, bool lanczos, bool kernel_first, const MachineRates& rates) {
+// q: the outputs (columns of Y). rates: the machine's (nytro::machine_rates): the choice
+// is a function of the shapes and of these alone.
+Solver choose_solver(Index n, Index n_val, Index k, Index q, Index max_iter, bool upper, bool inverse_pending,
+                     double stored, double computed, bool lanczos, bool kernel_first, const MachineRates& rates) {
     const double t_max = double(max_iter), kk = double(k) * double(k);
     const double products = lanczos ? lanczos_products(max_iter, k) : t_max;
     const double flop_rate = stored < 8 ? rates.flops32 : rates.flops;
@@ -63,10 +63,16 @@ Solver choose_solver(Index n, Index n_val, Index k, Index max_iter, bool upper, 
         (inverse_pending ? kk * double(k) / 3.0 / rates.flops : 0.0);
     const double gram = normal_equations + products * 0.5 * kk * stored / rates.bytes + validation;
     // spectral: the same, an eigendecomposition (~9 k^3 flops at kEigenRateFraction of
-    // the product rate), then O(k) per iteration (it always steps: Lanczos would save
-    // nothing there).
-    const double spectral = normal_equations + 9.0 * kk * double(k) / (detail::kEigenRateFraction * rates.flops) +
-                            t_max * 2.0 * double(n_val) * double(k) / rates.flops;
+    // the product rate) and R V (k^3), then O(k) per iteration (it always steps: Lanczos
+    // would save nothing there); each validated iterate costs 2 n_val k flops, plus either
+    // its map to the centres (2 k^2 q) or, once, the hold-out kernel's (2 n_val k^2; see
+    // SpectralSolver).
+    const double validated = t_max * double(q);
+    const double spectral =
+        normal_equations +
+        (9.0 / detail::kEigenRateFraction + 1.0) * kk * double(k) / rates.flops +
+        (n_val > 0 ? std::min(validated, double(n_val)) * 2.0 * kk : 0.0) / rates.flops +
+        t_max * 2.0 * double(n_val) * double(k) / rates.flops;
     // direct: a pass over the stored n x k kernel and two products with R (or solves
     // with U, reading as much; kept in T) per product. A float32 pass with float64 sums
     // widens each entry in registers, which costs it about 30% over a plain float32 pass
@@ -160,12 +166,22 @@ struct GramSolver {
     }
 };
 
+// Whether the spectral solver turns the hold-out kernel into K_val R V (see SpectralSolver).
+bool rotates_hold_out(Index n_val, Index validated_columns) { return n_val < validated_columns; }
+
 // Spectral: H = A^T A = V diag(s) V^T once, then the iterations run on the diagonal
 // system diag(s) b = V^T c (the same iterates, rotated: every method is invariant under
-// the change of orthonormal basis), O(k) each; the hold-out kernel is turned into
-// K_val R V so that each validation costs O(n_val k).
+// the change of orthonormal basis), O(k) each. Each validated iterate is either mapped to
+// coefficients over the centres, R V b (2 m k q flops), and multiplied by K_val, or, where
+// that costs more, the hold-out kernel is turned into K_val R V once (2 n_val m k flops)
+// and multiplies b directly: the second pays only for fewer hold-out rows than validated
+// columns (iterates times outputs), and a hold-out set of 20% of the rows is larger than
+// max_iter = 500 from n = 2500 on.
 template <class T, class S>
 struct SpectralSolver {
+    explicit SpectralSolver(Index validated_columns) : validated_columns(validated_columns) {}
+
+    Index validated_columns;  // the most columns the path validates (max_iter q)
     Vector<T> values;
     Matrix<T> basis;  // W = R V: eigen-coordinates -> coefficients over the centres
 
@@ -186,7 +202,8 @@ struct SpectralSolver {
         setup.factor.lift(V, basis, threads);
         problem.apply = [this](const Matrix<T>& p, Matrix<T>& out) { out = values.asDiagonal() * p; };
         problem.iteration_bytes = double(values.size()) * sizeof(T);
-        if (setup.validation && setup.validation->change_basis(basis, threads)) {
+        if (setup.validation && rotates_hold_out(setup.validation->targets().rows(), validated_columns) &&
+            setup.validation->change_basis(basis, threads)) {
             // Validate and select in eigen-coordinates; map only the selected iterate.
             problem.alpha_rows = problem.dim;
             problem.to_alpha = [](const MatrixCRef<T>& betas, MatrixRef<T> alphas) { alphas = betas; };
@@ -272,7 +289,7 @@ detail::MemoryPlan plan_nytro(Index n, Index d, Index m, Index n_val, Index q, c
 template <class T, class S>
 std::shared_ptr<void> build_solver(Solver solver, detail::LinearProblem<T>& problem, const MatrixCRef<T>& X,
                                    const MatrixCRef<T>& Y, const detail::NystromSetup<T>& setup, const KernelSpec& kernel,
-                                   int threads, const Callback& callback) {
+                                   int threads, const Callback& callback, Index validated_columns) {
     // Lanczos iterates to within 64 float32 epsilons of the stepwise ones in either low
     // storage: float16's epsilon (2^-10) would let them drift by 6% of the iterate.
     problem.storage_epsilon = std::is_same_v<S, T> ? 0.0 : double(std::numeric_limits<float>::epsilon());
@@ -284,7 +301,7 @@ std::shared_ptr<void> build_solver(Solver solver, detail::LinearProblem<T>& prob
         return built(std::make_shared<DirectSolver<T, S>>());  // float16: direct only (nytro_path checks)
     } else {
         if (solver == Solver::direct) return built(std::make_shared<DirectSolver<T, S>>());
-        if (solver == Solver::spectral) return built(std::make_shared<SpectralSolver<T, S>>());
+        if (solver == Solver::spectral) return built(std::make_shared<SpectralSolver<T, S>>(validated_columns));
         return built(std::make_shared<GramSolver<T, S>>());
     }
 }
@@ -336,7 +353,7 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
             // cond(K_mm) (a Lanczos run on R^T R): made only when the choice hinges on it.
             const MachineRates rates = machine_rates(threads);
             auto choose = [&](bool kernel_first) {
-                return choose_solver(X.rows(), X_val.rows(), setup.used.rows(), options.max_iter,
+                return choose_solver(X.rows(), X_val.rows(), setup.used.rows(), Y.cols(), options.max_iter,
                                      setup.factor.upper_triangular(), setup.factor.inverse_pending(), stored,
                                      double(sizeof(T)),
                                      detail::lanczos_applies<T>(options), kernel_first, rates);
@@ -354,22 +371,24 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
         const double k_rows = double(setup.used.rows());
         const double reserved = result.solver == Solver::direct ? double(X.rows()) * k_rows * stored
                                                                 : k_rows * k_rows * (stored + 2.0 * sizeof(T));
-        // The spectral solver turns K_val into K_val R V at once (it must be stored); the others
-        // may validate only a few times (gd's Lanczos path: once per stretch of its basis), so
-        // they store it only once recomputing it has cost about its first touch.
+        // The spectral solver may turn K_val into K_val R V at once (it must then be stored); the
+        // others may validate only a few times (gd's Lanczos path: once per stretch of its basis),
+        // so they store it only once recomputing it has cost about its first touch.
+        const Index validated_columns = options.max_iter * Y.cols();
+        const bool rotated = result.solver == Solver::spectral && rotates_hold_out(X_val.rows(), validated_columns);
         setup.validation = detail::make_validation<T>(X_val, Y_val, setup.used, kernel, threads, low, reserved,
-                                                      /*defer=*/result.solver != Solver::spectral);
+                                                      /*defer=*/!rotated);
         detail::configure_validation(setup.validation.get(), options);
 
         detail::LinearProblem<T> problem;
         problem.q = Y.cols();
         problem.alpha_rows = setup.used.rows();
         const auto solver = half  ? build_solver<T, Eigen::half>(result.solver, problem, X, Yw, setup, kernel, threads,
-                                                                options.callback)
+                                                                options.callback, validated_columns)
                             : low ? build_solver<T, float>(result.solver, problem, X, Yw, setup, kernel, threads,
-                                                           options.callback)
+                                                           options.callback, validated_columns)
                                   : build_solver<T, T>(result.solver, problem, X, Yw, setup, kernel, threads,
-                                                       options.callback);
+                                                       options.callback, validated_columns);
 
         IterativeOptions loop = options;
         loop.n_threads = threads;
