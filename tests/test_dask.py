@@ -129,6 +129,21 @@ def test_direct_several_outputs_and_stopping(client, dtype):
     assert fit.result.iterations_run < 60
 
 
+@pytest.mark.parametrize("method, max_iter", [("hybrid", 45), ("cg", 8)])
+def test_direct_takes_one_pass_per_lanczos_step_for_all_outputs(client, method, max_iter):
+    """solver="direct" with 3 outputs: the outputs' Lanczos processes step together, each
+    step one map-reduce over the workers' blocks for all 3 (as the in-memory block
+    product), with the in-memory direct solver's answer."""
+    X, y, sigma = data(n_outputs=3)
+    fit = nd.nytro_path(da.from_array(X, chunks=70), da.from_array(y, chunks=(70, 3)), sigma, n_centers=40,
+                        seed=SEED, validation_fraction=FRACTION, method=method, max_iter=max_iter, solver="direct")
+    expected = in_memory_path(X, y, sigma, fit, solver="direct", method=method, max_iter=max_iter)
+    check_path(fit, expected, X.dtype)
+    assert fit.result.lambda_ == expected.lambda_
+    # The longest process' steps: max_iter, or the rank (40) where the space is invariant.
+    assert fit.result.products == min(max_iter, 40), fit.result.products
+
+
 def _log_read(block, log, block_info=None):
     """The block, after appending its chunk index to the file `log` (one line per read)."""
     with open(log, "a") as f:

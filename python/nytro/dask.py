@@ -963,15 +963,15 @@ def _hybrid(data, fraction, seed, C, R, H, c, sigma, n_train, n_val, max_iter, s
     if grid is None:
         grid = np.array([10.0 ** ((15.0 * i) / 99.0 - 15.0) for i in range(100)])  # as the core's pow
     q = c.shape[1]
-    columns = []  # per output: (coefficients R V, tridiagonal a, b, |c|) or None for c = 0
-    for j in range(q):
-        cj = c[:, j].astype(np.float64)
-        if np.linalg.norm(cj) == 0:
-            columns.append(None)
-            continue
-        V, a, b = reference._lanczos(lambda v: (H @ v.astype(H.dtype)).astype(np.float64), cj,
-                                     min(max_iter, H.shape[0]))
-        columns.append((R @ V.astype(H.dtype), a, b, float(np.linalg.norm(cj))))
+    # The outputs' Lanczos processes in lockstep: one product with H (in direct mode a pass
+    # over the workers' blocks) per step for all of them, as the in-memory block product.
+    rhs = [c[:, j].astype(np.float64) for j in range(q)]
+    running = [j for j in range(q) if np.linalg.norm(rhs[j]) != 0]
+    processes = reference._lanczos_columns(lambda B: (H @ B.astype(H.dtype)).astype(np.float64),
+                                           [rhs[j] for j in running], min(max_iter, H.shape[0]))
+    columns = [None] * q  # per output: (coefficients R V, tridiagonal a, b, |c|) or None for c = 0
+    for j, (V, a, b, _, _) in zip(running, processes):
+        columns[j] = (R @ V.astype(H.dtype), a, b, float(np.linalg.norm(rhs[j])))
     sizes = [0 if col is None else col[0].shape[1] for col in columns]
     k_run = max(sizes)
     shifts = grid * float(n_train)

@@ -580,10 +580,10 @@ solver : {"auto", "direct", "gram"}
     tree reduction) and iterates on the client in m dimensions; "direct" computes each
     chunk's kernel K_i = k(X_i, C) once, keeps it on the worker that computed it, and
     takes every product as a map over the chunks and a tree sum of m-vectors (every
-    method; "hybrid" takes one per Lanczos vector and output); "auto" picks "direct" when
-    max_iter products cost fewer flops than forming A^T A, the method is not "hybrid", a
-    distributed client runs and the kernel blocks fit in half of each worker's
-    memory_limit, and "gram" otherwise. "spectral" is refused (NotImplementedError).""")
+    method; "cg" and "hybrid" take one per Lanczos step, for all of y's columns at once);
+    "auto" picks "direct" when max_iter products cost fewer flops than forming A^T A, the
+    method is not "hybrid", a distributed client runs and the kernel blocks fit in half
+    of each worker's memory_limit, and "gram" otherwise. "spectral" is refused (NotImplementedError).""")
 DASK_NYTRO_STORAGE = _dask_refusing(NYTRO_STORAGE, (None, "float32"), """\
 storage : {None, "float32"}
     "float32" keeps the workers' K_i (solver="direct", methods "gd", "nu", "cg") in float32
