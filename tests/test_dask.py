@@ -178,14 +178,44 @@ def test_auto_chooses_by_the_cost_model():
     assert nd._choose_solver("direct", "gd", n, k, 600, 8, None) == "direct"
 
 
-def test_auto_runs_direct_on_a_cluster(client):
+def test_auto_counts_each_products_round_trip():
+    """Each of direct's max_iter products is a round trip to the scheduler, A^T A one: a
+    round trip of L seconds weighs L x (the workers' flop/s) flops on each side."""
+    n, k, T = 10**6, 1000, 100
+    big = [2**40, 2**40]
+    flops = 1e11
+    # Without latency: 4 T n k = 4e11 < 2 n k^2 + k^3 = 2.001e12.
+    assert nd._choose_solver("auto", "gd", n, k, T, 8, big, latency=0.0, flops=flops) == "direct"
+    # Break-even: T (4 n k + L F) = 2 n k^2 + k^3 + L F, at L F = (2.001e12 - 4e11) / 99.
+    even = (2 * n * k * k + k**3 - 4 * T * n * k) / (T - 1) / flops
+    assert nd._choose_solver("auto", "gd", n, k, T, 8, big, latency=0.99 * even, flops=flops) == "direct"
+    assert nd._choose_solver("auto", "gd", n, k, T, 8, big, latency=1.01 * even, flops=flops) == "gram"
+    # A LocalCluster's ~10 ms at 1e11 flop/s is 1e9 flops a product: gram for a small problem
+    # that direct wins on flops alone.
+    assert nd._choose_solver("auto", "cg", 200, 40, 8, 8, big) == "direct"
+    assert nd._choose_solver("auto", "cg", 200, 40, 8, 8, big, latency=0.01, flops=flops) == "gram"
+    # One product (max_iter=1) costs one round trip, as A^T A does: flops alone decide.
+    assert nd._choose_solver("auto", "gd", n, k, 1, 8, big, latency=1.0, flops=flops) == "direct"
+    assert nd._choose_solver("direct", "gd", n, k, T, 8, big, latency=1.0, flops=flops) == "direct"
+
+
+def test_auto_on_a_cluster_weighs_its_round_trips(client, monkeypatch):
+    """On the LocalCluster the round trip (milliseconds) outweighs the small problem's
+    flops: "gram"; with it taken as free, "direct" (4 x 8 < 2 x 40, and the blocks are
+    small), each with the in-memory answer of the solver that ran."""
     X, y, sigma = data()
-    fit = nd.nytro_path(da.from_array(X, chunks=64), da.from_array(y, chunks=64), sigma, n_centers=40, seed=SEED,
-                        validation_fraction=FRACTION, method="cg", max_iter=8, solver="auto")
-    assert fit.result.solver == "direct"  # 4 x 8 < 2 x 40, and the blocks are small
+    monkeypatch.setattr(nd, "_ROUND_TRIPS", {})  # measured here, whatever ran before
+    args = dict(n_centers=40, seed=SEED, validation_fraction=FRACTION, method="cg", max_iter=8, solver="auto")
+    fit = nd.nytro_path(da.from_array(X, chunks=64), da.from_array(y, chunks=64), sigma, **args)
+    assert fit.result.solver == "gram"
+    check_path(fit, in_memory_path(X, y, sigma, fit, solver="gram", method="cg", max_iter=8), X.dtype)
+    assert len(nd._ROUND_TRIPS) == 1 and 0 < next(iter(nd._ROUND_TRIPS.values())) < 5
+    monkeypatch.setattr(nd, "_round_trip_seconds", lambda client, chunks, split_every: 0.0)
+    fit = nd.nytro_path(da.from_array(X, chunks=64), da.from_array(y, chunks=64), sigma, **args)
+    assert fit.result.solver == "direct"
     check_path(fit, in_memory_path(X, y, sigma, fit, solver="direct", method="cg", max_iter=8), X.dtype)
-    fit = nd.nytro_path(da.from_array(X, chunks=64), da.from_array(y, chunks=64), sigma, n_centers=40, seed=SEED,
-                        validation_fraction=FRACTION, method="gd", max_iter=80, solver="auto")
+    fit = nd.nytro_path(da.from_array(X, chunks=64), da.from_array(y, chunks=64), sigma,
+                        **{**args, "method": "gd", "max_iter": 80})
     assert fit.result.solver == "gram"
 
 
@@ -250,18 +280,17 @@ def test_estimators_fit_and_predict_dask_arrays(client):
     X, y, sigma = data()
     Xd, yd = da.from_array(X, chunks=60), da.from_array(y, chunks=60)
     est = nytro.NytroRegressor(40, sigma, method="cg", max_iter=8, n_iter_no_change=None, validation_fraction=FRACTION,
-                               random_state=3).fit(Xd, yd)
+                               random_state=3, solver="direct").fit(Xd, yd)
     seed = int(np.random.RandomState(3).randint(0, 2**63 - 1, dtype=np.int64))
     train, held = (~nd.holdout_mask(np.arange(len(X)), FRACTION, seed), nd.holdout_mask(np.arange(len(X)),
                                                                                           FRACTION, seed))
     expected = nytro.nytro_path(X[train], y[train], est.centers_, sigma, X_val=X[held], y_val=y[held],
                                 method="cg", max_iter=8, solver="direct", n_threads=1)
-    # solver "auto": 8 products cost less than forming A^T A (4 x 8 < 2 x 40)
     assert est.n_iter_ == expected.n_iter and est.solver_ == "direct"
     assert_close(est.coef_, expected.coef, X.dtype, "coef_")
     assert_close(est.validation_rmse_, expected.validation_rmse, X.dtype, "validation_rmse_")
     with_numpy_y = nytro.NytroRegressor(40, sigma, method="cg", max_iter=8, n_iter_no_change=None,
-                                        validation_fraction=FRACTION, random_state=3).fit(Xd, y)
+                                        validation_fraction=FRACTION, random_state=3, solver="direct").fit(Xd, y)
     np.testing.assert_array_equal(with_numpy_y.coef_, est.coef_)  # y in memory: cut into X's chunks
     predicted = est.predict(Xd)
     assert isinstance(predicted, da.Array) and predicted.chunks == Xd.chunks[:1]

@@ -31,10 +31,12 @@ hash of (i, seed) falls below validation_fraction (see :func:`holdout_mask`). Th
 of hold-out rows is therefore binomial around validation_fraction * n, not its rounding,
 and the split differs from the in-memory estimators' permutation.
 
-The "direct" mode (solver="direct", or "auto" by the cost model in :func:`nytro_path`)
+The "direct" mode (solver="direct", or "auto" by the cost model of the solver row,
+``nytro.options.DASK_SOLVER``, which charges each product's round trip to the scheduler)
 replaces step 2: each chunk's K_i (training rows) is computed once and persisted on its
-worker, and every product A^T A v = R^T K^T K R v of the path (of "hybrid"'s Lanczos
-too) is a map over the chunks and a tree sum of m-vectors, R applied on the client.
+worker, and every product A^T A v = R^T K^T K R v of the path (of "cg"'s and "hybrid"'s
+Lanczos too, one per step for all outputs) is a map over the chunks and a tree sum of
+m-vectors, R applied on the client.
 
 Every kernel of ``nytro.kernel_matrix`` (one bandwidth or one per feature) is evaluated by
 the C++ core in the tasks. Sample weights travel with y's chunks: the training rows'
@@ -805,23 +807,69 @@ class _DirectOperator:
     __matmul__ = __call__
 
 
-def _worker_memory_limits():
-    """The memory_limit of each worker of the current client (0: none), or None without
-    a distributed client."""
+def _zero_part():
+    return np.zeros(1)
+
+
+# (scheduler address, chunks, split_every) -> seconds of one round trip of a product's shape.
+_ROUND_TRIPS: dict = {}
+
+
+def _round_trip_seconds(client, chunks, split_every) -> float:
+    """The wall time of a direct product's map-reduce that does no work (`chunks` tasks and
+    their tree sum, computed and gathered): the scheduler's share of every product. The
+    best of three (the first may import on the workers), measured once per client and
+    graph shape."""
+    import time
+    key = (client.scheduler.address, chunks, split_every)
+    if key not in _ROUND_TRIPS:
+        times = []
+        for _ in range(3):
+            begin = time.perf_counter()
+            _tree_sum([dask.delayed(_zero_part)(pure=False) for _ in range(chunks)], (1,),
+                      split_every).compute(optimize_graph=False)
+            times.append(time.perf_counter() - begin)
+        _ROUND_TRIPS[key] = min(times)
+    return _ROUND_TRIPS[key]
+
+
+@dataclass
+class _Cluster:
+    """What "auto" weighs on a distributed client: each worker's memory_limit (0: none),
+    the workers' flop/s together, and the seconds of a product's round trip."""
+
+    limits: list
+    flops: float
+    latency: float
+
+
+def _cluster(data: _Data, split_every) -> _Cluster | None:
+    """The current distributed client's _Cluster for products over `data`'s chunks, or
+    None without one. The workers' rate: the client's probed float64 (float32) flop/s per
+    thread (nytro.machine_rates, cached) times the workers' threads."""
     client = _client()
     if client is None:
         return None
-    return [int(w.get("memory_limit") or 0) for w in client.scheduler_info(n_workers=-1)["workers"].values()]
+    from ._config import machine_rates
+    workers = client.scheduler_info(n_workers=-1)["workers"].values()
+    rate = machine_rates(1)["flops32" if data.dtype == np.float32 else "flops"]
+    threads = sum(int(w.get("nthreads") or 1) for w in workers)
+    return _Cluster([int(w.get("memory_limit") or 0) for w in workers], rate * threads,
+                    _round_trip_seconds(client, len(_blocks(data)), split_every))
 
 
-def _choose_solver(solver, method, n_train, k, max_iter, itemsize, limits=None, m=None):
-    """ "gram" or "direct" for solver "auto" (see nytro_path's docstring for the model;
-    the direct mode's blocks hold n_train x m kernel values, m = k when not given)."""
+def _choose_solver(solver, method, n_train, k, max_iter, itemsize, limits=None, m=None, latency=0.0,
+                   flops=math.inf):
+    """ "gram" or "direct" for solver "auto" (see DASK_SOLVER's row in nytro.options for
+    the model; the direct mode's blocks hold n_train x m kernel values, m = k when not
+    given). A round trip of `latency` seconds counts as latency * flops flops (`flops`:
+    the workers' flop/s together): direct takes max_iter of them, gram one."""
     if solver != "auto":
         return solver
-    if method == "hybrid" or not 4 * max_iter * n_train * k < 2 * n_train * k * k + k ** 3:
+    if method == "hybrid" or not limits:  # no limits: the local schedulers, the blocks in this process
         return "gram"
-    if not limits:  # the local schedulers: the blocks would sit in this process
+    trip = latency * flops if latency > 0 else 0.0
+    if not max_iter * (4 * n_train * k + trip) < 2 * n_train * k * k + k ** 3 + trip:
         return "gram"
     share = n_train * (m or k) * itemsize / len(limits)
     return "direct" if all(limit == 0 or share <= limit / 2 for limit in limits) else "gram"
@@ -1083,8 +1131,9 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     exponents = _exponents(scales)
     k, q = R.shape[1], data.Y.shape[1]
     kern = dataclasses.replace(kern, low=low)
-    mode = _choose_solver(solver, method, n_train, k, max_iter, data.dtype.itemsize,
-                          _worker_memory_limits() if solver == "auto" else None, C.shape[0])
+    cluster = _cluster(data, split_every) if solver == "auto" and method != "hybrid" else None
+    mode = _choose_solver(solver, method, n_train, k, max_iter, data.dtype.itemsize, m=C.shape[0],
+                          **(dataclasses.asdict(cluster) if cluster else {}))
     if mode == "direct":
         operator = _DirectOperator(data, fraction, seed, C, R, kern, n_threads, split_every, exponents)
         H, c = operator, operator.rhs()
