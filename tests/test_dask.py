@@ -144,6 +144,50 @@ def test_direct_takes_one_pass_per_lanczos_step_for_all_outputs(client, method, 
     assert fit.result.products == min(max_iter, 40), fit.result.products
 
 
+# 500 iterations: the bound needs more vectors than 80 would (38 against 25 here).
+@pytest.mark.parametrize("solver", ["gram", "direct"])
+@pytest.mark.parametrize("n_outputs", [None, 3])
+def test_gd_lanczos_iterates_equal_in_memory(client, solver, n_outputs):
+    """iterates="lanczos": gd's iterates from the Lanczos bases, certified within 64
+    machine epsilons of stepping, in far fewer products than max_iter; the in-memory
+    core's iterates="lanczos" answer (its certification needs as many vectors in "gram"
+    mode; "direct" adds the step's estimate, which the core shares with the basis)."""
+    X, y, sigma = data(n_outputs=n_outputs)
+    yd = da.from_array(y, chunks=70 if n_outputs is None else (70, 3))
+    fit = nd.nytro_path(da.from_array(X, chunks=70), yd, sigma, n_centers=40, seed=SEED, validation_fraction=FRACTION,
+                        method="gd", max_iter=500, iterates="lanczos", solver=solver)
+    expected = in_memory_path(X, y, sigma, fit, solver=solver, method="gd", max_iter=500, iterates="lanczos")
+    check_path(fit, expected, X.dtype)
+    assert fit.result.products < 60, fit.result.products
+    if solver == "gram":
+        assert fit.result.products == expected.products
+
+
+def test_gd_lanczos_iterates_are_the_stepwise_ones():
+    """_lanczos_gd against stepping gd on the same H (an exact computation of the
+    iterates it certifies): every iterate within 1e-12 relative, in fewer products than
+    iterations; None (step instead) where the bound cannot certify them within max_iter /
+    2 vectors (eps = 0)."""
+    rng = np.random.default_rng(3)
+    Q = np.linalg.qr(rng.standard_normal((30, 30)))[0]
+    H = (Q * np.logspace(0, -12, 30)) @ Q.T  # a decaying spectrum, as kernels have
+    c = H @ rng.standard_normal((30, 2))
+    c[:, 1] *= 1e-3
+    step = 1.0 / np.linalg.eigvalsh(H)[-1]
+    applied = []
+    iterates, products = nd._lanczos_gd(lambda B: applied.append(B.shape) or H @ B, c, step, 300,
+                                        np.finfo(np.float64).eps)
+    stepped = list(nytro.reference._iterates(lambda B: H @ B, c, "gd", step, 1.0, 300))
+    assert len(iterates) == 300 and products == len(applied) < 150
+    assert all(shape[1] <= 2 for shape in applied) and applied[0] == (30, 2)
+    for t in (0, 1, 9, 99, 299):
+        for j in range(2):
+            assert relative_error(iterates[t][:, j], stepped[t][:, j]) < 1e-12, (t, j)
+    # 40 iterations allow 20 vectors, short of the invariant space (30): eps = 0 leaves
+    # every later iterate uncertified.
+    assert nd._lanczos_gd(lambda B: H @ B, c, step, 40, 0.0) is None
+
+
 def _log_read(block, log, block_info=None):
     """The block, after appending its chunk index to the file `log` (one line per read)."""
     with open(log, "a") as f:
@@ -591,7 +635,6 @@ def test_functions_take_the_table_rows_and_options(client):
                (nd.nytro_path, dict(storage=np.float32, solver="gram"), "storage='float32' .* needs solver='direct'"),
                (nd.nytro_path, dict(storage="float32", solver="direct", method="hybrid"),
                 "needs solver='direct' and method 'gd', 'nu' or 'cg'"),
-               (nd.nytro_path, dict(options=nytro.NytroOptions(iterates="lanczos")), "iterates='lanczos'"),
                (nd.nytro_path, dict(metric="error"), "metric='error'"),
                (nd.nytro_path, dict(solver="spectral"), "solver='spectral'.*'gram', 'direct', 'auto'"),
                (nd.nkrls_path, dict(solver="cholesky"), "solver='cholesky'.*supported: 'eigh'"),

@@ -55,8 +55,8 @@ gathering the candidate rows it has not seen yet from their chunks.
 
 Not done yet (issue 28): storage="float32" outside the direct mode and for "hybrid",
 "float16" (the computation's dtype may be float32: dtype=, or float32 data), gd's Lanczos
-iterates (the client steps; the in-memory core's Lanczos iterates agree with stepping to
-64 machine epsilons), metric="error" (the classifiers), and progress reporting.
+iterates under iterates="auto" (the client steps; iterates="lanczos" takes them, certified
+as the core's), metric="error" (the classifiers), and progress reporting.
 """
 from __future__ import annotations
 
@@ -977,6 +977,79 @@ def _resolve_step(step_size, method, H, n_train, dim=None, dtype=None):
     return value
 
 
+# ------------------------------------------------------------- gd's Lanczos iterates
+def _projected_gd(a, b, norm, step, max_iter):
+    """z_1..z_max_iter (k x max_iter) of gd on T z = norm e_1 from z_0 = 0, T the
+    tridiagonal (a, b): z_t = U diag(p_t(theta)) U^T norm e_1, p_t(x) = (1 - (1 - s x)^t)
+    / x (s t at x = 0), by expm1 and log1p where s theta is small (1 - s theta near 1,
+    whose power would lose the digits of s theta), by the plain power elsewhere (s theta
+    up to 2 for a stable step: 1 - s theta may be negative)."""
+    theta, U = scipy.linalg.eigh_tridiagonal(a, b) if len(a) > 1 else (a.copy(), np.ones((1, 1)))
+    t = np.arange(1, max_iter + 1, dtype=np.float64)
+    x = step * theta[:, None]
+    small = np.abs(x) < 0.5
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        gone = np.where(small, -np.expm1(t * np.log1p(-np.where(small, x, 0.0))), 1.0 - (1.0 - x) ** t)
+        p = np.where(x == 0, step * t, gone / np.where(x == 0, 1.0, theta[:, None]))
+    return U @ (p * (norm * U[0])[:, None])
+
+
+def _certified(a, b, coupling, norm, step, max_iter, eps) -> np.ndarray | None:
+    """The projected iterates Z (k x max_iter) of a basis of k = len(a) vectors whose
+    remainder has norm `coupling`, where the core's bound certifies every one: |beta_t -
+    V z_t| <= s coupling sum_{i<t} |z_i[k]| within 64 eps |z_t|; None where it does not."""
+    Z = _projected_gd(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64), norm, step, max_iter)
+    drift = step * coupling * np.concatenate([[0.0], np.cumsum(np.abs(Z[-1]))[:-1]])
+    return Z if np.all(drift <= 64 * eps * np.linalg.norm(Z, axis=0)) else None
+
+
+def _lanczos_gd(apply, c, step, max_iter, eps):
+    """gd's iterates beta_1..beta_max_iter for H beta = c from Lanczos bases, as the core's
+    iterates="lanczos" (paths/lanczos_path.hpp): each column's basis grows (all columns'
+    vectors in one product per step) until the bound certifies all max_iter iterates within
+    64 machine epsilons of stepping, at most max_iter / 2 vectors. Returns (iterates,
+    products), or None where a column is not certified by then (step instead)."""
+    q = c.shape[1]
+    columns = [c[:, j].astype(np.float64) for j in range(q)]
+    norms = [float(np.linalg.norm(x)) for x in columns]
+    most = max(1, min(c.shape[0], max_iter // 2))
+    # One step past `most`, so that the last vector allowed comes with its coupling.
+    processes = {j: reference._lanczos_process(columns[j], most + 1, eps, False) for j in range(q) if norms[j] > 0}
+    pending = {j: next(process) for j, process in processes.items()}
+    bases = {j: [] for j in processes}
+    projected = {}
+    products = 0
+    while pending:
+        running = list(pending)
+        for j in running:
+            bases[j].append(pending[j][0].copy())
+        W = apply(np.stack([pending[j][0] for j in running], axis=1).astype(c.dtype)).astype(np.float64)
+        products += 1
+        for i, j in enumerate(running):
+            try:
+                pending[j] = processes[j].send(W[:, i])
+            except StopIteration as stop:  # an invariant space: every iterate exact
+                _, a, b, _, _ = stop.value
+                del pending[j]
+                projected[j] = _projected_gd(a, b, norms[j], step, max_iter)
+                continue
+            _, a, b = pending[j]
+            k = len(a)
+            # t <= k: V z_t is beta_t itself.
+            Z = (_projected_gd(np.asarray(a), np.asarray(b[:k - 1]), norms[j], step, max_iter) if k >= max_iter
+                 else _certified(a, b[:k - 1], b[k - 1], norms[j], step, max_iter, eps))
+            if Z is not None:
+                del pending[j]
+                projected[j] = Z
+            elif k >= most:
+                return None
+    betas = np.zeros((max_iter,) + c.shape)
+    for j, Z in projected.items():
+        V = np.stack(bases[j][:Z.shape[0]], axis=1)
+        betas[:, :, j] = (V @ Z).T
+    return [beta.astype(c.dtype) for beta in betas], products
+
+
 # ------------------------------------------------------------------------ hybrid
 def _shifted_solutions(a, b, shifts, norm):
     """z_k(shift) = (T_k + shift I)^-1 norm e_1 for every k = 1..len(a) and shift, T_k the
@@ -1161,11 +1234,19 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
         # latest), as the core's path: later iterates repeat the last one.
         # (Its invariance is judged at the rounding of the stored K_i, float32's if low.)
         krylov_eps = reference._krylov_eps(data.dtype, np.float32 if low else None)
-        betas = list(reference._cg_iterates(apply, c, max_iter, krylov_eps, until_invariant=True)
-                     if method == "cg" and n_val else reference._iterates(apply, c, method, step, nu, max_iter))
-        # gram: one product with A^T A per iterate, on the client; direct: each a pass
-        # over the workers' blocks (the step's estimate included)
-        products = H.products if mode == "direct" else len(betas)
+        # iterates="lanczos": gd's certified iterates from Lanczos bases (None: not certified
+        # within max_iter / 2 vectors, the path is stepped as the core does).
+        lanczos = (_lanczos_gd(apply, c, step, max_iter, krylov_eps)
+                   if method == "gd" and values["iterates"] == "lanczos" else None)
+        if lanczos is not None:
+            betas, products = lanczos
+        else:
+            betas = list(reference._cg_iterates(apply, c, max_iter, krylov_eps, until_invariant=True)
+                         if method == "cg" and n_val else reference._iterates(apply, c, method, step, nu, max_iter))
+            products = len(betas)
+        # gram: one product with A^T A per iterate (or Lanczos vector), on the client;
+        # direct: each a pass over the workers' blocks (the step's estimate included)
+        products = H.products if mode == "direct" else products
         if not np.all(np.isfinite(betas[-1])):
             raise RuntimeError(f"the iterations diverged (step_size={step}): a stable step is below "
                                "2 / lambda_max(A^T A)")

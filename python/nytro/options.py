@@ -600,11 +600,16 @@ storage : {None, "float32"}
     solver="gram" or "auto", method "hybrid", and "float16": NotImplementedError. Float32
     data or dtype="float32" compute in float32 throughout.""",
                                     lambda value: chk.float_dtype_name("storage", value, chk.NYTRO_STORAGES))
-DASK_ITERATES = _dask_refusing(ITERATES, ("auto", "stepwise"), """\
-iterates : {"auto", "stepwise"}
-    "gd"'s iterates on Dask arrays are stepped on the client, in m dimensions (where the
-    in-memory core's "auto" takes Lanczos iterates, which agree with stepping to 64 machine
-    epsilons); "lanczos" is refused (NotImplementedError).""")
+DASK_ITERATES = dataclasses.replace(ITERATES, doc="""\
+iterates : {"auto", "lanczos", "stepwise"}
+    How "gd"'s iterates are computed on Dask arrays (on the client, in m dimensions):
+    "lanczos" takes them from Lanczos bases of the Krylov spaces (all of y's columns in
+    one product per vector), each certified within 64 machine epsilons of the stepwise
+    iterate by the core's bound, with at most max_iter / 2 vectors (where the bound is
+    not met by then, the path is stepped instead); in "direct" mode, tens of round trips
+    instead of max_iter. "stepwise" and "auto" step, one product per iteration (where
+    the in-memory core's "auto" takes Lanczos iterates in float64: the same iterates to
+    64 machine epsilons).""")
 DASK_METRIC = _dask_refusing(METRIC, ("rmse",), """\
 metric : "rmse"
     The hold-out RMSE (the classifiers' "error" is refused on Dask arrays:

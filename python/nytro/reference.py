@@ -316,7 +316,7 @@ def _lanczos_columns(apply, columns, steps, eps=np.finfo(np.float64).eps, stop_w
         advance(j, None)
     while pending:
         running = list(pending)
-        block = np.stack([pending[j] for j in running], axis=1).astype(columns[running[0]].dtype)
+        block = np.stack([pending[j][0] for j in running], axis=1).astype(columns[running[0]].dtype)
         W = apply(block).astype(np.float64)
         pending = {}
         for i, j in enumerate(running):
@@ -325,15 +325,17 @@ def _lanczos_columns(apply, columns, steps, eps=np.finfo(np.float64).eps, stop_w
 
 
 def _lanczos_process(c, steps, eps, stop_when_singular):
-    """_lanczos from c as a generator: it yields each Lanczos vector v_k (float64), is sent
-    H v_k back, and returns (V, diagonal, off-diagonal, complete, |H| from below)."""
+    """_lanczos from c as a generator: it yields each Lanczos vector v_k (float64) with the
+    tridiagonal so far (the diagonal and off-diagonal lists, live: after the step, the
+    off-diagonal's last entry couples v_k to v_{k+1}), is sent H v_k back, and returns (V,
+    diagonal, off-diagonal, complete, |H| from below)."""
     dim = c.shape[0]
     V = np.zeros((dim, min(steps, dim) + 1))
     V[:, 0] = c / np.linalg.norm(c)
     diagonal, off = [], []
     scale, complete = 0.0, False
     for k in range(min(steps, dim)):
-        w = yield V[:, k]
+        w = yield V[:, k], diagonal, off
         scale = max(scale, float(np.linalg.norm(w)))  # |H| from below, as the core's
         diagonal.append(float(w @ V[:, k]))
         floor = LANCZOS_BREAKDOWN * eps * np.sqrt(k + 1) * scale
