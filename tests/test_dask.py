@@ -145,19 +145,22 @@ def test_direct_takes_one_pass_per_lanczos_step_for_all_outputs(client, method, 
 
 
 # 500 iterations: the bound needs more vectors than 80 would (38 against 25 here).
-@pytest.mark.parametrize("solver", ["gram", "direct"])
-@pytest.mark.parametrize("n_outputs", [None, 3])
-def test_gd_lanczos_iterates_equal_in_memory(client, solver, n_outputs):
+@pytest.mark.parametrize("solver, n_outputs, dtype, storage", [
+    ("gram", None, np.float64, None), ("direct", None, np.float64, None), ("gram", 3, np.float64, None),
+    ("direct", 3, np.float64, None), ("gram", None, np.float32, None), ("direct", None, np.float64, "float32")])
+def test_gd_lanczos_iterates_equal_in_memory(client, solver, n_outputs, dtype, storage):
     """iterates="lanczos": gd's iterates from the Lanczos bases, certified within 64
     machine epsilons of stepping, in far fewer products than max_iter; the in-memory
     core's iterates="lanczos" answer (its certification needs as many vectors in "gram"
-    mode; "direct" adds the step's estimate, which the core shares with the basis)."""
-    X, y, sigma = data(n_outputs=n_outputs)
+    mode; "direct" adds the step's estimate, which the core shares with the basis). In
+    float32 compute, or with K_i stored in float32, certified to 64 float32 epsilons."""
+    X, y, sigma = data(n_outputs=n_outputs, dtype=dtype)
     yd = da.from_array(y, chunks=70 if n_outputs is None else (70, 3))
     fit = nd.nytro_path(da.from_array(X, chunks=70), yd, sigma, n_centers=40, seed=SEED, validation_fraction=FRACTION,
-                        method="gd", max_iter=500, iterates="lanczos", solver=solver)
-    expected = in_memory_path(X, y, sigma, fit, solver=solver, method="gd", max_iter=500, iterates="lanczos")
-    check_path(fit, expected, X.dtype)
+                        method="gd", max_iter=500, iterates="lanczos", solver=solver, storage=storage)
+    expected = in_memory_path(X, y, sigma, fit, solver=solver, method="gd", max_iter=500, iterates="lanczos",
+                              storage=storage)
+    check_path(fit, expected, dtype)
     assert fit.result.products < 60, fit.result.products
     if solver == "gram":
         assert fit.result.products == expected.products
