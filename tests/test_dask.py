@@ -129,6 +129,68 @@ def test_direct_several_outputs_and_stopping(client, dtype):
     assert fit.result.iterations_run < 60
 
 
+@pytest.mark.parametrize("method, max_iter", [("hybrid", 45), ("cg", 8)])
+def test_direct_takes_one_pass_per_lanczos_step_for_all_outputs(client, method, max_iter):
+    """solver="direct" with 3 outputs: the outputs' Lanczos processes step together, each
+    step one map-reduce over the workers' blocks for all 3 (as the in-memory block
+    product), with the in-memory direct solver's answer."""
+    X, y, sigma = data(n_outputs=3)
+    fit = nd.nytro_path(da.from_array(X, chunks=70), da.from_array(y, chunks=(70, 3)), sigma, n_centers=40,
+                        seed=SEED, validation_fraction=FRACTION, method=method, max_iter=max_iter, solver="direct")
+    expected = in_memory_path(X, y, sigma, fit, solver="direct", method=method, max_iter=max_iter)
+    check_path(fit, expected, X.dtype)
+    assert fit.result.lambda_ == expected.lambda_
+    # The longest process' steps: max_iter, or the rank (40) where the space is invariant.
+    assert fit.result.products == min(max_iter, 40), fit.result.products
+
+
+# 500 iterations: the bound needs more vectors than 80 would (38 against 25 here).
+@pytest.mark.parametrize("solver, n_outputs, dtype, storage", [
+    ("gram", None, np.float64, None), ("direct", None, np.float64, None), ("gram", 3, np.float64, None),
+    ("direct", 3, np.float64, None), ("gram", None, np.float32, None), ("direct", None, np.float64, "float32")])
+def test_gd_lanczos_iterates_equal_in_memory(client, solver, n_outputs, dtype, storage):
+    """iterates="lanczos": gd's iterates from the Lanczos bases, certified within 64
+    machine epsilons of stepping, in far fewer products than max_iter; the in-memory
+    core's iterates="lanczos" answer (its certification needs as many vectors in "gram"
+    mode; "direct" adds the step's estimate, which the core shares with the basis). In
+    float32 compute, or with K_i stored in float32, certified to 64 float32 epsilons."""
+    X, y, sigma = data(n_outputs=n_outputs, dtype=dtype)
+    yd = da.from_array(y, chunks=70 if n_outputs is None else (70, 3))
+    fit = nd.nytro_path(da.from_array(X, chunks=70), yd, sigma, n_centers=40, seed=SEED, validation_fraction=FRACTION,
+                        method="gd", max_iter=500, iterates="lanczos", solver=solver, storage=storage)
+    expected = in_memory_path(X, y, sigma, fit, solver=solver, method="gd", max_iter=500, iterates="lanczos",
+                              storage=storage)
+    check_path(fit, expected, dtype)
+    assert fit.result.products < 60, fit.result.products
+    if solver == "gram":
+        assert fit.result.products == expected.products
+
+
+def test_gd_lanczos_iterates_are_the_stepwise_ones():
+    """_lanczos_gd against stepping gd on the same H (an exact computation of the
+    iterates it certifies): every iterate within 1e-12 relative, in fewer products than
+    iterations; None (step instead) where the bound cannot certify them within max_iter /
+    2 vectors (eps = 0)."""
+    rng = np.random.default_rng(3)
+    Q = np.linalg.qr(rng.standard_normal((30, 30)))[0]
+    H = (Q * np.logspace(0, -12, 30)) @ Q.T  # a decaying spectrum, as kernels have
+    c = H @ rng.standard_normal((30, 2))
+    c[:, 1] *= 1e-3
+    step = 1.0 / np.linalg.eigvalsh(H)[-1]
+    applied = []
+    iterates, products = nd._lanczos_gd(lambda B: applied.append(B.shape) or H @ B, c, step, 300,
+                                        np.finfo(np.float64).eps)
+    stepped = list(nytro.reference._iterates(lambda B: H @ B, c, "gd", step, 1.0, 300))
+    assert len(iterates) == 300 and products == len(applied) < 150
+    assert all(shape[1] <= 2 for shape in applied) and applied[0] == (30, 2)
+    for t in (0, 1, 9, 99, 299):
+        for j in range(2):
+            assert relative_error(iterates[t][:, j], stepped[t][:, j]) < 1e-12, (t, j)
+    # 40 iterations allow 20 vectors, short of the invariant space (30): eps = 0 leaves
+    # every later iterate uncertified.
+    assert nd._lanczos_gd(lambda B: H @ B, c, step, 40, 0.0) is None
+
+
 def _log_read(block, log, block_info=None):
     """The block, after appending its chunk index to the file `log` (one line per read)."""
     with open(log, "a") as f:
@@ -163,14 +225,44 @@ def test_auto_chooses_by_the_cost_model():
     assert nd._choose_solver("direct", "gd", n, k, 600, 8, None) == "direct"
 
 
-def test_auto_runs_direct_on_a_cluster(client):
+def test_auto_counts_each_products_round_trip():
+    """Each of direct's max_iter products is a round trip to the scheduler, A^T A one: a
+    round trip of L seconds weighs L x (the workers' flop/s) flops on each side."""
+    n, k, T = 10**6, 1000, 100
+    big = [2**40, 2**40]
+    flops = 1e11
+    # Without latency: 4 T n k = 4e11 < 2 n k^2 + k^3 = 2.001e12.
+    assert nd._choose_solver("auto", "gd", n, k, T, 8, big, latency=0.0, flops=flops) == "direct"
+    # Break-even: T (4 n k + L F) = 2 n k^2 + k^3 + L F, at L F = (2.001e12 - 4e11) / 99.
+    even = (2 * n * k * k + k**3 - 4 * T * n * k) / (T - 1) / flops
+    assert nd._choose_solver("auto", "gd", n, k, T, 8, big, latency=0.99 * even, flops=flops) == "direct"
+    assert nd._choose_solver("auto", "gd", n, k, T, 8, big, latency=1.01 * even, flops=flops) == "gram"
+    # A LocalCluster's ~10 ms at 1e11 flop/s is 1e9 flops a product: gram for a small problem
+    # that direct wins on flops alone.
+    assert nd._choose_solver("auto", "cg", 200, 40, 8, 8, big) == "direct"
+    assert nd._choose_solver("auto", "cg", 200, 40, 8, 8, big, latency=0.01, flops=flops) == "gram"
+    # One product (max_iter=1) costs one round trip, as A^T A does: flops alone decide.
+    assert nd._choose_solver("auto", "gd", n, k, 1, 8, big, latency=1.0, flops=flops) == "direct"
+    assert nd._choose_solver("direct", "gd", n, k, T, 8, big, latency=1.0, flops=flops) == "direct"
+
+
+def test_auto_on_a_cluster_weighs_its_round_trips(client, monkeypatch):
+    """On the LocalCluster the round trip (milliseconds) outweighs the small problem's
+    flops: "gram"; with it taken as free, "direct" (4 x 8 < 2 x 40, and the blocks are
+    small), each with the in-memory answer of the solver that ran."""
     X, y, sigma = data()
-    fit = nd.nytro_path(da.from_array(X, chunks=64), da.from_array(y, chunks=64), sigma, n_centers=40, seed=SEED,
-                        validation_fraction=FRACTION, method="cg", max_iter=8, solver="auto")
-    assert fit.result.solver == "direct"  # 4 x 8 < 2 x 40, and the blocks are small
+    monkeypatch.setattr(nd, "_ROUND_TRIPS", {})  # measured here, whatever ran before
+    args = dict(n_centers=40, seed=SEED, validation_fraction=FRACTION, method="cg", max_iter=8, solver="auto")
+    fit = nd.nytro_path(da.from_array(X, chunks=64), da.from_array(y, chunks=64), sigma, **args)
+    assert fit.result.solver == "gram"
+    check_path(fit, in_memory_path(X, y, sigma, fit, solver="gram", method="cg", max_iter=8), X.dtype)
+    assert len(nd._ROUND_TRIPS) == 1 and 0 < next(iter(nd._ROUND_TRIPS.values())) < 5
+    monkeypatch.setattr(nd, "_round_trip_seconds", lambda client, chunks, split_every: 0.0)
+    fit = nd.nytro_path(da.from_array(X, chunks=64), da.from_array(y, chunks=64), sigma, **args)
+    assert fit.result.solver == "direct"
     check_path(fit, in_memory_path(X, y, sigma, fit, solver="direct", method="cg", max_iter=8), X.dtype)
-    fit = nd.nytro_path(da.from_array(X, chunks=64), da.from_array(y, chunks=64), sigma, n_centers=40, seed=SEED,
-                        validation_fraction=FRACTION, method="gd", max_iter=80, solver="auto")
+    fit = nd.nytro_path(da.from_array(X, chunks=64), da.from_array(y, chunks=64), sigma,
+                        **{**args, "method": "gd", "max_iter": 80})
     assert fit.result.solver == "gram"
 
 
@@ -235,18 +327,17 @@ def test_estimators_fit_and_predict_dask_arrays(client):
     X, y, sigma = data()
     Xd, yd = da.from_array(X, chunks=60), da.from_array(y, chunks=60)
     est = nytro.NytroRegressor(40, sigma, method="cg", max_iter=8, n_iter_no_change=None, validation_fraction=FRACTION,
-                               random_state=3).fit(Xd, yd)
+                               random_state=3, solver="direct").fit(Xd, yd)
     seed = int(np.random.RandomState(3).randint(0, 2**63 - 1, dtype=np.int64))
     train, held = (~nd.holdout_mask(np.arange(len(X)), FRACTION, seed), nd.holdout_mask(np.arange(len(X)),
                                                                                           FRACTION, seed))
     expected = nytro.nytro_path(X[train], y[train], est.centers_, sigma, X_val=X[held], y_val=y[held],
                                 method="cg", max_iter=8, solver="direct", n_threads=1)
-    # solver "auto": 8 products cost less than forming A^T A (4 x 8 < 2 x 40)
     assert est.n_iter_ == expected.n_iter and est.solver_ == "direct"
     assert_close(est.coef_, expected.coef, X.dtype, "coef_")
     assert_close(est.validation_rmse_, expected.validation_rmse, X.dtype, "validation_rmse_")
     with_numpy_y = nytro.NytroRegressor(40, sigma, method="cg", max_iter=8, n_iter_no_change=None,
-                                        validation_fraction=FRACTION, random_state=3).fit(Xd, y)
+                                        validation_fraction=FRACTION, random_state=3, solver="direct").fit(Xd, y)
     np.testing.assert_array_equal(with_numpy_y.coef_, est.coef_)  # y in memory: cut into X's chunks
     predicted = est.predict(Xd)
     assert isinstance(predicted, da.Array) and predicted.chunks == Xd.chunks[:1]
@@ -547,7 +638,6 @@ def test_functions_take_the_table_rows_and_options(client):
                (nd.nytro_path, dict(storage=np.float32, solver="gram"), "storage='float32' .* needs solver='direct'"),
                (nd.nytro_path, dict(storage="float32", solver="direct", method="hybrid"),
                 "needs solver='direct' and method 'gd', 'nu' or 'cg'"),
-               (nd.nytro_path, dict(options=nytro.NytroOptions(iterates="lanczos")), "iterates='lanczos'"),
                (nd.nytro_path, dict(metric="error"), "metric='error'"),
                (nd.nytro_path, dict(solver="spectral"), "solver='spectral'.*'gram', 'direct', 'auto'"),
                (nd.nkrls_path, dict(solver="cholesky"), "solver='cholesky'.*supported: 'eigh'"),

@@ -31,10 +31,12 @@ hash of (i, seed) falls below validation_fraction (see :func:`holdout_mask`). Th
 of hold-out rows is therefore binomial around validation_fraction * n, not its rounding,
 and the split differs from the in-memory estimators' permutation.
 
-The "direct" mode (solver="direct", or "auto" by the cost model in :func:`nytro_path`)
+The "direct" mode (solver="direct", or "auto" by the cost model of the solver row,
+``nytro.options.DASK_SOLVER``, which charges each product's round trip to the scheduler)
 replaces step 2: each chunk's K_i (training rows) is computed once and persisted on its
-worker, and every product A^T A v = R^T K^T K R v of the path (of "hybrid"'s Lanczos
-too) is a map over the chunks and a tree sum of m-vectors, R applied on the client.
+worker, and every product A^T A v = R^T K^T K R v of the path (of "cg"'s and "hybrid"'s
+Lanczos too, one per step for all outputs) is a map over the chunks and a tree sum of
+m-vectors, R applied on the client.
 
 Every kernel of ``nytro.kernel_matrix`` (one bandwidth or one per feature) is evaluated by
 the C++ core in the tasks. Sample weights travel with y's chunks: the training rows'
@@ -53,8 +55,8 @@ gathering the candidate rows it has not seen yet from their chunks.
 
 Not done yet (issue 28): storage="float32" outside the direct mode and for "hybrid",
 "float16" (the computation's dtype may be float32: dtype=, or float32 data), gd's Lanczos
-iterates (the client steps; the in-memory core's Lanczos iterates agree with stepping to
-64 machine epsilons), metric="error" (the classifiers), and progress reporting.
+iterates under iterates="auto" (the client steps; iterates="lanczos" takes them, certified
+as the core's), metric="error" (the classifiers), and progress reporting.
 """
 from __future__ import annotations
 
@@ -805,23 +807,69 @@ class _DirectOperator:
     __matmul__ = __call__
 
 
-def _worker_memory_limits():
-    """The memory_limit of each worker of the current client (0: none), or None without
-    a distributed client."""
+def _zero_part():
+    return np.zeros(1)
+
+
+# (scheduler address, chunks, split_every) -> seconds of one round trip of a product's shape.
+_ROUND_TRIPS: dict = {}
+
+
+def _round_trip_seconds(client, chunks, split_every) -> float:
+    """The wall time of a direct product's map-reduce that does no work (`chunks` tasks and
+    their tree sum, computed and gathered): the scheduler's share of every product. The
+    best of three (the first may import on the workers), measured once per client and
+    graph shape."""
+    import time
+    key = (client.scheduler.address, chunks, split_every)
+    if key not in _ROUND_TRIPS:
+        times = []
+        for _ in range(3):
+            begin = time.perf_counter()
+            _tree_sum([dask.delayed(_zero_part)(pure=False) for _ in range(chunks)], (1,),
+                      split_every).compute(optimize_graph=False)
+            times.append(time.perf_counter() - begin)
+        _ROUND_TRIPS[key] = min(times)
+    return _ROUND_TRIPS[key]
+
+
+@dataclass
+class _Cluster:
+    """What "auto" weighs on a distributed client: each worker's memory_limit (0: none),
+    the workers' flop/s together, and the seconds of a product's round trip."""
+
+    limits: list
+    flops: float
+    latency: float
+
+
+def _cluster(data: _Data, split_every) -> _Cluster | None:
+    """The current distributed client's _Cluster for products over `data`'s chunks, or
+    None without one. The workers' rate: the client's probed float64 (float32) flop/s per
+    thread (nytro.machine_rates, cached) times the workers' threads."""
     client = _client()
     if client is None:
         return None
-    return [int(w.get("memory_limit") or 0) for w in client.scheduler_info(n_workers=-1)["workers"].values()]
+    from ._config import machine_rates
+    workers = client.scheduler_info(n_workers=-1)["workers"].values()
+    rate = machine_rates(1)["flops32" if data.dtype == np.float32 else "flops"]
+    threads = sum(int(w.get("nthreads") or 1) for w in workers)
+    return _Cluster([int(w.get("memory_limit") or 0) for w in workers], rate * threads,
+                    _round_trip_seconds(client, len(_blocks(data)), split_every))
 
 
-def _choose_solver(solver, method, n_train, k, max_iter, itemsize, limits=None, m=None):
-    """ "gram" or "direct" for solver "auto" (see nytro_path's docstring for the model;
-    the direct mode's blocks hold n_train x m kernel values, m = k when not given)."""
+def _choose_solver(solver, method, n_train, k, max_iter, itemsize, limits=None, m=None, latency=0.0,
+                   flops=math.inf):
+    """ "gram" or "direct" for solver "auto" (see DASK_SOLVER's row in nytro.options for
+    the model; the direct mode's blocks hold n_train x m kernel values, m = k when not
+    given). A round trip of `latency` seconds counts as latency * flops flops (`flops`:
+    the workers' flop/s together): direct takes max_iter of them, gram one."""
     if solver != "auto":
         return solver
-    if method == "hybrid" or not 4 * max_iter * n_train * k < 2 * n_train * k * k + k ** 3:
+    if method == "hybrid" or not limits:  # no limits: the local schedulers, the blocks in this process
         return "gram"
-    if not limits:  # the local schedulers: the blocks would sit in this process
+    trip = latency * flops if latency > 0 else 0.0
+    if not max_iter * (4 * n_train * k + trip) < 2 * n_train * k * k + k ** 3 + trip:
         return "gram"
     share = n_train * (m or k) * itemsize / len(limits)
     return "direct" if all(limit == 0 or share <= limit / 2 for limit in limits) else "gram"
@@ -929,6 +977,79 @@ def _resolve_step(step_size, method, H, n_train, dim=None, dtype=None):
     return value
 
 
+# ------------------------------------------------------------- gd's Lanczos iterates
+def _projected_gd(a, b, norm, step, max_iter):
+    """z_1..z_max_iter (k x max_iter) of gd on T z = norm e_1 from z_0 = 0, T the
+    tridiagonal (a, b): z_t = U diag(p_t(theta)) U^T norm e_1, p_t(x) = (1 - (1 - s x)^t)
+    / x (s t at x = 0), by expm1 and log1p where s theta is small (1 - s theta near 1,
+    whose power would lose the digits of s theta), by the plain power elsewhere (s theta
+    up to 2 for a stable step: 1 - s theta may be negative)."""
+    theta, U = scipy.linalg.eigh_tridiagonal(a, b) if len(a) > 1 else (a.copy(), np.ones((1, 1)))
+    t = np.arange(1, max_iter + 1, dtype=np.float64)
+    x = step * theta[:, None]
+    small = np.abs(x) < 0.5
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        gone = np.where(small, -np.expm1(t * np.log1p(-np.where(small, x, 0.0))), 1.0 - (1.0 - x) ** t)
+        p = np.where(x == 0, step * t, gone / np.where(x == 0, 1.0, theta[:, None]))
+    return U @ (p * (norm * U[0])[:, None])
+
+
+def _certified(a, b, coupling, norm, step, max_iter, eps) -> np.ndarray | None:
+    """The projected iterates Z (k x max_iter) of a basis of k = len(a) vectors whose
+    remainder has norm `coupling`, where the core's bound certifies every one: |beta_t -
+    V z_t| <= s coupling sum_{i<t} |z_i[k]| within 64 eps |z_t|; None where it does not."""
+    Z = _projected_gd(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64), norm, step, max_iter)
+    drift = step * coupling * np.concatenate([[0.0], np.cumsum(np.abs(Z[-1]))[:-1]])
+    return Z if np.all(drift <= 64 * eps * np.linalg.norm(Z, axis=0)) else None
+
+
+def _lanczos_gd(apply, c, step, max_iter, eps):
+    """gd's iterates beta_1..beta_max_iter for H beta = c from Lanczos bases, as the core's
+    iterates="lanczos" (paths/lanczos_path.hpp): each column's basis grows (all columns'
+    vectors in one product per step) until the bound certifies all max_iter iterates within
+    64 machine epsilons of stepping, at most max_iter / 2 vectors. Returns (iterates,
+    products), or None where a column is not certified by then (step instead)."""
+    q = c.shape[1]
+    columns = [c[:, j].astype(np.float64) for j in range(q)]
+    norms = [float(np.linalg.norm(x)) for x in columns]
+    most = max(1, min(c.shape[0], max_iter // 2))
+    # One step past `most`, so that the last vector allowed comes with its coupling.
+    processes = {j: reference._lanczos_process(columns[j], most + 1, eps, False) for j in range(q) if norms[j] > 0}
+    pending = {j: next(process) for j, process in processes.items()}
+    bases = {j: [] for j in processes}
+    projected = {}
+    products = 0
+    while pending:
+        running = list(pending)
+        for j in running:
+            bases[j].append(pending[j][0].copy())
+        W = apply(np.stack([pending[j][0] for j in running], axis=1).astype(c.dtype)).astype(np.float64)
+        products += 1
+        for i, j in enumerate(running):
+            try:
+                pending[j] = processes[j].send(W[:, i])
+            except StopIteration as stop:  # an invariant space: every iterate exact
+                _, a, b, _, _ = stop.value
+                del pending[j]
+                projected[j] = _projected_gd(a, b, norms[j], step, max_iter)
+                continue
+            _, a, b = pending[j]
+            k = len(a)
+            # t <= k: V z_t is beta_t itself.
+            Z = (_projected_gd(np.asarray(a), np.asarray(b[:k - 1]), norms[j], step, max_iter) if k >= max_iter
+                 else _certified(a, b[:k - 1], b[k - 1], norms[j], step, max_iter, eps))
+            if Z is not None:
+                del pending[j]
+                projected[j] = Z
+            elif k >= most:
+                return None
+    betas = np.zeros((max_iter,) + c.shape)
+    for j, Z in projected.items():
+        V = np.stack(bases[j][:Z.shape[0]], axis=1)
+        betas[:, :, j] = (V @ Z).T
+    return [beta.astype(c.dtype) for beta in betas], products
+
+
 # ------------------------------------------------------------------------ hybrid
 def _shifted_solutions(a, b, shifts, norm):
     """z_k(shift) = (T_k + shift I)^-1 norm e_1 for every k = 1..len(a) and shift, T_k the
@@ -963,15 +1084,15 @@ def _hybrid(data, fraction, seed, C, R, H, c, sigma, n_train, n_val, max_iter, s
     if grid is None:
         grid = np.array([10.0 ** ((15.0 * i) / 99.0 - 15.0) for i in range(100)])  # as the core's pow
     q = c.shape[1]
-    columns = []  # per output: (coefficients R V, tridiagonal a, b, |c|) or None for c = 0
-    for j in range(q):
-        cj = c[:, j].astype(np.float64)
-        if np.linalg.norm(cj) == 0:
-            columns.append(None)
-            continue
-        V, a, b = reference._lanczos(lambda v: (H @ v.astype(H.dtype)).astype(np.float64), cj,
-                                     min(max_iter, H.shape[0]))
-        columns.append((R @ V.astype(H.dtype), a, b, float(np.linalg.norm(cj))))
+    # The outputs' Lanczos processes in lockstep: one product with H (in direct mode a pass
+    # over the workers' blocks) per step for all of them, as the in-memory block product.
+    rhs = [c[:, j].astype(np.float64) for j in range(q)]
+    running = [j for j in range(q) if np.linalg.norm(rhs[j]) != 0]
+    processes = reference._lanczos_columns(lambda B: (H @ B.astype(H.dtype)).astype(np.float64),
+                                           [rhs[j] for j in running], min(max_iter, H.shape[0]))
+    columns = [None] * q  # per output: (coefficients R V, tridiagonal a, b, |c|) or None for c = 0
+    for j, (V, a, b, _, _) in zip(running, processes):
+        columns[j] = (R @ V.astype(H.dtype), a, b, float(np.linalg.norm(rhs[j])))
     sizes = [0 if col is None else col[0].shape[1] for col in columns]
     k_run = max(sizes)
     shifts = grid * float(n_train)
@@ -1083,8 +1204,9 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     exponents = _exponents(scales)
     k, q = R.shape[1], data.Y.shape[1]
     kern = dataclasses.replace(kern, low=low)
-    mode = _choose_solver(solver, method, n_train, k, max_iter, data.dtype.itemsize,
-                          _worker_memory_limits() if solver == "auto" else None, C.shape[0])
+    cluster = _cluster(data, split_every) if solver == "auto" and method != "hybrid" else None
+    mode = _choose_solver(solver, method, n_train, k, max_iter, data.dtype.itemsize, m=C.shape[0],
+                          **(dataclasses.asdict(cluster) if cluster else {}))
     if mode == "direct":
         operator = _DirectOperator(data, fraction, seed, C, R, kern, n_threads, split_every, exponents)
         H, c = operator, operator.rhs()
@@ -1112,11 +1234,19 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
         # latest), as the core's path: later iterates repeat the last one.
         # (Its invariance is judged at the rounding of the stored K_i, float32's if low.)
         krylov_eps = reference._krylov_eps(data.dtype, np.float32 if low else None)
-        betas = list(reference._cg_iterates(apply, c, max_iter, krylov_eps, until_invariant=True)
-                     if method == "cg" and n_val else reference._iterates(apply, c, method, step, nu, max_iter))
-        # gram: one product with A^T A per iterate, on the client; direct: each a pass
-        # over the workers' blocks (the step's estimate included)
-        products = H.products if mode == "direct" else len(betas)
+        # iterates="lanczos": gd's certified iterates from Lanczos bases (None: not certified
+        # within max_iter / 2 vectors, the path is stepped as the core does).
+        lanczos = (_lanczos_gd(apply, c, step, max_iter, krylov_eps)
+                   if method == "gd" and values["iterates"] == "lanczos" else None)
+        if lanczos is not None:
+            betas, products = lanczos
+        else:
+            betas = list(reference._cg_iterates(apply, c, max_iter, krylov_eps, until_invariant=True)
+                         if method == "cg" and n_val else reference._iterates(apply, c, method, step, nu, max_iter))
+            products = len(betas)
+        # gram: one product with A^T A per iterate (or Lanczos vector), on the client;
+        # direct: each a pass over the workers' blocks (the step's estimate included)
+        products = H.products if mode == "direct" else products
         if not np.all(np.isfinite(betas[-1])):
             raise RuntimeError(f"the iterations diverged (step_size={step}): a stable step is below "
                                "2 / lambda_max(A^T A)")

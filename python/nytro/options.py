@@ -585,10 +585,18 @@ solver : {"auto", "direct", "gram"}
     tree reduction) and iterates on the client in m dimensions; "direct" computes each
     chunk's kernel K_i = k(X_i, C) once, keeps it on the worker that computed it, and
     takes every product as a map over the chunks and a tree sum of m-vectors (every
-    method; "hybrid" takes one per Lanczos vector and output); "auto" picks "direct" when
-    max_iter products cost fewer flops than forming A^T A, the method is not "hybrid", a
-    distributed client runs and the kernel blocks fit in half of each worker's
-    memory_limit, and "gram" otherwise. "spectral" is refused (NotImplementedError).""")
+    method; "cg" and "hybrid" take one per Lanczos step, for all of y's columns at once);
+    "auto" picks "direct" when max_iter products cost less than forming A^T A, the
+    method is not "hybrid", a distributed client runs and the kernel blocks fit in half
+    of each worker's memory_limit, and "gram" otherwise. The costs are in flops, a
+    product 4 n k and A^T A 2 n k^2 + k^3 (n training rows, rank k), and every round trip
+    to the scheduler (one per product, one for A^T A) adds its seconds times the workers'
+    flop/s: the seconds of a product's map-reduce without work over the data's chunks
+    (the best of three, measured once per client and number of chunks), the flop/s the
+    client's ``nytro.machine_rates`` per thread times the workers' threads. A round
+    trip weighs as much as a pass over millions of kernel values, whatever n: "direct"
+    needs max_iter below k / 2 and n large enough for A^T A to outweigh max_iter round
+    trips. "spectral" is refused (NotImplementedError).""")
 DASK_NYTRO_STORAGE = _dask_refusing(NYTRO_STORAGE, (None, "float32"), """\
 storage : {None, "float32"}
     "float32" keeps the workers' K_i (solver="direct", methods "gd", "nu", "cg") in float32
@@ -597,11 +605,16 @@ storage : {None, "float32"}
     solver="gram" or "auto", method "hybrid", and "float16": NotImplementedError. Float32
     data or dtype="float32" compute in float32 throughout.""",
                                     lambda value: chk.float_dtype_name("storage", value, chk.NYTRO_STORAGES))
-DASK_ITERATES = _dask_refusing(ITERATES, ("auto", "stepwise"), """\
-iterates : {"auto", "stepwise"}
-    "gd"'s iterates on Dask arrays are stepped on the client, in m dimensions (where the
-    in-memory core's "auto" takes Lanczos iterates, which agree with stepping to 64 machine
-    epsilons); "lanczos" is refused (NotImplementedError).""")
+DASK_ITERATES = dataclasses.replace(ITERATES, doc="""\
+iterates : {"auto", "lanczos", "stepwise"}
+    How "gd"'s iterates are computed on Dask arrays (on the client, in m dimensions):
+    "lanczos" takes them from Lanczos bases of the Krylov spaces (all of y's columns in
+    one product per vector), each certified within 64 machine epsilons of the stepwise
+    iterate by the core's bound, with at most max_iter / 2 vectors (where the bound is
+    not met by then, the path is stepped instead); in "direct" mode, tens of round trips
+    instead of max_iter. "stepwise" and "auto" step, one product per iteration (where
+    the in-memory core's "auto" takes Lanczos iterates in float64: the same iterates to
+    64 machine epsilons).""")
 DASK_METRIC = _dask_refusing(METRIC, ("rmse",), """\
 metric : "rmse"
     The hold-out RMSE (the classifiers' "error" is refused on Dask arrays:

@@ -320,13 +320,49 @@ def _lanczos(apply, c, steps, with_complete=False, eps=np.finfo(np.float64).eps,
     in float32). stop_when_singular: stop also where a pivot of T_k's LDL^T is within
     rounding (T_k singular: a Ritz value below the remainder's floor, the core's
     LanczosProcess::start)."""
+    out = _lanczos_columns(apply, [c], steps, eps, stop_when_singular)[0]
+    return out if with_complete else out[:3]
+
+
+def _lanczos_columns(apply, columns, steps, eps=np.finfo(np.float64).eps, stop_when_singular=False):
+    """_lanczos (with_complete) from each vector of `columns` (all of one dtype), the
+    processes in lockstep: each step applies H once, to the (dim, p) block of the p
+    processes still running, as the core's block products do (one pass over the data per
+    step, not one per column, where a product is a pass). Returns one tuple per column."""
+    processes = [_lanczos_process(c, steps, eps, stop_when_singular) for c in columns]
+    results = [None] * len(columns)
+
+    def advance(j, w):
+        try:
+            pending[j] = processes[j].send(w)
+        except StopIteration as done:
+            results[j] = done.value
+
+    pending = {}
+    for j in range(len(columns)):
+        advance(j, None)
+    while pending:
+        running = list(pending)
+        block = np.stack([pending[j][0] for j in running], axis=1).astype(columns[running[0]].dtype)
+        W = apply(block).astype(np.float64)
+        pending = {}
+        for i, j in enumerate(running):
+            advance(j, W[:, i])
+    return results
+
+
+def _lanczos_process(c, steps, eps, stop_when_singular):
+    """_lanczos from c as a generator: it yields each Lanczos vector v_k (float64) with the
+    tridiagonal so far (the diagonal and off-diagonal lists, live: after the step, the
+    off-diagonal's last entry couples v_k to v_{k+1}), is sent H v_k back, and returns (V,
+    diagonal, off-diagonal, complete, |H| from below)."""
     dim = c.shape[0]
     V = np.zeros((dim, min(steps, dim) + 1))
     V[:, 0] = c / np.linalg.norm(c)
     diagonal, off = [], []
     scale, complete = 0.0, False
     for k in range(min(steps, dim)):
-        w = apply(V[:, k:k + 1].astype(c.dtype)).astype(np.float64)[:, 0]
+        w = yield V[:, k], diagonal, off
         scale = max(scale, float(np.linalg.norm(w)))  # |H| from below, as the core's
         diagonal.append(float(w @ V[:, k]))
         floor = LANCZOS_BREAKDOWN * eps * np.sqrt(k + 1) * scale
@@ -342,8 +378,7 @@ def _lanczos(apply, c, steps, with_complete=False, eps=np.finfo(np.float64).eps,
             break
         off.append(float(b))
         V[:, k + 1] = w / b
-    out = V[:, :len(diagonal)], np.asarray(diagonal), np.asarray(off[:len(diagonal) - 1])
-    return out + (complete, scale) if with_complete else out
+    return V[:, :len(diagonal)], np.asarray(diagonal), np.asarray(off[:len(diagonal) - 1]), complete, scale
 
 
 def _has_ritz_value_below(diagonal, off, x):
@@ -374,17 +409,15 @@ def _krylov_bases(apply, rhs, max_iter, eps):
     """Per column of rhs: (V, T, |c|, invariant) of Lanczos from c, min(max_iter, dim)
     steps or fewer at an invariant space (invariant: _invariant_solver's, or None), or
     None where c = 0."""
-    bases = []
-    for j in range(rhs.shape[1]):
-        c = rhs[:, j].astype(np.float64)
-        if np.linalg.norm(c) == 0:
-            bases.append(None)
-            continue
-        V, a, b, complete, scale = _lanczos(apply, c, min(max_iter, rhs.shape[0]), with_complete=True, eps=eps,
-                                            stop_when_singular=True)
+    columns = [rhs[:, j].astype(np.float64) for j in range(rhs.shape[1])]
+    running = [j for j, c in enumerate(columns) if np.linalg.norm(c) != 0]
+    processes = _lanczos_columns(apply, [columns[j] for j in running], min(max_iter, rhs.shape[0]), eps,
+                                 stop_when_singular=True)
+    bases = [None] * len(columns)
+    for j, (V, a, b, complete, scale) in zip(running, processes):
         T = np.diag(a) + np.diag(b, 1) + np.diag(b, -1)
-        invariant = _invariant_solver(T, np.linalg.norm(c), eps, scale) if complete else None
-        bases.append((V, T, np.linalg.norm(c), invariant))
+        invariant = _invariant_solver(T, np.linalg.norm(columns[j]), eps, scale) if complete else None
+        bases[j] = (V, T, np.linalg.norm(columns[j]), invariant)
     return bases
 
 
