@@ -677,19 +677,30 @@ def _hybrid(data, fraction, seed, C, R, H, c, sigma, n_train, n_val, max_iter, s
     (coef m x q for the scaled targets, path, selected, stopped, lambda, Lanczos steps)."""
     grid = np.array([10.0 ** ((15.0 * i) / 99.0 - 15.0) for i in range(100)])  # as the core's pow
     q = c.shape[1]
-    columns = []  # per output: (coefficients R V, tridiagonal a, b, |c|) or None for c = 0
+    # As the core's: Lanczos stops where its remainder, or a Ritz value, is at the rounding
+    # of a product with H (float32's for a float32 H); at such an invariant space a Ritz
+    # value of rounding is dropped from the last solve (reference._invariant_solver).
+    eps = reference._krylov_eps(H.dtype)
+    columns = []  # per output: (coefficients R V, tridiagonal a, b, |c|, invariant) or None for c = 0
     for j in range(q):
         cj = c[:, j].astype(np.float64)
         if np.linalg.norm(cj) == 0:
             columns.append(None)
             continue
-        V, a, b = reference._lanczos(lambda v: (H @ v.astype(H.dtype)).astype(np.float64), cj,
-                                     min(max_iter, H.shape[0]))
-        columns.append((R @ V.astype(H.dtype), a, b, float(np.linalg.norm(cj))))
+        V, a, b, complete, scale = reference._lanczos(lambda v: (H @ v.astype(H.dtype)).astype(np.float64), cj,
+                                                      min(max_iter, H.shape[0]), with_complete=True, eps=eps,
+                                                      stop_when_singular=True)
+        norm = float(np.linalg.norm(cj))
+        T = np.diag(a) + np.diag(b, 1) + np.diag(b, -1)
+        invariant = reference._invariant_solver(T, norm, eps, scale) if complete else None
+        columns.append((R @ V.astype(H.dtype), a, b, norm, invariant))
     sizes = [0 if col is None else col[0].shape[1] for col in columns]
     k_run = max(sizes)
     shifts = grid * float(n_train)
     solutions = [None if col is None else _shifted_solutions(col[1], col[2], shifts, col[3]) for col in columns]
+    for col, solved in zip(columns, solutions):
+        if col is not None and col[4] is not None:
+            solved[-1] = np.column_stack([col[4](shift) for shift in shifts])
 
     def coef_at(k, lam):
         out = np.zeros((R.shape[0], q), dtype=H.dtype)
