@@ -910,3 +910,31 @@ def test_leverage_centers_equal_in_memory(client, kernel):
     assert not np.array_equal(np.sort(chosen), np.sort(np.flatnonzero(train)[nytro.sample_centers(
         int(train.sum()), 20, center_seed)]))  # not the uniform draw
     check_path(fit, in_memory_fit(X, y, sigma, fit, method="cg", max_iter=8, solver="gram", **options), X.dtype)
+
+@pytest.mark.parametrize("sigma", [4.0, 8.0])
+def test_hybrid_stops_where_its_krylov_space_is_exhausted(client, sigma):
+    """20 distinct points among 200 rows (A^T A numerically singular at float32's rounding)
+    and targets off the data's range (an offset of 10): Lanczos must stop, as in memory,
+    where its remainder or a Ritz value is at the rounding of a float32 product with
+    A^T A, and solve the last step through the Ritz values above it. Before, the Dask
+    hybrid ran on into directions of rounding (16 steps where memory stops at 15 at
+    sigma = 4, 12 against 11 at sigma = 8): another path, and another model."""
+    rng = np.random.default_rng(1)
+    points = rng.standard_normal((20, 3))
+    groups = rng.integers(0, 20, 200)
+    groups[:20] = np.arange(20)  # every point present
+    X, y = points[groups].astype(np.float32), (rng.standard_normal(200) + 10.0).astype(np.float32)
+    fit = nd.nytro_path(da.from_array(X, chunks=70), da.from_array(y, chunks=70), sigma, n_centers=60, seed=SEED,
+                        validation_fraction=FRACTION, method="hybrid", max_iter=60)
+    expected = in_memory_path(X, y, sigma, fit, method="hybrid", max_iter=60)
+    result = fit.result
+    assert result.rank == expected.rank < 20
+    assert (result.n_iter, result.iterations_run) == (expected.n_iter, expected.iterations_run)
+    assert result.lambda_ == expected.lambda_
+    assert_close(result.validation_rmse, expected.validation_rmse, X.dtype, "validation path")
+    # The model behind the path's selected value: its hold-out RMSE, recomputed in float64.
+    assert np.isfinite(result.coef).all()
+    _, held = split(len(X))
+    K_val = nytro.gaussian_kernel(X[held].astype(np.float64), X[fit.center_rows].astype(np.float64), sigma)
+    rmse = np.sqrt(np.mean((K_val @ result.coef.astype(np.float64) - y[held]) ** 2))
+    assert_close(rmse, result.validation_rmse[result.n_iter - 1], X.dtype, "selected model's hold-out RMSE")

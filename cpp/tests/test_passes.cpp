@@ -17,6 +17,7 @@
 #include "passes/gram.hpp"
 #include "kernel/packed_centers.hpp"
 #include "passes/symmetric_pass.hpp"
+#include "factor/owned_cholesky.hpp"
 #include "factor/triangular_solve.hpp"
 #include "kernel/row_kernels.hpp"
 #include "paths/validation.hpp"
@@ -383,6 +384,70 @@ NYTRO_TEST(upper_triangular_inverse_interruption_points) {
             CHECK_MSG(seen == stop_at + 1, where + ": the inverse went on calling back after the throw");
         }
     }
+}
+
+// multiply's interruption points (the QR factor's products): `between` is called on the
+// calling thread between batches of blocks (4.4e9 flops: two batches), leaves the bits
+// unchanged, and an exception from it ends the product and is the one thrown.
+NYTRO_TEST(multiply_interruption_points) {
+    struct Stop : std::runtime_error {
+        Stop() : std::runtime_error("stop") {}
+    };
+    const Index n = 1300;
+    const MatrixD A = normal(n, n, 71), B = normal(n, n, 72);
+    MatrixD plain(n, n), counted(n, n);
+    nytro::detail::multiply<double>(A, B, plain, 2);
+    Index calls = 0;
+    bool elsewhere = false;
+    const auto caller = std::this_thread::get_id();
+    nytro::detail::multiply<double>(A, B, counted, 2, [&] {
+        ++calls;
+        elsewhere = elsewhere || std::this_thread::get_id() != caller;
+    });
+    CHECK_BITWISE(counted, plain);
+    CHECK_MSG(calls >= 2, "too few interruption points: " + check::str(calls));
+    CHECK_MSG(!elsewhere, std::string("between called off the calling thread"));
+    Index seen = 0;
+    CHECK_THROWS(nytro::detail::multiply<double>(A, B, counted, 2, [&] {
+        ++seen;
+        throw Stop{};
+    }), Stop);
+    CHECK_EQ(seen, Index(1));
+}
+
+// The Cholesky factorisation on an abandonable worker (factor="cholesky", the Tikhonov
+// solver "cholesky"): the same bits as in place, the callback polled on the calling
+// thread with the report given, and a throw from it returns at once (Eigen's LLT of
+// m = 2000 takes well over the 20 ms poll; the worker finishes in the background).
+NYTRO_TEST(cholesky_on_an_abandonable_worker) {
+    struct Stop : std::runtime_error {
+        Stop() : std::runtime_error("stop") {}
+    };
+    const auto spd = [](Index m) {
+        const MatrixD G = normal(m, m, 73);
+        MatrixD A = G * G.transpose() / double(m);
+        A.diagonal().array() += 1.0;
+        return A;
+    };
+    const MatrixD A = spd(1000);
+    MatrixD in_place = A, owned = A;
+    CHECK(nytro::cholesky_lower_in_place<double>(in_place));
+    Index calls = 0;
+    bool reported = true, elsewhere = false;
+    const auto caller = std::this_thread::get_id();
+    const nytro::Callback count = [&](const nytro::Progress& p) {
+        ++calls;
+        reported = reported && std::string(p.stage) == "lambda" && p.done == 3 && p.total == 7;
+        elsewhere = elsewhere || std::this_thread::get_id() != caller;
+    };
+    CHECK(nytro::detail::cholesky_lower_owned<double>(owned, count, {"lambda", 3, 7}));
+    CHECK_BITWISE(owned, in_place);
+    CHECK_MSG(reported && !elsewhere, std::string("the poll's report or thread is wrong"));
+    MatrixD indefinite = -A;
+    CHECK(!nytro::detail::cholesky_lower_owned<double>(indefinite, count, {"lambda", 3, 7}));
+    MatrixD abandoned = spd(2000);
+    const nytro::Callback stop = [](const nytro::Progress&) { throw Stop{}; };
+    CHECK_THROWS(nytro::detail::cholesky_lower_owned<double>(abandoned, stop, {"factor", 0, 1}), Stop);
 }
 
 // The solves with U that stand in for products with R = U^-1 (FitFactor): sizes below,

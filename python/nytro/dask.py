@@ -1086,17 +1086,28 @@ def _hybrid(data, fraction, seed, C, R, H, c, sigma, n_train, n_val, max_iter, s
     q = c.shape[1]
     # The outputs' Lanczos processes in lockstep: one product with H (in direct mode a pass
     # over the workers' blocks) per step for all of them, as the in-memory block product.
+    # As the core's, each stops where its remainder, or a Ritz value, is at the rounding of
+    # a product with H (float32's for a float32 H); at such an invariant space a Ritz value
+    # of rounding is dropped from the last solve (reference._invariant_solver).
+    eps = reference._krylov_eps(H.dtype)
     rhs = [c[:, j].astype(np.float64) for j in range(q)]
     running = [j for j in range(q) if np.linalg.norm(rhs[j]) != 0]
     processes = reference._lanczos_columns(lambda B: (H @ B.astype(H.dtype)).astype(np.float64),
-                                           [rhs[j] for j in running], min(max_iter, H.shape[0]))
-    columns = [None] * q  # per output: (coefficients R V, tridiagonal a, b, |c|) or None for c = 0
-    for j, (V, a, b, _, _) in zip(running, processes):
-        columns[j] = (R @ V.astype(H.dtype), a, b, float(np.linalg.norm(rhs[j])))
+                                           [rhs[j] for j in running], min(max_iter, H.shape[0]), eps=eps,
+                                           stop_when_singular=True)
+    columns = [None] * q  # per output: (coefficients R V, tridiagonal a, b, |c|, invariant) or None for c = 0
+    for j, (V, a, b, complete, scale) in zip(running, processes):
+        norm = float(np.linalg.norm(rhs[j]))
+        T = np.diag(a) + np.diag(b, 1) + np.diag(b, -1)
+        invariant = reference._invariant_solver(T, norm, eps, scale) if complete else None
+        columns[j] = (R @ V.astype(H.dtype), a, b, norm, invariant)
     sizes = [0 if col is None else col[0].shape[1] for col in columns]
     k_run = max(sizes)
     shifts = grid * float(n_train)
     solutions = [None if col is None else _shifted_solutions(col[1], col[2], shifts, col[3]) for col in columns]
+    for col, solved in zip(columns, solutions):
+        if col is not None and col[4] is not None:
+            solved[-1] = np.column_stack([col[4](shift) for shift in shifts])
 
     def coef_at(k, lam):
         out = np.zeros((R.shape[0], q), dtype=H.dtype)

@@ -1,13 +1,16 @@
 #include "nytro/cholesky.hpp"
 #include "nytro/lapack.hpp"
 
+#include "factor/owned_cholesky.hpp"
 #include "nytro/errors.hpp"
+#include "runtime/abandonable.hpp"
 
 #include <Eigen/Cholesky>
 
 #include <atomic>
 #include <limits>
 #include <string>
+#include <utility>
 
 namespace nytro {
 namespace {
@@ -56,5 +59,21 @@ bool cholesky_lower_in_place(Matrix<T>& A) {
 
 template bool cholesky_lower_in_place<float>(Matrix<float>&);
 template bool cholesky_lower_in_place<double>(Matrix<double>&);
+
+template <class T>
+bool detail::cholesky_lower_owned(Matrix<T>& A, const Callback& callback, const Progress& report) {
+    if (!callback) return cholesky_lower_in_place<T>(A);
+    // The worker takes A's storage (a move, no copy) and gives it back with the outcome.
+    auto [positive_definite, factored] =
+        detail::run_abandonable(callback, report, [owned = std::move(A)]() mutable {
+            const bool ok = cholesky_lower_in_place<T>(owned);
+            return std::make_pair(ok, std::move(owned));
+        });
+    A = std::move(factored);
+    return positive_definite;
+}
+
+template bool detail::cholesky_lower_owned<float>(Matrix<float>&, const Callback&, const Progress&);
+template bool detail::cholesky_lower_owned<double>(Matrix<double>&, const Callback&, const Progress&);
 
 }  // namespace nytro

@@ -2,7 +2,7 @@
 
 #include "passes/dense.hpp"
 #include "factor/fit_factor.hpp"
-#include "nytro/cholesky.hpp"
+#include "factor/owned_cholesky.hpp"
 #include "nytro/eigen_solver.hpp"
 #include "nytro/errors.hpp"
 #include "nytro/pivoted_qr.hpp"
@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -273,7 +274,8 @@ NystromFactor<T> jittered_cholesky_factor(Matrix<T> shifted, double jitter, bool
                                           const Callback& callback) {
     const Index m = shifted.rows();
     shifted.diagonal().array() += static_cast<T>(jitter);
-    if (!cholesky_lower_in_place<T>(shifted))
+    // ?potrf has no interruption point: it runs on a worker that Ctrl-C abandons.
+    if (!detail::cholesky_lower_owned<T>(shifted, callback, {"factor", 0, 1}))
         throw std::runtime_error("K_mm + jitter*I is not positive definite (jitter=" +
                                  format_number(jitter) + "): use a larger jitter or factor='pivoted'");
     NystromFactor<T> factor;
@@ -290,7 +292,9 @@ NystromFactor<T> jittered_cholesky_factor(Matrix<T> shifted, double jitter, bool
 // T^T T = S^T K_mm S and R = S T^-1. When rounding leaves S^T K_mm S not quite positive
 // definite, its eigendecomposition (positive part) replaces the Cholesky factor. The
 // products, the Cholesky factor and T's inverse run on the core's threads (Eigen's own
-// are single-threaded here).
+// are single-threaded here). Interruption points: the QR and the Cholesky factor run on
+// a worker that Ctrl-C abandons; the products (4 m^2 k flops, seconds at m = 5000 under
+// load) call back between batches of their blocks, the inverse between its leaves.
 template <class T>
 NystromFactor<T> qr_factor(const MatrixCRef<T>& K, double rank_tol, int n_threads, const Callback& callback) {
     const Index m = K.rows();
@@ -299,18 +303,21 @@ NystromFactor<T> qr_factor(const MatrixCRef<T>& K, double rank_tol, int n_thread
     if (k == 0) throw std::runtime_error("K_mm is numerically zero: no Nystrom centre can be used");
     const Matrix<T> S = Q;
     const Eigen::Map<const Matrix<T>> S_transposed(Q.data(), k, m);
+    // Reported as a stage of its own, so that a test can aim Ctrl-C at the products.
+    const auto products = [&] { callback({"factor products", 0, 1}); };
+    const std::function<void()> between = callback ? std::function<void()>(products) : std::function<void()>();
     Matrix<T> KS(m, k), M(k, k);
-    detail::multiply<T>(K, S, KS, n_threads);
-    detail::multiply<T>(S_transposed, KS, M, n_threads);
+    detail::multiply<T>(K, S, KS, n_threads, between);
+    detail::multiply<T>(S_transposed, KS, M, n_threads, between);
     NystromFactor<T> factor;
     factor.support.resize(static_cast<std::size_t>(m));
     std::iota(factor.support.begin(), factor.support.end(), Index(0));
     Matrix<T> L = M;
-    if (cholesky_lower_in_place<T>(L)) {  // M = L L^T = T^T T with T = L^T
+    if (detail::cholesky_lower_owned<T>(L, callback, {"factor", 0, 1})) {  // M = L L^T = T^T T with T = L^T
         Matrix<T> inverse = L.template triangularView<Eigen::Lower>().transpose();
         detail::invert_upper_triangular_in_place<T>(inverse, n_threads, detail::inverse_interruption(callback));
         factor.R.resize(m, k);
-        detail::multiply_right<T>(S, inverse, true, factor.R, n_threads);
+        detail::multiply_right<T>(S, inverse, true, factor.R, n_threads, between);
     } else {
         Vector<T> w;
         Matrix<T> V;

@@ -147,12 +147,16 @@ void for_output_blocks(Index rows, Index cols, double flops, int n_threads, bool
 }  // namespace
 
 template <class T>
-void multiply(const MatrixCRef<T>& A, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads) {
+void multiply(const MatrixCRef<T>& A, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads,
+              const std::function<void()>& between) {
     const double flops = 2.0 * A.rows() * A.cols() * B.cols();
-    for_output_blocks(A.rows(), B.cols(), flops, n_threads, false, [&](Index r0, Index rows, Index c0, Index cols) {
-        product<decltype(A.middleRows(r0, rows)), T>(A.middleRows(r0, rows), B.middleCols(c0, cols),
-                                                      out.block(r0, c0, rows, cols));
-    });
+    for_output_blocks(
+        A.rows(), B.cols(), flops, n_threads, false,
+        [&](Index r0, Index rows, Index c0, Index cols) {
+            product<decltype(A.middleRows(r0, rows)), T>(A.middleRows(r0, rows), B.middleCols(c0, cols),
+                                                          out.block(r0, c0, rows, cols));
+        },
+        between);
 }
 
 template <class T>
@@ -335,7 +339,8 @@ void invert_upper_triangular_in_place(Matrix<T>& U, int n_threads, const std::fu
 }
 
 #define NYTRO_INSTANTIATE(T)                                                                      \
-    template void multiply<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, MatrixRef<T>, int);    \
+    template void multiply<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, MatrixRef<T>, int,      \
+                              const std::function<void()>&);                                   \
     template void multiply_right<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, bool,            \
                                     MatrixRef<T>, int, const std::function<void()>&);            \
     template void multiply_left<T>(const MatrixCRef<T>&, bool, const MatrixCRef<T>&,             \

@@ -14,9 +14,12 @@ namespace nytro::detail {
 // Rows per panel of the row-parallel products.
 constexpr Index kPanel = 128;
 
-// out = A * B.
+// out = A * B. `between`, if given, is called every ~2e9 flops, outside the parallel
+// regions (an interruption point: it may throw; out is then partly written). The same
+// bits either way.
 template <class T>
-void multiply(const MatrixCRef<T>& A, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads);
+void multiply(const MatrixCRef<T>& A, const MatrixCRef<T>& B, MatrixRef<T> out, int n_threads,
+              const std::function<void()>& between = {});
 
 // out = M * B for M stored in a lower precision S, M read from memory once, in S:
 // WidenedProduct<T, S>(B).apply(M, out, n_threads).

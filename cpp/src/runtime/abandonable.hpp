@@ -31,12 +31,12 @@ namespace nytro::detail {
 // How often the calling thread calls the callback while the work runs.
 constexpr std::chrono::milliseconds kAbandonablePoll{20};
 
-// The result of work(), computed on a worker thread while callback({stage, 0, 1}) is
-// called every kAbandonablePoll on this one; an exception from the callback is rethrown
-// at once (the work is abandoned), one from the work once it ends. Without a callback,
-// or where no thread can be started, the work runs here.
+// The result of work(), computed on a worker thread while callback(report) is called
+// every kAbandonablePoll on this one; an exception from the callback is rethrown at once
+// (the work is abandoned), one from the work once it ends. Without a callback, or where
+// no thread can be started, the work runs here.
 template <class Work>
-auto run_abandonable(const Callback& callback, const char* stage, Work work) -> decltype(work()) {
+auto run_abandonable(const Callback& callback, const Progress& report, Work work) -> decltype(work()) {
     using Result = decltype(work());
     if (!callback) return work();
     struct State {
@@ -73,7 +73,7 @@ auto run_abandonable(const Callback& callback, const char* stage, Work work) -> 
             if (state->finished.wait_for(lock, kAbandonablePoll, [&] { return state->done; })) break;
         }
         try {
-            callback({stage, 0, 1});
+            callback(report);
         } catch (...) {
             worker.detach();
             throw;
@@ -82,6 +82,12 @@ auto run_abandonable(const Callback& callback, const char* stage, Work work) -> 
     worker.join();
     if (state->error) std::rethrow_exception(state->error);
     return std::move(*state->result);
+}
+
+// The same, reporting {stage, 0, 1}: one call of a library routine, the stage's only work.
+template <class Work>
+auto run_abandonable(const Callback& callback, const char* stage, Work work) -> decltype(work()) {
+    return run_abandonable(callback, Progress{stage, 0, 1}, std::move(work));
 }
 
 }  // namespace nytro::detail
