@@ -55,8 +55,6 @@ import scipy.linalg
 from . import _checks as chk
 from ._api import kernel_matrix, sample_centers
 
-CENTER_SELECTIONS = ("uniform", "leverage")
-
 # Dictionary rows per unit of estimated effective dimension (BLESS's q2); uniform
 # candidates per unit of 1 / lambda at each level (BLESS's q1: a row's score is at most
 # 1 / (lambda n), so a uniform subsample of c / lambda rows holds about c rows of any
@@ -80,11 +78,8 @@ def _candidate_count(n, lam, least, most):
 def check_centers(centers, X, X_train) -> np.ndarray:
     """The user's centres as rows: an (m, d) array of points, or a 1-D integer array of
     row indices into X (the X given to fit, before any hold-out split), checked by name."""
-    arr = np.asarray(centers)
-    if arr.ndim == 1 and arr.dtype == bool:
-        raise ValueError("centers must be an (m, d) array of points or an integer array of row indices "
-                         "into X, got a boolean array")
-    if arr.ndim == 1 and arr.size > 0 and np.issubdtype(arr.dtype, np.integer):
+    arr = chk.check_centers_form(centers)  # the row's check (nytro.options.CENTERS), then the data's
+    if arr.ndim == 1:  # row indices
         n = X.shape[0]
         if arr.size > X_train.shape[0]:
             raise ValueError(f"centers has {arr.size} indices, more than the {X_train.shape[0]} training rows")
@@ -95,9 +90,6 @@ def check_centers(centers, X, X_train) -> np.ndarray:
         if np.unique(rows).size != rows.size:
             raise ValueError("centers has repeated indices: each centre must be a distinct row of X")
         return np.ascontiguousarray(X[rows])
-    if arr.ndim != 2 or arr.shape[0] < 1:
-        raise ValueError(f"centers must be an (m, d) array of points or a 1-D integer array of row indices into "
-                         f"X, got shape {arr.shape}")
     try:
         arr = np.asarray(arr, dtype=X.dtype)
     except (TypeError, ValueError) as error:
@@ -247,11 +239,12 @@ def approximate_leverage_scores(X, sigma, lam, seed, *, dictionary_size=None,
 def choose_centers(X, X_train, *, n_centers, centers, center_selection, sigma, rng, n_threads=None,
                    kernel="gaussian", matern_nu=1.5):
     """The centres of a Nystrom fit: the user's (centers), or n_centers rows of X_train
-    drawn uniformly (the default, as before) or by leverage scores; seeded by rng."""
-    chk.check_choice("center_selection", center_selection, CENTER_SELECTIONS)
+    drawn uniformly (the default, as before) or by leverage scores; seeded by rng. The
+    parameters are the estimator's, checked by their rows of nytro.options on entry to
+    fit; here what depends on the data."""
     if centers is not None:
         return check_centers(centers, X, X_train)
-    m = chk.check_int("n_centers", n_centers, 1)
+    m = int(n_centers)
     n = X_train.shape[0]
     if m > n:
         raise ValueError(f"n_centers={m} is more than the {n} training rows left after the hold-out split")
