@@ -497,3 +497,35 @@ def test_unread_parameters_are_not_checked():
     np.testing.assert_array_equal(nytro.kernel_matrix(X, X, matern_nu=7.0), nytro.kernel_matrix(X, X))
     linear = nytro.kols(X, Y, -1.0, kernel="linear")
     np.testing.assert_array_equal(nytro.KOLSRegressor(sigma=None, kernel="linear").fit(X, Y).coef_, linear)
+
+
+# ------------------------------------------------------------ the Attributes sections
+_SKLEARN_ATTRIBUTES = {"n_features_in_", "feature_names_in_"}
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # short paths on purpose
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: e.__name__)
+def test_estimator_attributes_are_declared_and_documented_by_their_rows(estimator):
+    """The attributes fit sets are the class's `_attributes` (a new one must be declared),
+    and each Attributes entry is its row's text."""
+    X, Y = _small()
+    params = {"max_iter": 20, "n_centers": 10}
+    fitted = estimator().set_params(**{k: v for k, v in params.items() if k in estimator().get_params()})
+    fitted.fit(X, Y[:, 0])
+    public = {name for name in vars(fitted) if name.endswith("_") and not name.startswith("_")}
+    assert public - _SKLEARN_ATTRIBUTES == set(estimator._attributes)
+    for name in estimator._attributes:
+        head, *body = opt.ATTRIBUTES[name].doc.splitlines()
+        entry = _entry(estimator.__doc__, name)
+        assert entry[0] == head and entry[1:len(body) + 1] == body, (estimator.__name__, name)
+
+
+def test_documented_refuses_attributes_without_their_mark():
+    class Estimator(nytro.KOLSRegressor):
+        """A parameters mark, no attributes mark.
+
+        {parameters}
+        """
+        _attributes = ("coef_",)
+    with pytest.raises(ValueError, match="attributes"):
+        opt.documented(Estimator)

@@ -316,6 +316,70 @@ SHARED = {p.name: p for p in (SIGMA, N_CENTERS, CENTERS, CENTER_SELECTION, LAMBD
 
 
 @dataclass(frozen=True)
+class Attribute:
+    """One fitted attribute shared by estimators: its numpydoc entry (type line, then the
+    meaning), from which their Attributes sections are assembled (`documented`)."""
+
+    name: str
+    doc: str
+
+
+# The estimators' fitted attributes, each described once for every estimator that has it.
+ATTRIBUTES = {a.name: a for a in (
+    Attribute("centers_", """\
+centers_ : ndarray of shape (m, n_features)
+    The rows predict evaluates the kernel at: the Nystrom centres (the Nystrom
+    estimators), or the training part of the rows given to fit (the full-kernel ones;
+    all of them after a refit)."""),
+    Attribute("coef_", """\
+coef_ : ndarray of shape (m,) or (m, n_outputs)
+    The model at the selected regularisation: predict(X) = k(X, centers_) @ coef_."""),
+    Attribute("n_iter_", """\
+n_iter_ : int
+    The selected iteration t."""),
+    Attribute("validation_rmse_", """\
+validation_rmse_ : ndarray
+    The hold-out RMSE along the path: after each iteration (the iterative estimators;
+    "hybrid" and "cg" take no products past the rank of their Krylov space, and their
+    path ends there), or for each lambda of the grid (the Tikhonov ones). Empty without
+    a hold-out set."""),
+    Attribute("step_size_", """\
+step_size_ : float
+    The step used (0 for "cg" and "hybrid")."""),
+    Attribute("products_", """\
+products_ : int
+    Products with the operator (A^T A, or K on the full kernel) taken: fewer than the
+    iterations with Lanczos iterates."""),
+    Attribute("lambda_", """\
+lambda_ : float or None
+    The selected lambda (before the factor n): the Tikhonov estimators', or method
+    "hybrid"'s, selected with t; None for the other methods."""),
+    Attribute("lambdas_", """\
+lambdas_ : ndarray
+    The lambda grid the selection searched (before the factor n)."""),
+    Attribute("rank_", """\
+rank_ : int
+    Columns of the Nystrom factor R (centres that K_mm barely separates from the others
+    are dropped)."""),
+    Attribute("solver_", """\
+solver_ : str
+    The solver that ran ("direct", "gram" or "spectral")."""),
+)}
+
+
+def attributes_section(names, notes: dict | None = None, indent: str = "    ") -> str:
+    """A numpydoc Attributes section of the fitted attributes `names` (rows of
+    ATTRIBUTES), each with a note from `notes` by name (a sentence added to its meaning)."""
+    lines = []
+    for name in names:
+        lines += ATTRIBUTES[name].doc.splitlines()
+        note = (notes or {}).get(name)
+        lines += ["    " + line for line in textwrap.wrap(note, 84)] if note else []
+    entries = "\n".join(indent + line if line else line for line in lines)
+    return f"{indent}Attributes\n{indent}----------\n{entries}\n"
+
+
+@dataclass(frozen=True)
 class Family:
     """The parameters of one C++ options struct (`core`, a class of nytro._core of that
     name, and the name of the options object), in the order they are checked.
@@ -523,6 +587,7 @@ def document_function(function: Callable, family: Family) -> Callable:
 
 
 _PARAMETERS_MARK = re.compile(r"^[ \t]*\{parameters\}[ \t]*\n", re.MULTILINE)
+_ATTRIBUTES_MARK = re.compile(r"^[ \t]*\{attributes\}[ \t]*\n", re.MULTILINE)
 
 
 def documented(cls: type) -> type:
@@ -530,7 +595,8 @@ def documented(cls: type) -> type:
     becomes the Parameters section of its __init__'s parameters, each entry the declared
     row's (from the estimator's `_family` or SHARED) with the estimator's default; where
     the estimator's default differs from the functions' (the family's `differences`), the
-    entry says so and why."""
+    entry says so and why. A line `{attributes}` becomes the Attributes section of the
+    class's own `_attributes` (attributes_section)."""
     signature = inspect.signature(cls.__init__)
     names = [name for name in signature.parameters if name != "self"]
     defaults = {name: signature.parameters[name].default for name in names}
@@ -544,6 +610,13 @@ def documented(cls: type) -> type:
     doc, count = _PARAMETERS_MARK.subn(lambda match: section, cls.__doc__)
     if count != 1:
         raise ValueError(f"{cls.__name__}'s docstring needs one line {{parameters}}, found {count}")
+    # A line {attributes}: the Attributes section of the class's `_attributes`, from their
+    # rows (ATTRIBUTES), with the class's `_attribute_notes`.
+    attributes = attributes_section(cls.__dict__.get("_attributes", ()), cls.__dict__.get("_attribute_notes"))
+    doc, count = _ATTRIBUTES_MARK.subn(lambda match: attributes, doc)
+    if count > 1 or count != ("_attributes" in cls.__dict__):
+        raise ValueError(f"{cls.__name__} needs a line {{attributes}} in its docstring exactly where it declares "
+                         f"_attributes, found {count}")
     cls.__doc__ = doc
     return cls
 
