@@ -9,16 +9,19 @@ fields of the C++ options struct (``cpp/include/nytro/options.hpp``) it sets. A
   fit is computed (time, memory, rounding) but not which model it selects;
 * the C++ struct handed to ``nytro._core`` (:func:`core_options`), set field by field
   by name;
-* the validation of the functions, the estimators and the options objects (each row's
-  check, raising a ValueError that names the parameter);
+* the validation of the functions, the estimators and the options objects: each row's
+  check is its parameter's only one, raising a ValueError that names it, run by
+  :func:`check_parameters` on entry to every public function that takes the parameter
+  (`FUNCTION_FAMILIES`) and to every estimator's fit, as scikit-learn's
+  ``_parameter_constraints`` (what depends on the data is checked where it is known);
 * the documentation: the Parameters sections of the functions', the estimators' (class
-  decorator `documented`) and the options objects' docstrings, and the table on the docs'
-  options page.
+  decorator `documented`) and the options objects' docstrings, the estimators'
+  Attributes sections (from `ATTRIBUTES`), and the table on the docs' options page.
 
 KOLS has no C++ options struct: its family (`KOLS`) names the binding whose keywords its
 rows set (`Family.keywords_of`). The estimators' parameters that set no C++ field (sigma,
 the centres, the lambda grid, the hold-out split, ...) are rows of `SHARED`, declared
-here for their one description.
+here for their one check and their one description.
 
 The *statistical* rows (method, max_iter, step_size, stopping, ...) decide which model
 is selected; they stay in the functions' and estimators' signatures. Each default
