@@ -11,12 +11,13 @@ are redundant for the kernel and leverage scores give it fewer centres than unif
 draws do; what leverage sampling rewards is rare rows in regions of their own.)
 
 For each m and each selection, --seeds seeded fits of NytroRegressor (method "hybrid",
-default hold-out selection); the centres are selected first (timed alone) and passed with
-centers=, so the fit's time excludes the selection. Medians over seeds are reported, and
+default hold-out selection); the centres are drawn from the rows the estimator trains on
+(its hold-out rows excluded), selected first (timed alone) and passed with centers=, so
+the fit's time excludes the selection. Medians over seeds are reported, and
 m_to_reach: the smallest m of the grid at which each selection's median test RMSE is at
 or below a target (uniform's RMSE at its largest m, and 1.1 x leverage's best).
 
-    python benchmarks/bench_centers.py --out benchmarks/results/centers
+    python benchmarks/bench_centers.py --threads 1 --out benchmarks/results/centers
 
 The figures are timings on a shared machine: see machine.txt (load average recorded).
 """
@@ -25,7 +26,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -33,6 +36,7 @@ import numpy as np
 
 import nytro
 from nytro.centers import leverage_centers
+from nytro.experiments import protocol as P
 
 
 def mixture(n, seed, *, tail=0.05, d=2, width=0.3, box=5.0):
@@ -60,8 +64,11 @@ def run(args):
     for m in args.m:
         for selection in ("uniform", "leverage"):
             for seed in range(args.seeds):
-                idx, select_s = select(selection, X, m, args.sigma, 100 + seed, args.threads)
-                est = nytro.NytroRegressor(sigma=args.sigma, centers=X[idx], random_state=seed,
+                # Drawn from the rows NytroRegressor(random_state=seed) trains on: its hold-out
+                # rows, which select t and lambda, are not centres.
+                X_train = X[P.holdout_split(X.shape[0], None, seed).train]
+                idx, select_s = select(selection, X_train, m, args.sigma, 100 + seed, args.threads)
+                est = nytro.NytroRegressor(sigma=args.sigma, centers=X_train[idx], random_state=seed,
                                            n_threads=args.threads)
                 start = time.perf_counter()
                 est.fit(X, y)
@@ -82,6 +89,8 @@ def summarise(rows, m_grid):
         for m in m_grid:
             part = [r for r in rows if r["m"] == m and r["selection"] == selection]
             per_m[m] = {"test_rmse": statistics.median(r["test_rmse"] for r in part),
+                        "test_rmse_min": min(r["test_rmse"] for r in part),
+                        "test_rmse_max": max(r["test_rmse"] for r in part),
                         "rank": statistics.median(r.get("rank", float("nan")) for r in part),
                         "select_seconds": statistics.median(r["select_seconds"] for r in part),
                         "fit_seconds": statistics.median(r["fit_seconds"] for r in part)}
@@ -125,15 +134,19 @@ def plot(summary, m_grid, path):
         return False
     fig, ax = plt.subplots(figsize=(5, 3.5))
     for selection, marker in (("uniform", "o"), ("leverage", "s")):
-        ax.plot(m_grid, [summary[selection][m]["test_rmse"] for m in m_grid], marker=marker, label=selection)
+        line, = ax.plot(m_grid, [summary[selection][m]["test_rmse"] for m in m_grid], marker=marker, label=selection)
+        ax.fill_between(m_grid, [summary[selection][m]["test_rmse_min"] for m in m_grid],
+                        [summary[selection][m]["test_rmse_max"] for m in m_grid], color=line.get_color(), alpha=0.2,
+                        linewidth=0)  # min to max over the seeds
     ax.set_xscale("log")
     ax.set_xticks(m_grid, [str(m) for m in m_grid])
     ax.minorticks_off()
     ax.set_xlabel("centres m")
-    ax.set_ylabel("test RMSE (median over seeds)")
+    ax.set_ylabel("test RMSE (median; band: seeds)")
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+    plt.close(fig)
     return True
 
 
@@ -159,8 +172,10 @@ def main():
         plot(summary, m_grid, args.render.with_name("centers.png"))
         print(table)
         return
+    threads = nytro.default_n_threads() if args.threads is None else args.threads
     load_before = os.getloadavg()
-    rows = run(args)
+    with P.blas_threads(threads):  # the selection's Cholesky runs in NumPy's BLAS: the same thread count
+        rows = run(args)
     load_after = os.getloadavg()
     summary, targets, reach = summarise(rows, args.m)
     table = markdown(summary, targets, reach, args.m)
@@ -172,9 +187,9 @@ def main():
              "summary": {s: {str(m): v for m, v in per.items()} for s, per in summary.items()},
              "targets": targets, "m_to_reach": reach}, indent=1))
         (args.out / "centers.md").write_text(table)
-        threads = nytro.default_n_threads() if args.threads is None else args.threads
+        (args.out / "command.txt").write_text(shlex.join(["python", *sys.argv]) + "\n")
         (args.out / "machine.txt").write_text(
-            f"cpus {os.cpu_count()}, threads_used {threads}, load average (1, 5, 15 min) before "
+            f"{P.cpu_model()}, cpus {os.cpu_count()}, threads_used {threads}, load average (1, 5, 15 min) before "
             f"{load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, after {load_after[0]:.2f} "
             f"{load_after[1]:.2f} {load_after[2]:.2f}: shared machine, timings noisy\n")
         plot(summary, args.m, args.out / "centers.png")

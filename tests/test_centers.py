@@ -159,13 +159,3 @@ def test_uniform_selection_is_unchanged():
     rng = np.random.RandomState(7)
     seed = int(rng.randint(0, 2**63 - 1, dtype=np.int64))
     np.testing.assert_array_equal(est.centers_, p.X[nytro.sample_centers(200, 25, seed)])
-
-
-def test_dask_arrays_refuse_what_they_do_not_support():
-    da = pytest.importorskip("dask.array")
-    p = make_problem(n=100)
-    X, y = da.from_array(p.X, chunks=50), da.from_array(p.y, chunks=50)
-    with pytest.raises(NotImplementedError, match="center_selection"):
-        NytroRegressor(n_centers=10, center_selection="leverage").fit(X, y)
-    with pytest.raises(NotImplementedError, match="sample_weight"):
-        NytroRegressor(n_centers=10).fit(X, y, sample_weight=np.ones(100))

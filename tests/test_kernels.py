@@ -312,12 +312,13 @@ def test_core_kernel_spec_rejects_bad_values():
         _core.kernel_matrix_float64(X=X, Z=X, kernel=_core.KernelSpec("gaussian", 1.5, [1.0, 1.0, 1.0]), n_threads=1)
 
 
-def test_dask_arrays_refuse_other_kernels():
+def test_dask_arrays_predict_with_the_estimators_kernel():
+    """predict on a Dask array evaluates the fitted kernel (Laplacian, ARD bandwidths), as
+    on a NumPy array (the Dask fits themselves: tests/test_dask.py)."""
     da = pytest.importorskip("dask.array")
     p = make_problem()
-    X, y = da.from_array(p.X, chunks=100), da.from_array(p.y, chunks=100)
-    with pytest.raises(ValueError, match="kernel='gaussian' and one sigma only"):
-        nytro.NytroRegressor(30, kernel="laplacian").fit(X, y)
-    est = nytro.NytroRegressor(30, kernel="laplacian", random_state=0).fit(p.X, p.y)
-    with pytest.raises(ValueError, match="kernel='gaussian' and one sigma only"):
-        est.predict(X)
+    X = da.from_array(p.X, chunks=100)
+    for params in (dict(kernel="laplacian"), dict(sigma=np.array([0.5, 1.0, 2.0, 1.5]))):
+        est = nytro.NytroRegressor(30, random_state=0, **params).fit(p.X, p.y)
+        np.testing.assert_allclose(est.predict(X).compute(scheduler="synchronous"), est.predict(p.X), rtol=1e-12,
+                                   atol=1e-12)

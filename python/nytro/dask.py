@@ -1,13 +1,15 @@
-"""NYTRO and Nystrom KRLS on Dask arrays chunked by rows (the "gram" mode).
+"""NYTRO and Nystrom KRLS on Dask arrays chunked by rows.
 
 The data stay where Dask keeps them (worker memory, or a zarr store read chunk by
 chunk); the client holds O(m^2 + m d + m T) numbers for T iterates (or lambdas). A fit
-takes a pass over y (each chunk's training rows and largest target in absolute value)
-and three passes over X, each a map over its row chunks:
+takes a pass over y (each chunk's training rows and largest target in absolute value,
+and its sample weights' checks and sums) and three passes over X, each a map over its row
+chunks:
 
 1. the Nystrom centres: m seeded ordinals among the training rows
-   (``nytro.sample_centers`` over n_train), gathered m x d from the chunks holding them;
-   the factor R of K_mm is computed on the client by the C++ core;
+   (``nytro.sample_centers`` over n_train, or the leverage sampler's), gathered m x d
+   from the chunks holding them (or the given centres: points, or row indices gathered
+   alike); the factor R of K_mm is computed on the client by the C++ core;
 2. the normal equations: C and R are scattered to every worker once; each chunk's
    training rows give K_i = k(X_i, C) (C++ core, in row blocks), A_i = K_i R and the
    partial sums A_i^T A_i and A_i^T y, added up by Dask's tree reduction (``split_every``);
@@ -30,17 +32,33 @@ of hold-out rows is therefore binomial around validation_fraction * n, not its r
 and the split differs from the in-memory estimators' permutation.
 
 The "direct" mode (solver="direct", or "auto" by the cost model in :func:`nytro_path`)
-replaces step 2 for methods gd, nu and cg: each chunk's K_i (training rows) is computed
-once and persisted on its worker, and every product A^T A v = R^T K^T K R v of the path
-is a map over the chunks and a tree sum of m-vectors, R applied on the client.
+replaces step 2: each chunk's K_i (training rows) is computed once and persisted on its
+worker, and every product A^T A v = R^T K^T K R v of the path (of "hybrid"'s Lanczos
+too) is a map over the chunks and a tree sum of m-vectors, R applied on the client.
 
-Not done yet (issue 28): "hybrid" in direct mode, storage="float32" / "float16" (the
-computation's dtype may be float32: dtype=, or float32 data), gd's Lanczos iterates (the
-client steps; the in-memory core's Lanczos iterates agree with stepping to 64 machine
-epsilons), and progress reporting.
+Every kernel of ``nytro.kernel_matrix`` (one bandwidth or one per feature) is evaluated by
+the C++ core in the tasks. Sample weights travel with y's chunks: the training rows'
+w' = w n_train / sum(w_train) scale the rows of K_i and y_i by sqrt(w'), and the hold-out
+rows' w' = w n_val / sum(w_val) weigh their squared errors, as the core's row scales and
+hold-out row weights.
+
+The parameters are the rows of ``nytro.options`` (DASK_NYTRO, DASK_NKRLS): the in-memory
+functions' names, defaults and options objects, with the values not taken here refused.
+
+storage="float32" (direct mode) keeps the workers' K_i in float32 while computing in
+float64, as the core keeps K_nm.
+
+center_selection="leverage" runs nytro.centers' sampler on the training rows, each level
+gathering the candidate rows it has not seen yet from their chunks.
+
+Not done yet (issue 28): storage="float32" outside the direct mode and for "hybrid",
+"float16" (the computation's dtype may be float32: dtype=, or float32 data), gd's Lanczos
+iterates (the client steps; the in-memory core's Lanczos iterates agree with stepping to
+64 machine epsilons), metric="error" (the classifiers), and progress reporting.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 from dataclasses import dataclass
@@ -52,8 +70,10 @@ import dask
 import dask.array as da
 
 from . import _checks as chk
+from . import options as opt
 from . import reference
-from ._api import _scaled_coef, gaussian_kernel, kernel_predict, nystrom_factor, sample_centers
+from ._api import _scaled_coef, kernel_matrix, kernel_predict, nystrom_factor, sample_centers
+from .centers import CENTER_SELECTIONS, check_centers
 from ._results import PathResult, TikhonovResult
 
 __all__ = ["DaskFit", "holdout_mask", "nytro_path", "nkrls_path", "predict", "fit_estimator"]
@@ -80,9 +100,9 @@ class DaskFit:
         As the in-memory ``nytro.nytro_path`` / ``nytro.nkrls_path`` return it
         (solver "gram" or "direct").
     centers : ndarray (m, d)
-        The Nystrom centres, rows of X.
-    center_rows : ndarray (m,)
-        Their global row indices in X.
+        The Nystrom centres: rows of X, or the points given as centers.
+    center_rows : ndarray (m,) or None
+        Their global row indices in X (None for centres given as points).
     n_train, n_val : int
         Training and hold-out rows of the split.
     """
@@ -146,6 +166,48 @@ class _Data:
     dtype: np.dtype
     offsets: np.ndarray  # global index of each chunk's first row, then n
     estimator: str | None  # validate blocks as this scikit-learn estimator does, or as the functions do
+    W: da.Array | None = None  # the sample weights, chunked as X's rows, or None
+    # What turns a weight w into its row's w' (training rows: n_train / sum of their w;
+    # hold-out rows: n_val / sum of theirs), once the first pass has summed them.
+    units: tuple = (None, None)
+
+
+@dataclass(frozen=True)
+class _Kernel:
+    """The fit's kernel as the tasks evaluate it (picklable, sent with each task):
+    kernel_matrix's kernel, sigma (one, or one per feature) and matern_nu."""
+
+    kernel: str
+    sigma: object
+    matern_nu: float
+    # storage="float32" with float64 data: K from the rows rounded to float32, computed and
+    # kept in float32 (the core's stored K_nm and hold-out kernel then), used widened.
+    low: bool = False
+
+    def __call__(self, A, B, n_threads):
+        if self.low:
+            A, B = A.astype(np.float32), B.astype(np.float32)
+        return kernel_matrix(A, B, kernel=self.kernel, sigma=self.sigma, matern_nu=self.matern_nu,
+                             n_threads=n_threads)
+
+
+def _as_dask_weights(sample_weight, X) -> da.Array | None:
+    """sample_weight as a Dask vector chunked as X's rows (None for none): a NumPy array or
+    scalar is checked here as in memory; a Dask array's values are checked chunk by chunk
+    in the first pass (_split_counts)."""
+    if sample_weight is None:
+        return None
+    n = int(X.shape[0])
+    if not isinstance(sample_weight, da.Array):
+        return da.from_array(chk.check_sample_weight(sample_weight, n, "sample_weight"), chunks=(X.chunks[0],))
+    if sample_weight.ndim == 0:
+        sample_weight = da.full(n, sample_weight, chunks=(X.chunks[0],))
+    if sample_weight.ndim != 1 or sample_weight.shape[0] != n:
+        raise ValueError(f"sample_weight must have shape ({n},), one weight per row, got shape {sample_weight.shape}")
+    if any(math.isnan(c) for c in sample_weight.chunks[0]):
+        raise ValueError("sample_weight has unknown chunk sizes (nan): its rows cannot be matched with X's. "
+                         "Call sample_weight.compute_chunk_sizes() first")
+    return sample_weight.rechunk((X.chunks[0],))
 
 
 def _as_dask_data(X, y, dtype, estimator=None) -> _Data:
@@ -183,8 +245,19 @@ def _blocks(data: _Data):
     # and deadlocks".
     xs = data.X.to_delayed(optimize_graph=False).ravel()
     ys = data.Y.to_delayed(optimize_graph=False).ravel()
+    if data.W is not None:  # the weights travel with the targets (see _targets)
+        ws = data.W.to_delayed(optimize_graph=False).ravel()
+        ys = [(yb, wb) + tuple(data.units) for yb, wb in zip(ys, ws)]
     return [(x, yb, int(data.offsets[b]), int(data.offsets[b + 1])) for b, (x, yb) in enumerate(zip(xs, ys))
             if data.offsets[b + 1] > data.offsets[b]]
+
+
+def _targets(Y):
+    """A task's targets argument: (Y block, weights block or None, (training unit,
+    hold-out unit))."""
+    if isinstance(Y, tuple):
+        return Y[0], np.asarray(Y[1]), Y[2:]
+    return Y, None, (None, None)
 
 
 def _validated_block(X, Y, dtype, estimator):
@@ -236,15 +309,34 @@ def _tree_sum(parts, shape, split_every):
 
 # -------------------------------------------------------------- tasks (on workers)
 def _count_and_peak(Y, start, stop, fraction, seed):
-    """The chunk's number of training rows, and its largest |y| (NaN propagates: the
-    normal equations' pass then reports it as in memory)."""
-    count = stop - start if fraction is None else int(np.count_nonzero(~holdout_mask(np.arange(start, stop),
-                                                                                      fraction, seed)))
+    """The chunk's number of training rows, its largest |y| (NaN propagates: the normal
+    equations' pass then reports it as in memory), and its weights' summary (None
+    without weights, see _weight_summary)."""
+    Y, w, _ = _targets(Y)
+    held = holdout_mask(np.arange(start, stop), fraction, seed)
+    count = int(np.count_nonzero(~held))
+    summary = None if w is None else _weight_summary(w, held, start)
     Y = np.asarray(Y)
     if not Y.size or not (np.issubdtype(Y.dtype, np.number) or Y.dtype == np.bool_):
-        return count, None  # a wrong dtype is reported by the normal equations' pass, as in memory
+        return count, None, summary  # a wrong dtype is reported by the normal equations' pass, as in memory
     peaks = np.max(np.abs(Y.reshape(len(Y), -1)), axis=0).astype(np.float64)
-    return count, peaks
+    return count, peaks, summary
+
+
+def _weight_summary(w, held, start):
+    """The chunk's weights as the client checks them: the first non-finite and the first
+    negative weight (global row, value) or None, then the sums and the counts of positive
+    weights of its training and hold-out rows."""
+    try:
+        w = np.asarray(w, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"sample_weight must be an array of numbers: {error}") from None
+    firsts = []
+    for bad in (~np.isfinite(w), w < 0):
+        i = np.flatnonzero(bad)
+        firsts.append((start + int(i[0]), float(w[i[0]])) if i.size else None)
+    parts = [(float(np.sum(w[rows])), int(np.count_nonzero(w[rows] > 0))) for rows in (~held, held)]
+    return firsts[0], firsts[1], parts[0], parts[1]
 
 
 def _pick_rows(X, start, stop, fraction, seed, ordinals):
@@ -264,20 +356,38 @@ def _scaled_columns(Y, exponents):
     return Y if exponents is None else np.ldexp(Y, -exponents).astype(Y.dtype, copy=False)
 
 
-def _gram_part(X, Y, start, stop, fraction, seed, C, R, sigma, dtype, estimator, n_threads, exponents):
-    """This chunk's share of [A^T A, A^T Y] (k x (k + q), float64 after summing in dtype)
-    over its training rows, A = k(X_train, C) R, Y's columns scaled by the fit's powers
-    of two; for R None (the kernel-first route), the share of [K^T K, K^T Y]
-    (m x (m + q)) with K = k(X_train, C)."""
+def _chunk_rows(X, Y, start, stop, fraction, seed, dtype, estimator, exponents, held):
+    """The chunk's training rows (held False) or hold-out rows (held True): X, Y (columns
+    divided by the fit's powers of two), and their row scales sqrt(w') in dtype (None
+    without weights), w' the weights rescaled to sum to the part's row count, as the core's
+    row scales (training) and hold-out row weights."""
+    Y, w, units = _targets(Y)
     X, Y = _validated_block(X, Y, dtype, estimator)
-    keep = ~holdout_mask(np.arange(start, stop), fraction, seed)
-    X, Y = X[keep], _scaled_columns(Y[keep], exponents)
+    rows = holdout_mask(np.arange(start, stop), fraction, seed)
+    rows = rows if held else ~rows
+    # The core's training row scales are in dtype, its hold-out row weights in float64.
+    scale = None if w is None else np.sqrt(w.astype(np.float64)[rows] * units[int(held)]).astype(
+        np.float64 if held else dtype)
+    return X[rows], _scaled_columns(Y[rows], exponents), scale
+
+
+def _gram_part(X, Y, start, stop, fraction, seed, C, R, kern, dtype, estimator, n_threads, exponents):
+    """This chunk's share of [A^T A, A^T Y] (k x (k + q), float64 after summing in dtype)
+    over its training rows, A = S k(X_train, C) R and S Y with S the rows' weight scales
+    (the identity without weights), Y's columns scaled by the fit's powers of two; for R
+    None (the kernel-first route), the share of [K^T K, K^T Y] (m x (m + q)) with
+    K = S k(X_train, C)."""
+    X, Y, scale = _chunk_rows(X, Y, start, stop, fraction, seed, dtype, estimator, exponents, False)
+    if scale is not None:
+        Y = Y * scale[:, None]
     k, q = (C.shape[0] if R is None else R.shape[1]), Y.shape[1]
     H, c = np.zeros((k, k), dtype), np.zeros((k, q), dtype)
     threads = _task_threads(n_threads)
     with _CORE_LOCK:
         for r0, r1 in _row_blocks(len(X), max(C.shape[0], k)):
-            A = gaussian_kernel(X[r0:r1], C, sigma, n_threads=threads)
+            A = kern(X[r0:r1], C, threads)
+            if scale is not None:
+                A *= scale[r0:r1, None]
             if R is not None:
                 A = A @ R
             H += A.T @ A  # NumPy takes a product of a matrix with its own transpose as a rank update
@@ -285,60 +395,80 @@ def _gram_part(X, Y, start, stop, fraction, seed, C, R, sigma, dtype, estimator,
     return np.hstack([H, c]).astype(np.float64)
 
 
-def _direct_block(X, Y, start, stop, fraction, seed, C, sigma, dtype, estimator, n_threads, exponents):
-    """(K_i, Y_i) of this chunk's training rows, K_i = k(X_i, C) in the computation's
-    dtype, Y_i's columns scaled by the fit's powers of two: what a worker keeps in memory
-    for the "direct" mode (R is applied on the client, in m dimensions, as the in-memory
-    direct solver applies it: forming K_i R would cost 2 n m k flops, a Gram pass's)."""
-    X, Y = _validated_block(X, Y, dtype, estimator)
-    keep = ~holdout_mask(np.arange(start, stop), fraction, seed)
-    X, Y = X[keep], _scaled_columns(Y[keep], exponents)
+def _direct_block(X, Y, start, stop, fraction, seed, C, kern, dtype, estimator, n_threads, exponents):
+    """(K_i, Y_i) of this chunk's training rows, K_i = S k(X_i, C) in the computation's
+    dtype and S Y_i (S the rows' weight scales, the identity without weights), Y_i's
+    columns scaled by the fit's powers of two: what a worker keeps in memory for the
+    "direct" mode (R is applied on the client, in m dimensions, as the in-memory direct
+    solver applies it: forming K_i R would cost 2 n m k flops, a Gram pass's)."""
+    X, Y, scale = _chunk_rows(X, Y, start, stop, fraction, seed, dtype, estimator, exponents, False)
     threads = _task_threads(n_threads)
     with _CORE_LOCK:
-        K = gaussian_kernel(X, C, sigma, n_threads=threads)
+        K = kern(X, C, threads)
+    if scale is not None:
+        K *= scale.astype(K.dtype)[:, None]  # the core scales the stored K_nm by the scales in its precision
+        Y = Y * scale[:, None]
     return K, Y
+
+
+def _widened_rows(K, dtype):
+    """K's row blocks in dtype (views of K where it has it): a K kept in float32 for
+    float64 computation is widened a block at a time, never whole."""
+    for r0, r1 in _row_blocks(len(K), K.shape[1]):
+        yield r0, r1, K[r0:r1].astype(dtype, copy=False)
 
 
 def _direct_rhs(block):
     """This chunk's K_i^T Y_i (float64 for the reduction)."""
     K, Y = block
-    return (K.T @ Y).astype(np.float64)
+    out = np.zeros((K.shape[1], Y.shape[1]), Y.dtype)
+    for r0, r1, Kb in _widened_rows(K, Y.dtype):
+        out += Kb.T @ Y[r0:r1]
+    return out.astype(np.float64)
 
 
 def _direct_product(block, B, n_threads):
-    """This chunk's K_i^T (K_i B) (float64 for the reduction)."""
-    K, _ = block
+    """This chunk's K_i^T (K_i B) (float64 for the reduction), in Y_i's dtype (the
+    computation's)."""
+    K, Y = block
+    B = B.astype(Y.dtype)
+    out = np.zeros((K.shape[1], B.shape[1]), Y.dtype)
     with _CORE_LOCK:
-        return (K.T @ (K @ B.astype(K.dtype))).astype(np.float64)
+        for _, _, Kb in _widened_rows(K, Y.dtype):
+            out += Kb.T @ (Kb @ B)
+    return out.astype(np.float64)
 
 
-def _holdout_part(X, Y, start, stop, fraction, seed, C, alphas, sigma, dtype, estimator, n_threads, exponents):
+def _holdout_part(X, Y, start, stop, fraction, seed, C, alphas, kern, dtype, estimator, n_threads, exponents):
     """Squared hold-out errors of this chunk, per output column, for each of the L
     coefficient sets alphas[:, l q:(l + 1) q] ((L, q)), from the predictions
-    k(X_val, C) alpha_l against Y's scaled columns."""
-    X, Y = _validated_block(X, Y, dtype, estimator)
-    held = holdout_mask(np.arange(start, stop), fraction, seed)
-    X, Y = X[held], _scaled_columns(Y[held], exponents).astype(np.float64)
+    k(X_val, C) alpha_l against Y's scaled columns, each row's weighted by its w'."""
+    X, Y, scale = _chunk_rows(X, Y, start, stop, fraction, seed, dtype, estimator, exponents, True)
+    Y = Y.astype(np.float64)
     q = Y.shape[1]
     L = alphas.shape[1] // q
     errors = np.zeros((L, q))
     threads = _task_threads(n_threads)
     with _CORE_LOCK:
         for r0, r1 in _row_blocks(len(X), max(C.shape[0], alphas.shape[1])):
-            predictions = (gaussian_kernel(X[r0:r1], C, sigma, n_threads=threads) @ alphas).astype(np.float64)
+            predictions = (kern(X[r0:r1], C, threads) @ alphas).astype(np.float64)
             residual = predictions.reshape(r1 - r0, L, q) - Y[r0:r1, None, :]
+            if scale is not None:
+                residual *= scale[r0:r1, None, None]
             errors += np.einsum("rlj,rlj->lj", residual, residual)
     return errors
 
 
-def _images_part(X, Y, start, stop, fraction, seed, C, bases, sizes, sigma, dtype, estimator, n_threads,
+def _images_part(X, Y, start, stop, fraction, seed, C, bases, sizes, kern, dtype, estimator, n_threads,
                  exponents):
     """R factors of this chunk's hold-out images, one per output j: the triangular factor
-    of [P_j y_j 0] with P_j = k(X_val, C) bases[:, columns of j] (its sizes[j] basis
-    vectors as coefficients), padded to (q, K + 1, K + 1) for K = max(sizes)."""
-    X, Y = _validated_block(X, Y, dtype, estimator)
-    held = holdout_mask(np.arange(start, stop), fraction, seed)
-    X, Y = X[held], _scaled_columns(Y[held], exponents).astype(np.float64)
+    of S [P_j y_j] with P_j = k(X_val, C) bases[:, columns of j] (its sizes[j] basis
+    vectors as coefficients) and S the rows' weight scales (as the core's weigh_rows),
+    padded to (q, K + 1, K + 1) for K = max(sizes)."""
+    X, Y, scale = _chunk_rows(X, Y, start, stop, fraction, seed, dtype, estimator, exponents, True)
+    Y = Y.astype(np.float64)
+    if scale is not None:
+        Y *= scale[:, None]
     K = max(sizes)
     factors = np.zeros((len(sizes), K + 1, K + 1))
     threads = _task_threads(n_threads)
@@ -346,7 +476,9 @@ def _images_part(X, Y, start, stop, fraction, seed, C, bases, sizes, sigma, dtyp
     # chunk), so that a task holds O(block x K) of images whatever the chunk's size.
     with _CORE_LOCK:
         for r0, r1 in _row_blocks(len(X), max(C.shape[0], bases.shape[1], K + 1)):
-            images = gaussian_kernel(X[r0:r1], C, sigma, n_threads=threads) @ bases
+            images = kern(X[r0:r1], C, threads) @ bases
+            if scale is not None:
+                images = images.astype(np.float64) * scale[r0:r1, None]
             first = 0
             for j, size in enumerate(sizes):
                 block = np.zeros((r1 - r0 + K + 1, K + 1))
@@ -392,8 +524,10 @@ def _split_counts(data: _Data, fraction, seed):
     (chk.TargetScales of the in-memory functions, from the chunks' largest |y| per
     column: max |y_j| over every row, training and hold-out, as in memory)."""
     parts = [dask.delayed(_count_and_peak)(y, start, stop, fraction, seed) for _, y, start, stop in _blocks(data)]
-    counts, peaks = zip(*dask.compute(*parts, optimize_graph=False))
+    counts, peaks, summaries = zip(*dask.compute(*parts, optimize_graph=False))
     counts = np.array(counts, dtype=np.int64)
+    if data.W is not None:
+        data.units = _weight_units(summaries, int(counts.sum()), int(data.X.shape[0]) - int(counts.sum()), fraction)
     peaks = [p for p in peaks if p is not None and p.size]
     peak = np.max(np.vstack(peaks), axis=0) if peaks else np.zeros(data.Y.shape[1])
     if not np.all(np.isfinite(peak)):
@@ -401,6 +535,28 @@ def _split_counts(data: _Data, fraction, seed):
     with np.errstate(over="ignore"):
         scales = chk.TargetScales(peak[None, :].astype(data.dtype), None)
     return counts, scales
+
+
+def _weight_units(summaries, n_train, n_val, fraction):
+    """(n_train / sum of the training rows' w, n_val / sum of the hold-out rows' w) from the
+    chunks' _weight_summary, after the checks (and errors) of the in-memory estimators:
+    chk.check_sample_weight's on all rows, then a positive weight in each part."""
+    for which, requirement in ((0, "finite"), (1, ">= 0")):
+        bad = [s[which] for s in summaries if s[which] is not None]
+        if bad:
+            row, value = min(bad)
+            raise ValueError(f"sample_weight must be {requirement}, got {value} at row {row}")
+    sums = [math.fsum(s[2 + part][0] for s in summaries) for part in (0, 1)]
+    positive = [sum(s[2 + part][1] for s in summaries) for part in (0, 1)]
+    if not sum(positive) or not math.isfinite(sums[0] + sums[1]):
+        raise ValueError("sample_weight must not be all zero (and its sum must be finite)")
+    for part, rows, name in ((0, n_train, "training"), (1, n_val, "hold-out")):
+        if rows and not positive[part]:
+            raise ValueError(
+                f"sample_weight is zero on every one of the {rows} {name} rows the hold-out split "
+                f"(validation_fraction={fraction}) left: the {name} error has no weight; give more rows a "
+                "positive weight or change the seed")
+    return tuple(rows / total if rows else None for rows, total in zip((n_train, n_val), sums))
 
 
 def _exponents(scales: chk.TargetScales):
@@ -425,14 +581,56 @@ def _unscaled(coef, path, scales: chk.TargetScales):
     return _scaled_coef(coef, scales), path
 
 
-def _centers(data: _Data, counts, n_centers, fraction, seed, center_seed):
-    """(C m x d, their global rows): sample_centers over the n_train training rows in
-    global order, gathered from the chunks that hold them."""
-    n_train = int(counts.sum())
-    m = chk.check_int("n_centers", n_centers, 1)
-    if m > n_train:
-        raise ValueError(f"n_centers={m} is more than the {n_train} training rows left after the hold-out split")
-    ordinals = sample_centers(n_train, m, center_seed)
+class _Rows:
+    """X's rows as nytro.centers.check_centers reads them (its shape, the computation's
+    dtype, rows taken by global index from the chunks holding them): the in-memory
+    checks and messages for given centres, without gathering X."""
+
+    def __init__(self, data: _Data, n_rows: int):
+        self.data, self.shape, self.dtype = data, (n_rows, int(data.X.shape[1])), data.dtype
+
+    def __getitem__(self, rows):
+        rows = np.asarray(rows, dtype=np.int64)
+        chunk = np.searchsorted(self.data.offsets, rows, side="right") - 1
+        blocks = {start: x for x, _, start, _ in _blocks(self.data)}
+        wanted = {b: dask.delayed(_take_rows)(blocks[int(self.data.offsets[b])],
+                                              rows[chunk == b] - self.data.offsets[b])
+                  for b in np.unique(chunk)}
+        out = np.empty((len(rows), self.shape[1]), dtype=self.data.X.dtype)
+        for b, values in zip(wanted, dask.compute(*wanted.values(), optimize_graph=False)):
+            out[chunk == b] = values
+        return out
+
+
+def _take_rows(X, local):
+    return np.asarray(X)[local]
+
+
+def _given_centers(data: _Data, n_train, centers, center_selection):
+    """(C, their global rows or None) for centers= as the in-memory estimators take it
+    (points, or indices into X before the split), or None to draw them uniformly."""
+    chk.check_choice("center_selection", center_selection, CENTER_SELECTIONS)
+    if centers is None:
+        return None
+    C = check_centers(centers, _Rows(data, int(data.X.shape[0])), _Rows(data, n_train))
+    given = np.asarray(centers)
+    rows = None
+    if given.ndim == 1:
+        rows = np.where(given < 0, given + int(data.X.shape[0]), given).astype(np.int64)
+    return _checked_centers(C, data), rows
+
+
+def _checked_centers(C, data: _Data):
+    """Rows of X as centres, validated as the fit validates X (an estimator's messages)."""
+    if data.estimator is not None:
+        from sklearn.utils import check_array
+        C = check_array(C, dtype=data.dtype, order="C", input_name="X", estimator=data.estimator)
+    return chk.as_matrix(C, "X", data.dtype)
+
+
+def _gather_training(data: _Data, counts, fraction, seed, ordinals):
+    """(global rows, rows) of the training rows number `ordinals` (in global order),
+    gathered from the chunks that hold them."""
     first = np.concatenate([[0], np.cumsum(counts)])
     chunk = np.searchsorted(first, ordinals, side="right") - 1
     blocks = _blocks(data)
@@ -441,14 +639,69 @@ def _centers(data: _Data, counts, n_centers, fraction, seed, center_seed):
         x, _, start, stop = blocks[b]
         wanted[b] = dask.delayed(_pick_rows, nout=2)(x, start, stop, fraction, seed, ordinals[chunk == b] - first[b])
     picked = dict(zip(wanted, dask.compute(*wanted.values(), optimize_graph=False)))
-    rows = np.empty(m, dtype=np.int64)
-    C = np.empty((m, data.X.shape[1]), dtype=data.X.dtype)
-    for b, (global_rows, values) in picked.items():
-        rows[chunk == b], C[chunk == b] = global_rows, values
-    if data.estimator is not None:
-        from sklearn.utils import check_array
-        C = check_array(C, dtype=data.dtype, order="C", input_name="X", estimator=data.estimator)
-    return chk.as_matrix(C, "X", data.dtype), rows
+    rows = np.empty(len(ordinals), dtype=np.int64)
+    values = np.empty((len(ordinals), data.X.shape[1]), dtype=data.X.dtype)
+    for b, (global_rows, taken) in picked.items():
+        rows[chunk == b], values[chunk == b] = global_rows, taken
+    return rows, values
+
+
+class _TrainingRows:
+    """The training rows, in global order, as nytro.centers' leverage sampler reads X: its
+    shape, and rows by ordinal (float64), gathered from their chunks when first asked for
+    (a level's candidates: a pass over the chunks holding them) and kept."""
+
+    def __init__(self, data: _Data, counts, fraction, seed):
+        self.data, self.counts, self.fraction, self.seed = data, counts, fraction, seed
+        self.shape = (int(counts.sum()), int(data.X.shape[1]))
+        self._rows = {}
+
+    def __getitem__(self, ordinals):
+        ordinals = np.asarray(ordinals, dtype=np.int64).reshape(-1)
+        missing = np.setdiff1d(ordinals, np.fromiter(self._rows, dtype=np.int64, count=len(self._rows)))
+        if missing.size:
+            _, values = _gather_training(self.data, self.counts, self.fraction, self.seed, missing)
+            values = _checked_centers(values, self.data).astype(np.float64)  # X's errors for NaN, as in memory
+            self._rows.update(zip(missing.tolist(), values))
+        out = np.empty((len(ordinals), self.shape[1]))
+        for i, o in enumerate(ordinals.tolist()):
+            out[i] = self._rows[o]
+        return out
+
+
+def _leverage_ordinals(rows: _TrainingRows, m: int, kern: _Kernel, seed, top: float) -> np.ndarray:
+    """nytro.centers.leverage_centers(X_train, m, ...) on the training rows gathered on
+    demand: its levels and final draw, the same draws for the same seed (top: max k(x, x)
+    over the training rows, its kernel scale)."""
+    from . import centers as lev
+    kernel = lev._Kernel(kern.sigma, kern.kernel, kern.matern_nu)
+    kernel.scale = top if top > 0 else 1.0
+    n = rows.shape[0]
+    rng = np.random.default_rng(seed)
+    cap, most = max(1, min(n, m // 2)), lev._MOST_CANDIDATES_PER_CENTRE * m
+    dictionary, lam, _, _ = lev._grow(rows, rng, cap, kernel,
+                                      lambda lam, d_eff: 4.0 * d_eff >= m or lam <= lev._SMALLEST_LAMBDA, most=most)
+    count = lev._candidate_count(n, lam, lev._FINAL_CANDIDATES_PER_CENTRE * m, most)
+    candidates = np.sort(rng.choice(n, size=count, replace=False))
+    scores = dictionary.scores(rows, candidates, lam, kernel)
+    return np.sort(candidates[rng.choice(count, size=m, replace=False, p=lev._quantised(scores))])
+
+
+def _centers(data: _Data, counts, n_centers, fraction, seed, center_seed, selection="uniform", kern=None):
+    """(C m x d, their global rows): n_centers of the n_train training rows (in global
+    order) drawn by `selection` ("uniform": sample_centers; "leverage": the leverage
+    sampler, with the fit's kernel `kern`), gathered from the chunks that hold them."""
+    n_train = int(counts.sum())
+    m = chk.check_int("n_centers", n_centers, 1)
+    if m > n_train:
+        raise ValueError(f"n_centers={m} is more than the {n_train} training rows left after the hold-out split")
+    if selection == "leverage":
+        ordinals = _leverage_ordinals(_TrainingRows(data, counts, fraction, seed), m, kern, center_seed,
+                                      _kernel_bound(data, kern, fraction, seed))
+    else:
+        ordinals = sample_centers(n_train, m, center_seed)
+    rows, C = _gather_training(data, counts, fraction, seed, ordinals)
+    return _checked_centers(C, data), rows
 
 
 def _kernel_first_is_accurate(n_train, R, dtype) -> bool:
@@ -466,12 +719,12 @@ def _kernel_first_is_accurate(n_train, R, dtype) -> bool:
     return k * 1.25 * float(top) <= limit
 
 
-def _normal_equations(data, fraction, seed, C, R, sigma, n_threads, split_every, exponents, n_train):
+def _normal_equations(data, fraction, seed, C, R, kern, n_threads, split_every, exponents, n_train):
     k, q = R.shape[1], data.Y.shape[1]
     kernel_first = _kernel_first_is_accurate(n_train, R, data.dtype)
     width = C.shape[0] if kernel_first else k
     C_b, R_b = _broadcast(C, R)
-    parts = [dask.delayed(_gram_part)(x, y, start, stop, fraction, seed, C_b, None if kernel_first else R_b, sigma,
+    parts = [dask.delayed(_gram_part)(x, y, start, stop, fraction, seed, C_b, None if kernel_first else R_b, kern,
                                       data.dtype, data.estimator, n_threads, exponents)
              for x, y, start, stop in _blocks(data)]
     total = _tree_sum(parts, (width, width + q), split_every).compute(optimize_graph=False)
@@ -482,13 +735,13 @@ def _normal_equations(data, fraction, seed, C, R, sigma, n_threads, split_every,
     return H.astype(data.dtype), c.astype(data.dtype)
 
 
-def _holdout_errors(data, fraction, seed, C, alphas, sigma, n_threads, split_every, exponents):
+def _holdout_errors(data, fraction, seed, C, alphas, kern, n_threads, split_every, exponents):
     """Summed squared hold-out errors of each coefficient set (alphas m x L q), per
     output column: (L, q)."""
     q = data.Y.shape[1]
     L = alphas.shape[1] // q
     C_b, alphas_b = _broadcast(C, alphas)
-    parts = [dask.delayed(_holdout_part)(x, y, start, stop, fraction, seed, C_b, alphas_b, sigma, data.dtype,
+    parts = [dask.delayed(_holdout_part)(x, y, start, stop, fraction, seed, C_b, alphas_b, kern, data.dtype,
                                          data.estimator, n_threads, exponents) for x, y, start, stop in _blocks(data)]
     return _tree_sum(parts, (L, q), split_every).compute(optimize_graph=False)
 
@@ -506,17 +759,20 @@ class _DirectOperator:
     before, so the path goes on unchanged. A second loss in the same product is reported
     as a RuntimeError, never answered with a partial sum."""
 
-    def __init__(self, data, fraction, seed, C, R, sigma, n_threads, split_every, exponents):
-        self._recipe = (data, fraction, seed, C, sigma, n_threads, exponents)
+    def __init__(self, data, fraction, seed, C, R, kern, n_threads, split_every, exponents):
+        self._recipe = (data, fraction, seed, C, kern, n_threads, exponents)
         self.R, self.m, self.q, self.dtype = R, C.shape[0], data.Y.shape[1], data.dtype
+        # shape and @ as A^T A's matrix has them in "gram" mode: "hybrid"'s Lanczos takes
+        # either (each product here a pass over the workers' blocks).
+        self.shape = (R.shape[1], R.shape[1])
         self.n_threads, self.split_every = n_threads, split_every
         self.products = 0
         self._persist()
 
     def _persist(self):
-        data, fraction, seed, C, sigma, n_threads, exponents = self._recipe
+        data, fraction, seed, C, kern, n_threads, exponents = self._recipe
         (C_b,) = _broadcast(C)
-        blocks = [dask.delayed(_direct_block)(x, y, start, stop, fraction, seed, C_b, sigma, data.dtype,
+        blocks = [dask.delayed(_direct_block)(x, y, start, stop, fraction, seed, C_b, kern, data.dtype,
                                               data.estimator, n_threads, exponents)
                   for x, y, start, stop in _blocks(data)]
         self.blocks = dask.persist(*blocks, optimize_graph=False)
@@ -546,6 +802,8 @@ class _DirectOperator:
         out = self.R.T @ self._sum(_direct_product, lifted.shape, lifted, self.n_threads).astype(self.dtype)
         return out.reshape(B.shape)
 
+    __matmul__ = __call__
+
 
 def _worker_memory_limits():
     """The memory_limit of each worker of the current client (0: none), or None without
@@ -569,13 +827,17 @@ def _choose_solver(solver, method, n_train, k, max_iter, itemsize, limits=None, 
     return "direct" if all(limit == 0 or share <= limit / 2 for limit in limits) else "gram"
 
 
-def _setup(X, y, sigma, n_centers, validation_fraction, seed, factor, rank_tol, jitter, dtype, estimator):
-    """The passes shared by both paths: data, split, centres, factor."""
+def _setup(X, y, sigma, values, n_centers, centers, center_selection, validation_fraction, seed, dtype,
+           sample_weight, estimator):
+    """The passes shared by both paths: data, split, centres, factor. values: the
+    family's parameters (kernel, matern_nu, factor, rank_tol, jitter)."""
     data = _as_dask_data(X, y, dtype, estimator)
-    sigma = chk.check_sigma(sigma)
+    chk.check_kernel(values["kernel"], sigma, values["matern_nu"], int(data.X.shape[1]))  # ValueError by name
+    kern = _Kernel(values["kernel"], np.asarray(sigma, dtype=np.float64) if np.ndim(sigma) else sigma,
+                   values["matern_nu"])
     fraction = _check_fraction(validation_fraction)
     seed = _check_seed(seed)
-    chk.check_choice("factor", factor, chk.FACTOR_METHODS)
+    data.W = _as_dask_weights(sample_weight, data.X)
     counts, scales = _split_counts(data, fraction, seed)
     n = int(data.X.shape[0])
     n_train = int(counts.sum())
@@ -583,12 +845,34 @@ def _setup(X, y, sigma, n_centers, validation_fraction, seed, factor, rank_tol, 
     if fraction is not None and (n_val < 1 or n_train < 1):
         raise ValueError(f"validation_fraction={fraction} leaves {n_train} training and {n_val} validation rows "
                          f"of n_samples={n}; at least 1 training and 1 validation row are needed")
-    # The centres' stream: a different seed from the split's hash (a plain offset keeps it
-    # reproducible from `seed` alone).
-    center_seed = (seed + 0x5851F42D4C957F2D) % 2**64
-    C, rows = _centers(data, counts, n_centers, fraction, seed, center_seed)
-    R = nystrom_factor(gaussian_kernel(C, C, sigma), method=factor, rank_tol=rank_tol, jitter=jitter)
-    return data, sigma, fraction, seed, C, rows, R, n_train, n_val, scales
+    given = _given_centers(data, n_train, centers, center_selection)
+    if given is not None:
+        C, rows = given
+    else:
+        # The centres' stream: a different seed from the split's hash (a plain offset keeps
+        # it reproducible from `seed` alone).
+        center_seed = (seed + 0x5851F42D4C957F2D) % 2**64
+        C, rows = _centers(data, counts, n_centers, fraction, seed, center_seed, center_selection, kern)
+    R = nystrom_factor(kern(C, C, None), method=values["factor"], rank_tol=values["rank_tol"],
+                       jitter=values["jitter"])
+    return data, kern, fraction, seed, C, rows, R, n_train, n_val, scales
+
+
+def _bound_part(X, Y, start, stop, fraction, seed, dtype, estimator):
+    """The largest ||x||^2 of the chunk's training rows (0 for none)."""
+    X, _, _ = _chunk_rows(X, Y, start, stop, fraction, seed, dtype, estimator, None, False)
+    return float(np.max(np.sum(X.astype(np.float64) ** 2, axis=1))) if len(X) else 0.0
+
+
+def _kernel_bound(data: _Data, kern: _Kernel, fraction, seed) -> float:
+    """max k(x, x) over the training rows, as the core's kernel_bound: 1 for the
+    distance-based kernels, max ||x||^2 for the linear one (a pass over the chunks)."""
+    if kern.kernel != "linear":
+        return 1.0
+    parts = [dask.delayed(_bound_part)(x, y, start, stop, fraction, seed, data.dtype, data.estimator)
+             for x, y, start, stop in _blocks(data)]
+    bound = max(dask.compute(*parts, optimize_graph=False), default=0.0)
+    return bound if bound > 0 and math.isfinite(bound) else 1.0
 
 
 # ------------------------------------------------------------------- top eigenvalue
@@ -671,11 +955,13 @@ def _shifted_solutions(a, b, shifts, norm):
 
 
 def _hybrid(data, fraction, seed, C, R, H, c, sigma, n_train, n_val, max_iter, stopping, tol, window, patience,
-            n_threads, split_every, scales):
+            n_threads, split_every, scales, grid=None):
     """Method "hybrid" from A^T A: Lanczos on the client, the hold-out images' R factors
-    by TSQR on the workers, then the core's selection of (t, lambda). Returns
-    (coef m x q for the scaled targets, path, selected, stopped, lambda, Lanczos steps)."""
-    grid = np.array([10.0 ** ((15.0 * i) / 99.0 - 15.0) for i in range(100)])  # as the core's pow
+    by TSQR on the workers, then the core's selection of (t, lambda) on `grid` (None: the
+    paper's; without a hold-out set its first lambda is taken). Returns (coef m x q for
+    the scaled targets, path, selected, stopped, lambda, Lanczos steps)."""
+    if grid is None:
+        grid = np.array([10.0 ** ((15.0 * i) / 99.0 - 15.0) for i in range(100)])  # as the core's pow
     q = c.shape[1]
     columns = []  # per output: (coefficients R V, tridiagonal a, b, |c|) or None for c = 0
     for j in range(q):
@@ -743,58 +1029,67 @@ def _hybrid(data, fraction, seed, C, R, H, c, sigma, n_train, n_val, max_iter, s
 
 
 # ---------------------------------------------------------------------- public
-def nytro_path(X, y, sigma, *, n_centers, validation_fraction=0.2, seed=0, method="gd", nu=1.0, max_iter=500,
-               step_size="auto", stopping="best", tol=None, window=10, n_iter_no_change=None, factor="pivoted",
-               rank_tol=None, jitter=1e-10, solver="gram", n_threads=None, dtype=None, split_every=None,
+def _options(family, options, values: dict) -> dict:
+    """The family's parameters (nytro.options, the Dask rows) from the keywords and the
+    options object, each checked by its row; then the Dask-only ones (split_every)."""
+    values = {**values, **opt.merged(family, options, values)}
+    for param in family.params + opt.DASK_ONLY:
+        if param.name not in ("kernel", "matern_nu"):  # checked with sigma, once the features are known
+            param.to_core(values[param.name])
+    return values
+
+
+def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5, centers=None,
+               center_selection="uniform", validation_fraction=0.2, seed=0, method="gd", nu=1.0, max_iter=500,
+               step_size="auto", stopping="best", tol=None, window=10, n_iter_no_change=None, iterates="auto",
+               factor="pivoted", rank_tol=None, jitter=1e-10, solver="auto", storage=None, n_threads=None,
+               options=None, dtype=None, metric="rmse", hybrid_lambda=None, sample_weight=None, split_every=None,
                estimator=None) -> DaskFit:
     """NYTRO's path on a Dask array X (chunked by rows) with a seeded hold-out split.
 
     Equals ``nytro.nytro_path(X[train], y[train], X[center_rows], sigma, X_val=X[val],
-    y_val=y[val], solver="gram", ...)`` up to rounding, with train/val from
-    :func:`holdout_mask` (see the module's docstring for the passes), with the same
-    solver. solver:
+    y_val=y[val], sample_weight=w[train], sample_weight_val=w[val], solver=..., ...)`` up
+    to rounding, with train/val from :func:`holdout_mask` (see the module's docstring for
+    the passes) and the solver that ran (the result's ``solver``, "gram" or "direct").
 
-    - "gram": one pass forms A^T A (2 n_train k^2 flops on the workers), then the path
-      runs in k dimensions on the client (k^3 for the step's estimate or eigenproblem);
-    - "direct" (methods gd, nu, cg): each chunk's kernel K_i = k(X_i, C) (n_i x m) is
-      computed once and persisted where it was computed (the workers' memory), and every
-      product A^T A v = R^T K^T K R v is one map over the chunks (4 n_train m flops) and a
-      tree sum of m-vectors, R applied on the client; the step's estimate for
-      step_size="auto" takes its Lanczos products the same way;
-    - "auto": "direct" when 4 T n_train k < 2 n_train k^2 + k^3 for T = max_iter
-      products (so about T < k / 2), the method is not "hybrid", a distributed client is
-      running and the n_train m kernel values, shared among its workers, fit within half of
-      each worker's memory_limit (no limit counts as fitting); "gram" otherwise.
-
-    The other arguments as in ``nytro.nytro_path`` (every method). seed seeds the split
-    and the centres. n_threads caps the threads of each worker's C++ calls (default: the
-    worker's nthreads). split_every: the fan-in of the tree reductions (Dask's default
-    when None; 8 for "hybrid"'s QR tree). estimator: a scikit-learn estimator's name, to
-    validate the chunks as it does (its error messages).
+    n_centers centres are drawn uniformly from the training rows (seeded by seed), or
+    given: centers, as the estimators take it (an (m, d) array of points, or a 1-D array
+    of row indices into X, before the split); center_selection="leverage" draws them as
+    ``nytro.centers.leverage_centers`` does from the training rows, gathering each level's
+    candidates from their chunks. sample_weight: None, a scalar, or one weight per row of X (a
+    NumPy array, or a Dask array, rechunked as X's rows), split with the rows: the training
+    rows' weights weigh the loss and the hold-out rows' the hold-out RMSE, as
+    ``nytro.nytro_path``'s sample_weight and sample_weight_val (checked as the estimators'
+    fit checks them). seed seeds the split and the centres. n_threads caps the threads of
+    each worker's C++ calls (default: the worker's nthreads). estimator: a scikit-learn
+    estimator's name, to validate the chunks as it does (its error messages). The other
+    parameters are those of ``nytro.nytro_path``, with the same names and defaults, and the
+    same options object; the values Dask does not take yet are refused
+    (NotImplementedError), as their rows in ``nytro.options`` (``DASK_NYTRO``) say.
     """
-    chk.check_choice("method", method, chk.METHODS)
-    _check_dask_solver(solver)
-    chk.check_nu(nu)
-    max_iter = chk.check_int("max_iter", max_iter, 1)
-    chk.check_step_size(step_size)
-    chk.check_choice("stopping", stopping, chk.STOPPING_RULES)
-    window = chk.check_int("window", window, 2)
+    values = _options(opt.DASK_NYTRO, options, locals())
+    method, solver, n_threads = values["method"], values["solver"], values["n_threads"]
     patience = chk.check_patience(n_iter_no_change)
-    chk.check_tol(tol)
-    data, sigma, fraction, seed, C, rows, R, n_train, n_val, scales = _setup(
-        X, y, sigma, n_centers, validation_fraction, seed, factor, rank_tol, jitter, dtype, estimator)
+    # Refused before any pass over the chunks: known from X's dtype alone.
+    low = (chk.check_storage(values["storage"], chk.NYTRO_STORAGES) == "float32" and isinstance(X, da.Array)
+           and chk.compute_dtype(dtype, np.empty(0, X.dtype)) == np.float64)
+    if low and (solver != "direct" or method == "hybrid"):
+        raise NotImplementedError(f"storage='float32' on Dask arrays keeps the direct mode's K_i in float32: it "
+                                  f"needs solver='direct' and method 'gd', 'nu' or 'cg' (got solver={solver!r}, "
+                                  f"method={method!r})")
+    data, kern, fraction, seed, C, rows, R, n_train, n_val, scales = _setup(
+        X, y, sigma, values, n_centers, centers, center_selection, validation_fraction, seed, dtype, sample_weight,
+        estimator)
     exponents = _exponents(scales)
     k, q = R.shape[1], data.Y.shape[1]
+    kern = dataclasses.replace(kern, low=low)
     mode = _choose_solver(solver, method, n_train, k, max_iter, data.dtype.itemsize,
                           _worker_memory_limits() if solver == "auto" else None, C.shape[0])
-    if mode == "direct" and method == "hybrid":
-        raise NotImplementedError("method='hybrid' with solver='direct' is not supported on Dask arrays yet; "
-                                  "use solver='gram' (or 'auto')")
     if mode == "direct":
-        operator = _DirectOperator(data, fraction, seed, C, R, sigma, n_threads, split_every, exponents)
+        operator = _DirectOperator(data, fraction, seed, C, R, kern, n_threads, split_every, exponents)
         H, c = operator, operator.rhs()
     else:
-        H, c = _normal_equations(data, fraction, seed, C, R, sigma, n_threads, split_every, exponents, n_train)
+        H, c = _normal_equations(data, fraction, seed, C, R, kern, n_threads, split_every, exponents, n_train)
     # As nytro.nytro_path: the tasks divide Y's columns by their powers of two (exact), the
     # path runs in those units, the results are scaled back.
     rule_tol = chk.tol_for_scaled_targets(tol, stopping, scales)
@@ -802,16 +1097,26 @@ def nytro_path(X, y, sigma, *, n_centers, validation_fraction=0.2, seed=0, metho
     lam = 0.0
     if method == "hybrid":
         step = 0.0
+        # hybrid_lambda: the lambda of the projected problems without a hold-out set (the
+        # refit at a selected (t, lambda)); with one, the grid is searched as in memory.
+        grid = None if hybrid_lambda is None or n_val else np.array([float(hybrid_lambda)])
         coef, path, selected, stopped, lam, products = _hybrid(
-            data, fraction, seed, C, R, H, c, sigma, n_train, n_val, max_iter, stopping, rule_tol, window, patience,
-            n_threads, split_every, scales)
+            data, fraction, seed, C, R, H, c, kern, n_train, n_val, max_iter, stopping, rule_tol, window, patience,
+            n_threads, split_every, scales, grid)
+        products = H.products if mode == "direct" else products
     else:
         apply = H if mode == "direct" else (lambda b: H @ b)
-        step = _resolve_step(step_size, method, H, n_train, k, data.dtype)
-        betas = list(reference._iterates(apply, c, method, step, nu, max_iter))
+        bound = _kernel_bound(data, kern, fraction, seed) if chk.check_step_size(step_size)[0] == "paper" else 1.0
+        step = _resolve_step(step_size, method, H, n_train * bound, k, data.dtype)
+        # cg with a hold-out set ends where its Krylov space is invariant (t = rank at the
+        # latest), as the core's path: later iterates repeat the last one.
+        # (Its invariance is judged at the rounding of the stored K_i, float32's if low.)
+        krylov_eps = reference._krylov_eps(data.dtype, np.float32 if low else None)
+        betas = list(reference._cg_iterates(apply, c, max_iter, krylov_eps, until_invariant=True)
+                     if method == "cg" and n_val else reference._iterates(apply, c, method, step, nu, max_iter))
         # gram: one product with A^T A per iterate, on the client; direct: each a pass
         # over the workers' blocks (the step's estimate included)
-        products = H.products if mode == "direct" else max_iter
+        products = H.products if mode == "direct" else len(betas)
         if not np.all(np.isfinite(betas[-1])):
             raise RuntimeError(f"the iterations diverged (step_size={step}): a stable step is below "
                                "2 / lambda_max(A^T A)")
@@ -819,7 +1124,7 @@ def nytro_path(X, y, sigma, *, n_centers, validation_fraction=0.2, seed=0, metho
             coef, path, selected, stopped = R @ betas[-1], np.zeros(0), max_iter, max_iter
         else:
             alphas = R @ np.hstack(betas)
-            errors = _holdout_errors(data, fraction, seed, C, alphas, sigma, n_threads, split_every, exponents)
+            errors = _holdout_errors(data, fraction, seed, C, alphas, kern, n_threads, split_every, exponents)
             path = _pooled_rmse(errors, scales, n_val)
             selected, stopped = reference._select(path, stopping, rule_tol, window, patience)
             coef, path = alphas[:, (selected - 1) * q:selected * q], path[:stopped]
@@ -830,23 +1135,25 @@ def nytro_path(X, y, sigma, *, n_centers, validation_fraction=0.2, seed=0, metho
     return DaskFit(result, C, rows, n_train, n_val)
 
 
-def nkrls_path(X, y, sigma, *, n_centers, lambdas=None, validation_fraction=0.2, seed=0, factor="pivoted",
-               rank_tol=None, jitter=1e-10, solver="eigh", n_threads=None, dtype=None, split_every=None,
-               estimator=None) -> DaskFit:
-    """Nystrom KRLS along a lambda grid on a Dask array X, with the split and centres of
-    :func:`nytro_path`: alpha(lambda) = R (A^T A + lambda n_train I)^+ A^T y from one
-    eigendecomposition of A^T A (eigenvalues clipped at 0, as the core's "eigh"), the
-    hold-out errors of every lambda in one pass. solver: "eigh" only for now."""
-    if solver != "eigh":
-        chk.check_choice("solver", solver, chk.TIKHONOV_SOLVERS)
-        raise NotImplementedError(f"solver={solver!r} is not supported on Dask arrays yet; supported: 'eigh'")
+def nkrls_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5, centers=None,
+               center_selection="uniform", lambdas=None, validation_fraction=0.2, seed=0, factor="pivoted",
+               rank_tol=None, jitter=1e-10, solver="eigh", storage=None, n_threads=None, options=None, dtype=None,
+               metric="rmse", sample_weight=None, split_every=None, estimator=None) -> DaskFit:
+    """Nystrom KRLS along a lambda grid on a Dask array X, with the split, centres and
+    weights of :func:`nytro_path`: alpha(lambda) = R (A^T A + lambda n_train I)^+ A^T y
+    from one eigendecomposition of A^T A (eigenvalues clipped at 0, as the core's "eigh"),
+    the hold-out errors of every lambda in one pass. The parameters are those of
+    ``nytro.nkrls_path`` (the rows of ``nytro.options.DASK_NKRLS``)."""
+    values = _options(opt.DASK_NKRLS, options, locals())
     lambdas = chk.check_lambdas(lambdas)
     if validation_fraction is None and len(lambdas) != 1:
         raise ValueError(f"without a hold-out set exactly one lambda is needed, got {len(lambdas)}")
-    data, sigma, fraction, seed, C, rows, R, n_train, n_val, scales = _setup(
-        X, y, sigma, n_centers, validation_fraction, seed, factor, rank_tol, jitter, dtype, estimator)
+    n_threads = values["n_threads"]
+    data, kern, fraction, seed, C, rows, R, n_train, n_val, scales = _setup(
+        X, y, sigma, values, n_centers, centers, center_selection, validation_fraction, seed, dtype, sample_weight,
+        estimator)
     exponents = _exponents(scales)
-    H, c = _normal_equations(data, fraction, seed, C, R, sigma, n_threads, split_every, exponents, n_train)
+    H, c = _normal_equations(data, fraction, seed, C, R, kern, n_threads, split_every, exponents, n_train)
     w, V = np.linalg.eigh(H)
     w = np.maximum(w.astype(np.float64), 0)
     projected = V.T @ c
@@ -856,7 +1163,7 @@ def nkrls_path(X, y, sigma, *, n_centers, lambdas=None, validation_fraction=0.2,
     if n_val == 0:
         best, path = 0, np.zeros(0)
     else:
-        errors = _holdout_errors(data, fraction, seed, C, alphas, sigma, n_threads, split_every, exponents)
+        errors = _holdout_errors(data, fraction, seed, C, alphas, kern, n_threads, split_every, exponents)
         path = _pooled_rmse(errors, scales, n_val)
         best = int(np.argmin(path))
     coef, path = _unscaled(alphas[:, best * q:(best + 1) * q], path, scales)
@@ -865,23 +1172,18 @@ def nkrls_path(X, y, sigma, *, n_centers, lambdas=None, validation_fraction=0.2,
     return DaskFit(result, C, rows, n_train, n_val)
 
 
-def _check_dask_solver(solver):
-    if solver in ("gram", "direct", "auto"):
-        return
-    chk.check_choice("solver", solver, chk.NYTRO_SOLVERS)
-    raise NotImplementedError(f"solver={solver!r} is not supported on Dask arrays yet; supported: 'gram', "
-                              "'direct' and 'auto'")
-
-
-def predict(X, centers, coef, sigma, *, n_threads=None):
-    """k(X, centers) @ coef for a Dask array X chunked by rows: a Dask array, one
-    ``nytro.kernel_predict`` per chunk. With a distributed client, centres and coef are
-    scattered to the workers once, and the result is to be computed through that client."""
+def predict(X, centers, coef, sigma, *, kernel="gaussian", matern_nu=1.5, n_threads=None):
+    """kernel_matrix(X, centers, kernel=kernel, sigma=sigma, matern_nu=matern_nu) @ coef
+    for a Dask array X chunked by rows: a Dask array, one ``nytro.kernel_predict`` per
+    chunk. With a distributed client, centres and coef are scattered to the workers once,
+    and the result is to be computed through that client."""
     if not isinstance(X, da.Array) or X.ndim != 2:
         raise ValueError("X must be a 2-D dask.array.Array")
     centers, coef = np.asarray(centers), np.asarray(coef)
     if X.shape[1] != centers.shape[1]:  # known before any chunk is read
         raise ValueError(f"X has {X.shape[1]} features but the centres have {centers.shape[1]}")
+    chk.check_kernel(kernel, sigma, matern_nu, int(X.shape[1]))  # before any chunk is read
+    kern = _Kernel(kernel, np.asarray(sigma, dtype=np.float64) if np.ndim(sigma) else sigma, matern_nu)
     X = X.rechunk({1: -1})
     dt = chk.compute_dtype(None, centers, coef)
     # Scattered, not embedded in the graph: a graph carrying m x d centres is sent whole
@@ -889,50 +1191,76 @@ def predict(X, centers, coef, sigma, *, n_threads=None):
     centers_b, coef_b = _broadcast(centers, coef)
     # meta given: Dask would otherwise call the block function on empty arrays to find it.
     if coef.ndim == 1:
-        return X.map_blocks(_predict_block, centers_b, coef_b, sigma, n_threads, drop_axis=1, meta=np.empty(0, dt))
-    return X.map_blocks(_predict_block, centers_b, coef_b, sigma, n_threads, chunks=(X.chunks[0], (coef.shape[1],)),
+        return X.map_blocks(_predict_block, centers_b, coef_b, kern, n_threads, drop_axis=1, meta=np.empty(0, dt))
+    return X.map_blocks(_predict_block, centers_b, coef_b, kern, n_threads, chunks=(X.chunks[0], (coef.shape[1],)),
                         meta=np.empty((0, 0), dt))
 
 
-def _predict_block(x, centers, coef, sigma, n_threads):
+def _predict_block(x, centers, coef, kern, n_threads):
     threads = _task_threads(n_threads)
     with _CORE_LOCK:
-        return kernel_predict(x, centers, coef, sigma, n_threads=threads)
+        return kernel_predict(x, centers, coef, kern.sigma, kernel=kern.kernel, matern_nu=kern.matern_nu,
+                              n_threads=threads)
 
 
 # --------------------------------------------------------------- estimators' hook
-def fit_estimator(est, X, y):
-    """Fit a NytroRegressor or NystromKRLSRegressor on Dask arrays (their fit's hook)."""
+def fit_estimator(est, X, y, sample_weight=None):
+    """Fit a NytroRegressor or NystromKRLSRegressor on Dask arrays (their fit's hook):
+    their kernel, centres (centers, center_selection), options and sample_weight, with
+    nytro.dask's seeded split; refit as in memory (all rows, the selected t and lambda,
+    the centres drawn from the training part)."""
     from .estimators import NystromKRLSRegressor, NytroRegressor
     from sklearn.utils import check_random_state
     name = type(est).__name__
     if not isinstance(est, (NytroRegressor, NystromKRLSRegressor)):
         raise NotImplementedError(f"{name} does not take Dask arrays; NytroRegressor and NystromKRLSRegressor do")
-    options = est._options()
-    if options.storage is not None:
-        raise NotImplementedError(f"storage={options.storage!r} is not supported on Dask arrays yet; use storage=None")
-    if getattr(est, "refit", False):
-        raise NotImplementedError("refit=True is not supported on Dask arrays yet; use refit=False")
     rng = check_random_state(est.random_state)
     seed = int(rng.randint(0, 2**63 - 1, dtype=np.int64))
-    common = dict(n_centers=est.n_centers, validation_fraction=est.validation_fraction, seed=seed,
-                  factor=options.factor, rank_tol=options.rank_tol, jitter=options.jitter,
-                  n_threads=options.n_threads, dtype=est.dtype, estimator=name)
+    common = dict(n_centers=est.n_centers, kernel=est.kernel, matern_nu=est.matern_nu, centers=est.centers,
+                  center_selection=est.center_selection, validation_fraction=est.validation_fraction, seed=seed,
+                  options=est._options(), dtype=est.dtype, sample_weight=sample_weight, estimator=name)
     if isinstance(est, NytroRegressor):
-        fit = nytro_path(X, y, est.sigma, method=est.method, nu=est.nu, max_iter=est.max_iter,
-                         step_size=est.step_size, stopping=est.stopping, tol=est.tol, window=est.window,
-                         n_iter_no_change=est.n_iter_no_change, solver=options.solver, **common)
+        shared = dict(method=est.method, nu=est.nu, step_size=est.step_size)
+        fit = nytro_path(X, y, est.sigma, max_iter=est.max_iter, stopping=est.stopping, tol=est.tol,
+                         window=est.window, n_iter_no_change=est.n_iter_no_change, **shared, **common)
         est.solver_ = fit.result.solver
         coef = est._take_path(fit.result)
+        if est._refits(fit.n_val > 0):  # all rows, the selected t (and lambda), no hold-out set
+            again = nytro_path(X, y, est.sigma, max_iter=est.n_iter_, hybrid_lambda=est.lambda_, **shared,
+                               **{**common, "centers": fit.centers, "validation_fraction": None})
+            est.step_size_, est.solver_, coef = again.result.step_size, again.result.solver, again.result.coef
     else:
         lambdas = np.asarray(chk.check_lambdas(est.lambdas))
-        fit = nkrls_path(X, y, est.sigma, lambdas=lambdas, solver=options.solver, **common)
+        fit = nkrls_path(X, y, est.sigma, lambdas=lambdas, **common)
         est.lambdas_ = lambdas
         est.lambda_ = fit.result.lambda_
         est.validation_rmse_ = fit.result.validation_rmse
         coef = fit.result.coef
+        if est._refits(fit.n_val > 0):  # all rows, the selected lambda, no hold-out set
+            coef = nkrls_path(X, y, est.sigma, lambdas=[est.lambda_],
+                              **{**common, "centers": fit.centers, "validation_fraction": None}).result.coef
     est.centers_ = fit.centers
     est.rank_ = fit.result.rank
     est.n_features_in_ = int(X.shape[1])
     est.coef_ = coef
     return est
+
+
+def _with_parameters(doc: str, family, options_class: str) -> str:
+    """`doc` followed by a Parameters section of every row the function takes (the Dask
+    rows say what is refused, so the options are listed in full, not as shortcuts)."""
+    return f"""{doc.rstrip()}
+
+    Parameters
+    ----------
+    options : {options_class} or None, default=None
+        The options object of the in-memory function (see :class:`~nytro.{options_class}`);
+        its fields are the option rows below, which are also keywords; a keyword and a field
+        both set to different values are refused.
+{opt.parameters_doc(family.params + opt.DASK_ONLY)}
+    """
+
+
+# The functions' Parameters sections, generated from the rows they take (nytro.options).
+nytro_path.__doc__ = _with_parameters(nytro_path.__doc__, opt.DASK_NYTRO, "NytroOptions")
+nkrls_path.__doc__ = _with_parameters(nkrls_path.__doc__, opt.DASK_NKRLS, "TikhonovOptions")

@@ -165,7 +165,12 @@ stopping : {"best", "relative", "window"}
     paper's text) stops once the RMSE has not improved by more than `tol` (relative,
     default 0.05) over the last `window` iterations; "window" (the authors' code) stops
     when a line fitted to the last `window` RMSEs falls by less than `tol` (absolute,
-    default 1e-4) over the window.""")
+    default 1e-4) over the window. On the classification error (metric="error", the
+    classifiers' selection="error"), a step function of t: the iterations while the
+    error keeps its first value (the first iterates often predict one class everywhere)
+    are not counted by `window` or `n_iter_no_change`, a tie is no improvement (a flat
+    window stops the rules), and "window"'s `tol` is relative to the window's mean
+    error.""")
 TOL = Param("tol", None, lambda value: {"tol": chk.check_tol(value)}, """\
 tol : float or None
     Threshold of the early stopping rules (None: the rule's default).""")
@@ -691,4 +696,85 @@ FUNCTION_FAMILIES = {"nytro_path": NYTRO, "landweber_path": LANDWEBER, "nkrls_pa
                      "kols": KOLS, "kernel_matrix": KERNEL_FUNCTIONS, "gaussian_kernel": KERNEL_FUNCTIONS,
                      "kernel_predict": KERNEL_FUNCTIONS, "nystrom_factor": NYSTROM_FACTOR,
                      "machine_rates": MACHINE_RATES}
+
+# ------------------------------------------------------------------------ nytro.dask
+# The Dask functions (nytro.dask.nytro_path and nkrls_path, which the estimators' fit on
+# Dask arrays calls) take the rows of NYTRO and NKRLS under the same names and defaults,
+# and the same options objects. The rows below replace those whose values Dask does not
+# take (yet): the same name, default and ValueError for a bad value, and a
+# NotImplementedError naming what is supported for a value that is valid in memory.
+# SPLIT_EVERY is Dask's alone (not a field of the options objects).
+
+
+def _dask_refusing(row: Param, supported, doc: str, name_of=lambda value: value) -> Param:
+    """`row` on Dask arrays: its check, then values whose name_of(value) is not in
+    `supported` refused."""
+    def to_core(value):
+        fields = row.to_core(value)
+        named = name_of(value)
+        if not any(named is s or (named == s and s is not None) for s in supported):
+            names = ", ".join(repr(s) for s in supported)
+            raise NotImplementedError(f"{row.name}={value!r} is not supported on Dask arrays yet; supported: {names}")
+        return fields
+    return dataclasses.replace(row, to_core=to_core, doc=doc)
+
+
+DASK_SOLVER = _dask_refusing(NYTRO_SOLVER, ("gram", "direct", "auto"), """\
+solver : {"auto", "direct", "gram"}
+    How products with A^T A are taken on Dask arrays (the same iterates up to rounding):
+    "gram" forms A^T A in one pass over the chunks (each chunk's share summed up Dask's
+    tree reduction) and iterates on the client in m dimensions; "direct" computes each
+    chunk's kernel K_i = k(X_i, C) once, keeps it on the worker that computed it, and
+    takes every product as a map over the chunks and a tree sum of m-vectors (every
+    method; "hybrid" takes one per Lanczos vector and output); "auto" picks "direct" when
+    max_iter products cost fewer flops than forming A^T A, the method is not "hybrid", a
+    distributed client runs and the kernel blocks fit in half of each worker's
+    memory_limit, and "gram" otherwise. "spectral" is refused (NotImplementedError).""")
+DASK_NYTRO_STORAGE = _dask_refusing(NYTRO_STORAGE, (None, "float32"), """\
+storage : {None, "float32"}
+    "float32" keeps the workers' K_i (solver="direct", methods "gd", "nu", "cg") in float32
+    while computing in float64, as the in-memory direct solver keeps K_nm: half the
+    workers' memory; the hold-out kernel is then evaluated in float32 too. With
+    solver="gram" or "auto", method "hybrid", and "float16": NotImplementedError. Float32
+    data or dtype="float32" compute in float32 throughout.""",
+                                    lambda value: chk.float_dtype_name("storage", value, chk.NYTRO_STORAGES))
+DASK_ITERATES = _dask_refusing(ITERATES, ("auto", "stepwise"), """\
+iterates : {"auto", "stepwise"}
+    "gd"'s iterates on Dask arrays are stepped on the client, in m dimensions (where the
+    in-memory core's "auto" takes Lanczos iterates, which agree with stepping to 64 machine
+    epsilons); "lanczos" is refused (NotImplementedError).""")
+DASK_METRIC = _dask_refusing(METRIC, ("rmse",), """\
+metric : "rmse"
+    The hold-out RMSE (the classifiers' "error" is refused on Dask arrays:
+    NotImplementedError).""")
+DASK_TIKHONOV_SOLVER = _dask_refusing(TIKHONOV_SOLVER, ("eigh",), """\
+solver : "eigh"
+    One eigendecomposition of A^T A (formed in one pass over the chunks) serves every
+    lambda; "cholesky" is refused on Dask arrays (NotImplementedError).""")
+DASK_STORAGE = _dask_refusing(STORAGE, (None,), """\
+storage : None
+    As for NYTRO on Dask arrays: "float32" is refused (NotImplementedError).""")
+
+
+def _split_every(value) -> dict:
+    if value is not None:
+        chk.check_int("split_every", value, 2)
+    return {}  # a Dask reduction's fan-in: no C++ field
+
+
+SPLIT_EVERY = Param("split_every", None, _split_every, """\
+split_every : int or None
+    Fan-in of Dask's tree reductions of the chunks' partial sums (>= 2; None: Dask's
+    default, and 8 for "hybrid"'s tree of QR factorisations). It changes the order of the
+    sums (rounding) and the memory of a tree node, not the model.""", engineering=True)
+
+
+def _on_dask(family: Family, rows) -> Family:
+    by_name = {row.name: row for row in rows}
+    return Family(family.core, tuple(by_name.get(p.name, p) for p in family.params), family.differences)
+
+
+DASK_NYTRO = _on_dask(NYTRO, (DASK_SOLVER, DASK_NYTRO_STORAGE, DASK_ITERATES, DASK_METRIC))
+DASK_NKRLS = _on_dask(NKRLS, (DASK_TIKHONOV_SOLVER, DASK_STORAGE, DASK_METRIC))
+DASK_ONLY = (SPLIT_EVERY,)
 

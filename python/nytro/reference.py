@@ -173,7 +173,7 @@ def nystrom_factor(K_mm, *, method="pivoted", rank_tol=None, jitter=1e-10, n_thr
 
 
 # ------------------------------------------------------------------ stopping rules
-def _select(path, stopping, tol, window, patience=None):
+def _select(path, stopping, tol, window, patience=None, metric="rmse"):
     """Apply a stopping rule to a validation path: (t_selected, t_stopped), 1-based.
 
     best     : argmin over the whole path, or over the path up to `patience`
@@ -183,20 +183,35 @@ def _select(path, stopping, tol, window, patience=None):
                (relative); select the argmin up to the stop.
     window   : stop at the first t >= window where a least-squares line through the
                last `window` RMSEs falls by less than tol over the window; select t.
+
+    metric "error": the iterations of the starting plateau (values equal to the first)
+    are not counted: `window` and `patience` count from the first t whose value differs
+    (none while the path stays at its first value); "window" stops where the fitted
+    fall is <= tol times the window's mean error.
     """
     path = np.asarray(path)
+    plateau = 0
+    if metric == "error":
+        moved = np.flatnonzero(path != path[0]) if len(path) else np.zeros(0, int)
+        plateau = int(moved[0]) if moved.size else len(path)
+
+    def judged(t):  # the last `window` values all lie past the plateau
+        return t - plateau >= window
+
     if stopping == "best":
         if patience:  # end the path `patience` iterations after its last improvement
             best = 1
             for t in range(1, len(path) + 1):
                 if path[t - 1] < path[best - 1]:
                     best = t
-                if t - best >= patience:
+                if t - max(best, plateau) >= patience:
                     return best, t
         return int(np.argmin(path)) + 1, len(path)
     if stopping == "relative":
         tol = 0.05 if tol is None else tol
         for t in range(window + 1, len(path) + 1):
+            if not judged(t):
+                continue
             before, inside = path[:t - window].min(), path[t - window:t].min()
             if before - inside <= tol * before:
                 return int(np.argmin(path[:t])) + 1, t
@@ -204,8 +219,10 @@ def _select(path, stopping, tol, window, patience=None):
     tol = 1e-4 if tol is None else tol
     x = np.arange(window, dtype=float)
     for t in range(window, len(path) + 1):
-        slope = np.polyfit(x, path[t - window:t], 1)[0]
-        if -window * slope < tol:
+        if not judged(t):
+            continue
+        fall = -window * np.polyfit(x, path[t - window:t], 1)[0]
+        if (fall <= tol * path[t - window:t].mean()) if metric == "error" else (fall < tol):
             return t, t
     return len(path), len(path)
 
@@ -220,15 +237,25 @@ def _classes(values):
     return values[:, 0] > 0 if values.shape[1] == 1 else np.argmax(values, axis=1)
 
 
-def _misclassified(predictions, targets):
-    return int(np.count_nonzero(_classes(predictions.astype(np.float64)) != _classes(targets)))
+def _misclassified(predictions, targets, weights=None):
+    """The rows whose class is wrong: their number, or the sum of their weights."""
+    wrong = _classes(predictions.astype(np.float64)) != _classes(targets)
+    return int(np.count_nonzero(wrong)) if weights is None else float(np.sum(weights[wrong]))
 
 
-def _score(predictions, targets, metric):
+def _error_rate(predictions, targets, weights=None):
+    """The fraction of rows whose class is wrong, or with hold-out weights w_v,
+    sum_v w_v [wrong_v] / sum_v w_v (a row of weight 0 counts for nothing)."""
+    total = max(len(targets), 1) if weights is None else float(np.sum(weights))
+    return _misclassified(predictions, targets, weights) / total
+
+
+def _score(predictions, targets, metric, weights=None):
     """The hold-out measure the selection minimises: the RMSE, or (metric "error") the
-    fraction of rows whose class is wrong."""
+    (weighted) fraction of rows whose class is wrong. weights: the hold-out row weights
+    of the error rate (the RMSE's are folded into its rows, see _weighted_holdout)."""
     if metric == "error":
-        return _misclassified(predictions, targets) / max(len(targets), 1)
+        return _error_rate(predictions, targets, weights)
     return _rmse(predictions, targets)
 
 
@@ -404,7 +431,7 @@ def _cg_iterates(apply, rhs, max_iter, krylov_eps=None, until_invariant=False):
 
 
 def _hybrid_path(apply, rhs, to_alpha, n, max_iter, predict_val, Y_val, stopping, tol, window, patience,
-                 krylov_eps, metric="rmse", hybrid_lambda=None):
+                 krylov_eps, metric="rmse", hybrid_lambda=None, val_weight=None):
     """Tikhonov projected on the Krylov space of (H, c): at each k, beta_k(lambda) =
     V_k (T_k + lambda n I)^-1 |c| e_1 for the paper's 100 lambdas, the path value the best
     hold-out RMSE over them (one lambda for all columns); (alpha*, path, k*, k_run, lambda*).
@@ -438,31 +465,33 @@ def _hybrid_path(apply, rhs, to_alpha, n, max_iter, predict_val, Y_val, stopping
             beta = np.stack([np.zeros(rhs.shape[0]) if s is None else s[i] for s in solutions], axis=1)
             prediction = predict_val(to_alpha(beta.astype(dt)))
             if metric == "error":
-                errors[i] = _misclassified(prediction, Y_val)
+                errors[i] = _error_rate(prediction, Y_val, val_weight)
             else:
                 errors[i] = np.sum((prediction.astype(np.float64) - Y_val) ** 2)
         best = _best_lambda(errors, metric)
-        path.append(errors[best] / len(Y_val) if metric == "error" else float(np.sqrt(errors[best] / Y_val.size)))
+        path.append(errors[best] if metric == "error" else float(np.sqrt(errors[best] / Y_val.size)))
         candidates.append((best, solutions))
     if not candidates:  # c = 0: the Krylov space is {0}, t = 1 predicts 0
-        path.append(_score(np.zeros_like(Y_val), Y_val, metric))
+        path.append(_score(np.zeros_like(Y_val), Y_val, metric, val_weight))
         candidates.append((0, [None] * rhs.shape[1]))
-    selected, stopped = _select(path, stopping, tol, window, patience)
+    selected, stopped = _select(path, stopping, tol, window, patience, metric)
     best, solutions = candidates[selected - 1]
     beta = np.stack([np.zeros(rhs.shape[0]) if s is None else s[best] for s in solutions], axis=1)
     return to_alpha(beta.astype(dt)), np.asarray(path[:stopped]), selected, stopped, float(lambdas[best])
 
 
 def _iterative_path(apply, rhs, to_alpha, method, nu, step, max_iter, predict_val, Y_val, stopping, tol,
-                    window, patience=None, n=None, storage=None, metric="rmse", hybrid_lambda=None):
+                    window, patience=None, n=None, storage=None, metric="rmse", hybrid_lambda=None,
+                    val_weight=None):
     """Run the regulariser recording the validation RMSE of alpha_t = to_alpha(beta_t);
     returns (alpha*, path, t*, t_run, lambda*) (lambda* = 0.0 except for "hybrid", which
     needs the number of training rows n). storage: the dtype H's matrix is kept in, where
-    narrower than rhs's (the rounding of its products, for cg's and hybrid's Lanczos)."""
+    narrower than rhs's (the rounding of its products, for cg's and hybrid's Lanczos).
+    val_weight: the hold-out row weights of metric "error" (see _weighted_holdout)."""
     krylov_eps = _krylov_eps(rhs.dtype, storage)
     if method == "hybrid":
         return _hybrid_path(apply, rhs, to_alpha, n, max_iter, predict_val, Y_val, stopping, tol, window,
-                            patience, krylov_eps, metric, hybrid_lambda)
+                            patience, krylov_eps, metric, hybrid_lambda, val_weight)
     alphas, path = [], []
     beta = None
     # cg: the iterate at the invariant space is also the one at max_iter past it.
@@ -471,10 +500,10 @@ def _iterative_path(apply, rhs, to_alpha, method, nu, step, max_iter, predict_va
     for beta in iterates:
         if predict_val is not None:
             alphas.append(to_alpha(beta))
-            path.append(_score(predict_val(alphas[-1]), Y_val, metric))
+            path.append(_score(predict_val(alphas[-1]), Y_val, metric, val_weight))
     if predict_val is None:
         return to_alpha(beta), np.zeros(0), max_iter, max_iter, 0.0
-    selected, stopped = _select(path, stopping, tol, window, patience)
+    selected, stopped = _select(path, stopping, tol, window, patience, metric)
     return alphas[selected - 1], np.asarray(path[:stopped]), selected, stopped, 0.0
 
 
@@ -499,13 +528,18 @@ def _row_scale(sample_weight, n, name, dt):
     return None if w is None else np.sqrt(w * (n / w.sum())).astype(dt)
 
 
-def _weighted_holdout(predict_val, Yv, sample_weight_val, dt):
-    """The hold-out predictions and targets with rows scaled by sqrt(w_v n_val / sum w):
-    their plain RMSE is the weighted one, sqrt(sum_v w_v r_v^2 / (sum_v w_v q))."""
+def _weighted_holdout(predict_val, Yv, sample_weight_val, dt, metric="rmse"):
+    """(predictions, targets, weights) of the hold-out score. For the RMSE, rows scaled by
+    sqrt(w_v n_val / sum w), whose plain RMSE is the weighted one, sqrt(sum_v w_v r_v^2 /
+    (sum_v w_v q)), and no weights. For the error rate, the rows as given (scaling a row
+    by 0 would lose its class) and the weights, which _error_rate applies."""
+    w = chk.check_sample_weight(sample_weight_val, Yv.shape[0], "sample_weight_val")
+    if w is None or predict_val is None:
+        return predict_val, Yv, None
+    if metric == "error":
+        return predict_val, Yv, w.astype(np.float64)
     s = _row_scale(sample_weight_val, Yv.shape[0], "sample_weight_val", np.float64)
-    if s is None or predict_val is None:
-        return predict_val, Yv
-    return (lambda a: s[:, None] * predict_val(a)), s[:, None] * Yv
+    return (lambda a: s[:, None] * predict_val(a)), s[:, None] * Yv, None
 
 
 def _scaled_rows(M, s):
@@ -546,11 +580,12 @@ def nytro_path(X, y, centers, sigma, *, kernel="gaussian", matern_nu=1.5, X_val=
     A = _scaled_rows(K_nm, s) @ R
     step = 0.0 if method in ("cg", "hybrid") else _step(step_size, X.shape[0], A.T @ A, _bound(kernel, X))
     K_val = k(Xv, C) if len(Xv) else None
-    predict_val, Yv = _weighted_holdout((lambda alpha: K_val @ alpha) if K_val is not None else None, Yv,
-                                        sample_weight_val, dt)
+    predict_val, Yv, val_weight = _weighted_holdout((lambda alpha: K_val @ alpha) if K_val is not None else None,
+                                                    Yv, sample_weight_val, dt, metric)
     alpha, path, selected, run, lam = _iterative_path(
         lambda beta: A.T @ (A @ beta), A.T @ Y, lambda beta: R @ beta, method, nu, step, max_iter,
-        predict_val, Yv, stopping, tol, window, n_iter_no_change, X.shape[0], storage, metric, hybrid_lambda)
+        predict_val, Yv, stopping, tol, window, n_iter_no_change, X.shape[0], storage, metric, hybrid_lambda,
+        val_weight)
     return PathResult(_out(alpha, one_d), path, selected, run, step, R.shape[1], "reference", run, lam)
 
 
@@ -572,17 +607,17 @@ def landweber_path(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, X_val=None,
         K, Y = s[:, None] * K * s[None, :], s[:, None] * Y
     step = 0.0 if method in ("cg", "hybrid") else _step(step_size, X.shape[0], K, _bound(kernel, X))
     K_val = k(Xv, X) if len(Xv) else None
-    predict_val, Yv = _weighted_holdout((lambda alpha: K_val @ alpha) if K_val is not None else None, Yv,
-                                        sample_weight_val, dt)
+    predict_val, Yv, val_weight = _weighted_holdout((lambda alpha: K_val @ alpha) if K_val is not None else None,
+                                                    Yv, sample_weight_val, dt, metric)
     alpha, path, selected, run, lam = _iterative_path(
         lambda alpha: K @ alpha, Y, lambda beta: _scaled_rows(beta, s), method, nu, step, max_iter,
         predict_val, Yv, stopping, tol, window, n_iter_no_change, X.shape[0], metric=metric,
-        hybrid_lambda=hybrid_lambda)
+        hybrid_lambda=hybrid_lambda, val_weight=val_weight)
     return PathResult(_out(alpha, one_d), path, selected, run, step, X.shape[0], "reference", run, lam)
 
 
 # -------------------------------------------------------------------- Tikhonov
-def _tikhonov(gram, rhs, lambdas, n, lift, predict_val, Y_val, one_d, rank, metric="rmse"):
+def _tikhonov(gram, rhs, lambdas, n, lift, predict_val, Y_val, one_d, rank, metric="rmse", val_weight=None):
     """alpha(lambda) = lift((gram + lambda n I)^+ rhs) for each lambda, by one eigh;
     negative rounding-level eigenvalues are clipped at 0 (pseudo-inverse semantics)."""
     w, V = np.linalg.eigh(gram)
@@ -591,7 +626,7 @@ def _tikhonov(gram, rhs, lambdas, n, lift, predict_val, Y_val, one_d, rank, metr
     coefs = [lift(V @ (projected / (w + lam * n)[:, None]).astype(gram.dtype)) for lam in lambdas]
     if predict_val is None:
         return TikhonovResult(_out(coefs[0], one_d), np.zeros(0), float(lambdas[0]), 0, rank)
-    path = np.array([_score(predict_val(c), Y_val, metric) for c in coefs])
+    path = np.array([_score(predict_val(c), Y_val, metric, val_weight) for c in coefs])
     if metric == "error":  # ties to the largest lambda (the grid need not ascend)
         best = max(np.flatnonzero(path == np.nanmin(path)), key=lambda i: lambdas[i])
     else:
@@ -616,10 +651,10 @@ def nkrls_path(X, y, centers, sigma, *, kernel="gaussian", matern_nu=1.5, lambda
     R = nystrom_factor(k(C, C), method=factor, rank_tol=rank_tol, jitter=jitter)
     A = _scaled_rows(k(X, C), s) @ R
     K_val = k(Xv, C) if len(Xv) else None
-    predict_val, Yv = _weighted_holdout((lambda a: K_val @ a) if K_val is not None else None, Yv,
-                                        sample_weight_val, dt)
+    predict_val, Yv, val_weight = _weighted_holdout((lambda a: K_val @ a) if K_val is not None else None, Yv,
+                                                    sample_weight_val, dt, metric)
     return _tikhonov(A.T @ A, A.T @ _scaled_rows(Y, s), lambdas, X.shape[0], lambda beta: R @ beta,
-                     predict_val, Yv, one_d, R.shape[1], metric)
+                     predict_val, Yv, one_d, R.shape[1], metric, val_weight)
 
 
 def krls_path(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, lambdas=None,
@@ -637,10 +672,10 @@ def krls_path(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, lambdas=None,
     if s is not None:
         K = s[:, None] * K * s[None, :]
     K_val = k(Xv, X) if len(Xv) else None
-    predict_val, Yv = _weighted_holdout((lambda a: K_val @ a) if K_val is not None else None, Yv,
-                                        sample_weight_val, dt)
+    predict_val, Yv, val_weight = _weighted_holdout((lambda a: K_val @ a) if K_val is not None else None, Yv,
+                                                    sample_weight_val, dt, metric)
     return _tikhonov(K, _scaled_rows(Y, s), lambdas, X.shape[0], lambda b: _scaled_rows(b, s),
-                     predict_val, Yv, one_d, X.shape[0], metric)
+                     predict_val, Yv, one_d, X.shape[0], metric, val_weight)
 
 
 def kols(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, rcond=None, n_threads=None, options=None, dtype=None,

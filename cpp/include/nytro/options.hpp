@@ -35,7 +35,9 @@ enum class Stopping {
 // coding classes as +-1 (one column: the sign is the class; several: one-vs-all, the
 // column of the largest entry is the class), the fraction of hold-out rows whose
 // predicted class is wrong. Ties in the error rate go to the smaller t, and to the larger
-// lambda (the stronger regularisation) along a lambda grid.
+// lambda (the stronger regularisation) along a lambda grid. The stopping rules read an
+// error path as a step function: they skip its starting plateau, a tie is no
+// improvement, and "window"'s tol is relative to the error (see StoppingRule).
 enum class Metric {
     rmse,
     error,
@@ -149,8 +151,9 @@ struct TikhonovOptions {
     // alpha = sqrt(w') beta). Finite, >= 0, not all 0, one per row of X.
     std::vector<double> sample_weights;
     // Weight of each hold-out row's squared error in the validation RMSE (empty: all 1),
-    // normalised to sum to n_val: sqrt(sum_v w_v r_v^2 / sum_v w_v). Finite, >= 0, not all
-    // 0, one per row of X_val.
+    // normalised to sum to n_val: sqrt(sum_v w_v r_v^2 / sum_v w_v); with Metric::error,
+    // of its misclassification: sum_v w_v [wrong_v] / sum_v w_v (a row of weight 0
+    // counts for nothing). Finite, >= 0, not all 0, one per row of X_val.
     std::vector<double> validation_sample_weights;
     int n_threads = 0;                     // <= 0: nytro::default_threads()
     Callback callback;                     // progress / interruption, may be empty

@@ -204,7 +204,7 @@ void run_stepwise(const LinearProblem<T>& problem, double step, const Validation
         return;
     }
 
-    StoppingRule rule(options.stopping, options.tol, options.window, options.patience);
+    StoppingRule rule(options.stopping, options.tol, options.window, options.patience, validation->metric());
     const bool runs_to_end = options.stopping == Stopping::best && options.patience == 0;
     const Index per_chunk = chunk_size(T_max, validation->bytes(), problem.iteration_bytes, runs_to_end);
     Matrix<T> chunk(problem.dim, per_chunk * q), alphas(problem.alpha_rows, per_chunk * q);

@@ -239,7 +239,8 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
                          std::string("the hold-out images of method '") + method + "'");
         for (HoldoutImages& image : images) image.reserve(n_val, capacity);
     }
-    StoppingRule rule(options.stopping, options.tol, options.window, options.patience);
+    StoppingRule rule(options.stopping, options.tol, options.window, options.patience,
+                      validation ? validation->metric() : Metric::rmse);
     std::vector<Eigen::VectorXd> selected(columns.size());  // z at the selected (k, lambda)
     std::vector<std::optional<InvariantSolve>> invariant(columns.size());  // once a column's space is
     Index selected_lambda = 0, products = 0, k = 0;
@@ -248,9 +249,11 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
     Eigen::MatrixXd Z(capacity, L), errors(capacity, L);
     Eigen::ArrayXd squared(L);
     std::vector<double> work;
-    // Metric::error: the misclassified rows of every lambda at one k, from the predictions.
+    // Metric::error: the misclassified rows of every lambda at one k, from the predictions
+    // (scaled as the targets are, which changes no class; the tally reads the classes from
+    // the unscaled targets and weighs the rows itself).
     std::optional<ErrorTally> tally;
-    if (validation && validation->metric() == Metric::error) tally.emplace(targets);
+    if (validation && validation->metric() == Metric::error) tally = validation->error_tally();
     Eigen::MatrixXd predictions;
     std::vector<KrylovColumn*> growing;
     Matrix<T> vectors, out;
@@ -319,14 +322,14 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
             // Error rates tie often: the tie goes to the larger lambda (the grid ascends),
             // the stronger regularisation; the RMSE's to the first.
             if (tally)
-                for (Index l = 0; l < L; ++l) squared[l] = double(tally->misclassified(l));
+                for (Index l = 0; l < L; ++l) squared[l] = tally->rate(l);
             Index best = -1;
             for (Index l = 0; l < L; ++l)
                 if (std::isfinite(squared[l]) &&
                     (best < 0 || squared[l] < squared[best] || (tally && squared[l] == squared[best])))
                     best = l;
             const double rmse = best < 0 ? std::numeric_limits<double>::infinity()
-                                : tally  ? squared[best] / double(std::max<Index>(n_val, 1))
+                                : tally  ? squared[best]
                                          : std::sqrt(squared[best] / (double(n_val) * double(q)));
             const auto verdict = rule.push(rmse);
             if (verdict.candidate && best >= 0) {

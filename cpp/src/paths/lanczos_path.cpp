@@ -246,14 +246,16 @@ bool LanczosGradient<T>::run(const Validation<T>* validation, const IterativeOpt
     Eigen::MatrixXd targets = validation->targets().template cast<double>();
     validation->weigh_rows(targets);
     const Index n_val = targets.rows();
-    StoppingRule rule(options.stopping, options.tol, options.window, options.patience);
+    StoppingRule rule(options.stopping, options.tol, options.window, options.patience, validation->metric());
     std::vector<Eigen::MatrixXd> chunk(static_cast<std::size_t>(q));
     std::vector<Eigen::VectorXd> selected = z;  // z of the selected iterate, in a basis' first columns
     Eigen::ArrayXd squared(kChunk);
     Eigen::MatrixXd errors;
-    // Metric::error: the misclassified rows of each iterate of a chunk, from the predictions.
+    // Metric::error: the misclassified rows of each iterate of a chunk, from the predictions
+    // (scaled as the targets are, which changes no class; the tally reads the classes from
+    // the unscaled targets and weighs the rows itself).
     std::optional<ErrorTally> tally;
-    if (validation->metric() == Metric::error) tally.emplace(targets);
+    if (validation->metric() == Metric::error) tally = validation->error_tally();
     Index t = 0;
     bool stop = false;
     while (t < max_iter_ && !stop) {

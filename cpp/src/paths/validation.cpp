@@ -8,13 +8,22 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 
 namespace nytro::detail {
 
-ErrorTally::ErrorTally(const Eigen::Ref<const Eigen::MatrixXd>& targets)
-    : rows_(targets.rows()), outputs_(targets.cols()), truth_(std::size_t(targets.rows())) {
+ErrorTally::ErrorTally(const Eigen::Ref<const Eigen::MatrixXd>& targets,
+                       const Eigen::Ref<const Eigen::VectorXd>& row_weights)
+    : rows_(targets.rows()), outputs_(targets.cols()), weights_(row_weights), truth_(std::size_t(targets.rows())) {
+    if (weights_.size() > 0) {
+        if (weights_.size() != rows_ || !(weights_.array() >= 0).all() || !(weights_.sum() > 0))
+            throw std::logic_error("nytro internal error: ErrorTally's row weights do not match its rows");
+        total_ = weights_.sum();
+    } else if (rows_ > 0) {
+        total_ = double(rows_);
+    }
     for (Index i = 0; i < rows_; ++i) {
         if (outputs_ == 1) {
             truth_[std::size_t(i)] = targets(i, 0) > 0 ? 1 : 0;
@@ -28,7 +37,7 @@ ErrorTally::ErrorTally(const Eigen::Ref<const Eigen::MatrixXd>& targets)
 
 void ErrorTally::reset(Index models) {
     if (outputs_ == 1) {
-        wrong_.assign(std::size_t(models), 0);
+        wrong_.assign(std::size_t(models), 0.0);
     } else {
         best_.resize(rows_, models);
         argmax_.setZero(rows_, models);
@@ -38,9 +47,9 @@ void ErrorTally::reset(Index models) {
 void ErrorTally::add(Index column, const Eigen::Ref<const Eigen::MatrixXd>& P, Index r0) {
     if (outputs_ == 1) {
         for (Index k = 0; k < P.cols(); ++k) {
-            Index wrong = 0;
-            for (Index i = 0; i < P.rows(); ++i) wrong += Index((P(i, k) > 0) != (truth_[std::size_t(r0 + i)] == 1));
-            wrong_[std::size_t(k)] += wrong;
+            double& wrong = wrong_[std::size_t(k)];
+            for (Index i = 0; i < P.rows(); ++i)
+                if ((P(i, k) > 0) != (truth_[std::size_t(r0 + i)] == 1)) wrong += weight(r0 + i);
         }
         return;
     }
@@ -59,10 +68,11 @@ void ErrorTally::add(Index column, const Eigen::Ref<const Eigen::MatrixXd>& P, I
             }
 }
 
-Index ErrorTally::misclassified(Index model) const {
+double ErrorTally::misclassified(Index model) const {
     if (outputs_ == 1) return wrong_[std::size_t(model)];
-    Index wrong = 0;
-    for (Index i = 0; i < rows_; ++i) wrong += Index(argmax_(i, model) != truth_[std::size_t(i)]);
+    double wrong = 0.0;
+    for (Index i = 0; i < rows_; ++i)
+        if (argmax_(i, model) != truth_[std::size_t(i)]) wrong += weight(i);
     return wrong;
 }
 
@@ -190,7 +200,7 @@ template <class T>
 void Validation<T>::rmse(const MatrixCRef<T>& alphas, Index q, std::vector<double>& out, int n_threads) const {
     const Index n_val = Y_val_.rows(), blocks = alphas.cols() / q;
     if (metric_ == Metric::error) {
-        ErrorTally tally(Y_val_.template cast<double>());
+        ErrorTally tally = error_tally();
         tally.reset(blocks);
         Eigen::MatrixXd column;
         predict_blocks(alphas, n_threads, [&](const Matrix<T>& predictions, Index r0) {

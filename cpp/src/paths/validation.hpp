@@ -26,9 +26,17 @@ namespace nytro::detail {
 // (one-vs-all; the first such column on a tie, as numpy.argmax): the classifiers'
 // predict reads decision values the same way. Predictions come output column by output
 // column (0, 1, ..., q - 1), in row blocks, as the paths form them.
+// With row weights w_v the count is sum_v w_v [wrong_v] and the rate divides it by
+// sum_v w_v, as the weighted RMSE weighs squared errors: a row of weight 0 counts for
+// nothing either way. The classes are read from the targets as given, so they must not
+// be scaled by the weights (a row scaled to 0 would lose its class); predictions may be
+// scaled by any positive factor per row (sqrt(w_v), as the paths that sum their own
+// errors scale them), which changes no class.
 class ErrorTally {
 public:
-    explicit ErrorTally(const Eigen::Ref<const Eigen::MatrixXd>& targets);
+    // row_weights: empty (every row counts 1) or one per row, >= 0, not all 0.
+    explicit ErrorTally(const Eigen::Ref<const Eigen::MatrixXd>& targets,
+                        const Eigen::Ref<const Eigen::VectorXd>& row_weights = Eigen::VectorXd());
 
     // Starts a count for `models` candidate models.
     void reset(Index models);
@@ -36,15 +44,20 @@ public:
     // P(i, k): model k's prediction of output column `column` for hold-out row r0 + i.
     void add(Index column, const Eigen::Ref<const Eigen::MatrixXd>& P, Index r0 = 0);
 
-    // Model k's misclassified rows (after every column of every row was added).
-    Index misclassified(Index model) const;
-    double rate(Index model) const { return double(misclassified(model)) / double(std::max<Index>(rows_, 1)); }
+    // Model k's misclassified rows, weighted (after every column of every row was added).
+    // Summed in row order: models that misclassify the same rows get the same value.
+    double misclassified(Index model) const;
+    double rate(Index model) const { return misclassified(model) / total_; }
     Index rows() const { return rows_; }
 
 private:
+    double weight(Index row) const { return weights_.size() == 0 ? 1.0 : weights_[row]; }
+
     Index rows_ = 0, outputs_ = 0;
+    Eigen::VectorXd weights_;         // empty: all 1
+    double total_ = 1.0;              // sum of the weights (1 for no rows: a rate of 0)
     std::vector<Index> truth_;        // each row's class: 0 / 1 (binary) or its column
-    std::vector<Index> wrong_;        // binary: misclassified rows per model
+    std::vector<double> wrong_;       // binary: weighted misclassified rows per model
     Eigen::MatrixXd best_;            // one-vs-all: the largest prediction so far (rows x models)
     Eigen::Matrix<Index, Eigen::Dynamic, Eigen::Dynamic> argmax_;  // and its column
 };
@@ -76,9 +89,13 @@ public:
     double weight(Index column) const { return weights_.empty() ? 1.0 : weights_[std::size_t(column)]; }
 
     // What rmse() measures: Metric::rmse (the default) or Metric::error, the fraction of
-    // misclassified rows (see ErrorTally; the weights do not apply to it).
+    // misclassified rows (see ErrorTally; the column weights do not apply to it, the row
+    // weights do).
     void set_metric(Metric metric) { metric_ = metric; }
     Metric metric() const { return metric_; }
+    // A tally of the error rate over the hold-out rows with their row weights, from the
+    // targets as given (see ErrorTally: not the rows weigh_rows scales).
+    ErrorTally error_tally() const { return ErrorTally(Y_val_.template cast<double>(), row_weights_); }
     // Weights of the hold-out rows' squared errors (empty: all 1; see
     // TikhonovOptions::validation_sample_weights), rescaled to sum to n_val so that the
     // RMSE is sqrt(sum_v w_v r_v^2 / (sum_v w_v q)). Throws unless there is one per row,

@@ -99,8 +99,8 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
             raise ValueError(
                 f"validation_fraction={fraction} leaves {n - n_val} training and {n_val} validation "
                 f"rows of n_samples={n}; at least {needed_train} training and 1 validation row are needed")
-        order = rng.permutation(n)
-        train, val = np.sort(order[n_val:]), np.sort(order[:n_val])
+        val = self._holdout_rows(Y, n_val, rng, fraction)
+        train = np.setdiff1d(np.arange(n), val, assume_unique=True)
         self._weights_of_split = (None, None)
         if weights is not None:
             for part, rows in (("training", train), ("hold-out", val)):
@@ -111,6 +111,11 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
                         "rows a positive weight or change random_state")
             self._weights_of_split = (weights[train], weights[val])
         return X[train], Y[train], X[val], Y[val]
+
+    def _holdout_rows(self, Y, n_val, rng, fraction):
+        """The sorted rows of the hold-out part: n_val of range(n) uniformly at random (the
+        first n_val of one permutation drawn from rng; the classifiers stratify)."""
+        return np.sort(rng.permutation(Y.shape[0])[:n_val])
 
     def _split_weights(self):
         """(training weights, hold-out weights) of the last _split: None where fit had no
@@ -162,14 +167,8 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
         """
         self._check_parameters()
         if _is_dask_array(X):
-            self._check_dask_kernel()
-            if sample_weight is not None:
-                raise NotImplementedError("sample_weight is not supported on Dask arrays yet")
-            if getattr(self, "centers", None) is not None or getattr(self, "center_selection", "uniform") != "uniform":
-                raise NotImplementedError("centers and center_selection='leverage' are not supported on Dask arrays "
-                                          "yet: the centres are drawn uniformly there")
             from ..dask import fit_estimator
-            return fit_estimator(self, X, y)
+            return fit_estimator(self, X, y, sample_weight)
         key = id(self)
         with _FITTING_LOCK:
             if key in _FITTING:
@@ -216,16 +215,9 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
         for a Dask array X, one block per chunk)."""
         check_is_fitted(self, "coef_")
         if _is_dask_array(X):
-            self._check_dask_kernel()
             from ..dask import predict
-            return predict(X, self.centers_, self.coef_, self.sigma, n_threads=self._n_threads())
+            return predict(X, self.centers_, self.coef_, self.sigma, kernel=self.kernel, matern_nu=self.matern_nu,
+                           n_threads=self._n_threads())
         X = validate_data(self, X, reset=False, dtype=self.coef_.dtype, order="C")
         return kernel_predict(X, self.centers_, self.coef_, self.sigma, kernel=self.kernel,
                               matern_nu=self.matern_nu, n_threads=self._n_threads())
-
-    def _check_dask_kernel(self):
-        """nytro.dask evaluates the Gaussian kernel with one bandwidth: refuse the others
-        rather than fit or predict with the wrong kernel."""
-        if self.kernel != "gaussian" or np.ndim(self.sigma) != 0:
-            raise ValueError(f"Dask arrays are fitted and predicted with kernel='gaussian' and one sigma only, "
-                             f"got kernel={self.kernel!r}, sigma={self.sigma!r}: pass a NumPy array")

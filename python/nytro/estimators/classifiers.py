@@ -59,6 +59,24 @@ def _check_weighted_classes(y, sample_weight):
                          "at least 2 classes of positive weight")
 
 
+def stratified_counts(counts, n_val: int) -> np.ndarray:
+    """How many rows of each class (counts, each >= 2) a hold-out part of n_val rows takes:
+    n_val * count / n rounded down, then raised to 1 and capped at count - 1 (every class
+    on both sides), then the rows still missing (or over) given to (taken from) the
+    classes furthest below (above) their proportional share, the first class on a tie
+    (largest remainders; needs len(counts) <= n_val <= n - len(counts))."""
+    counts = np.asarray(counts, dtype=np.int64)
+    share = n_val * counts / counts.sum()
+    taken = np.clip(np.floor(share).astype(np.int64), 1, counts - 1)
+    while taken.sum() < n_val:
+        room = taken < counts - 1
+        taken[np.flatnonzero(room)[np.argmax((share - taken)[room])]] += 1
+    while taken.sum() > n_val:
+        room = taken > 1
+        taken[np.flatnonzero(room)[np.argmin((share - taken)[room])]] -= 1
+    return taken
+
+
 class KernelClassifierMixin(ClassifierMixin):
     """What the classifiers add to their regressor: label coding, the selection on the
     hold-out error, decision_function and predict returning labels."""
@@ -100,6 +118,31 @@ class KernelClassifierMixin(ClassifierMixin):
             self.validation_rmse_ = None
         return self
 
+    def _holdout_rows(self, Y, n_val, rng, fraction):
+        # Stratified, as scikit-learn's StratifiedShuffleSplit: each class holds out its
+        # share of the n_val rows (stratified_counts: at least one row of every class on
+        # each side), drawn uniformly within the class from rng, class by class in the
+        # order of classes_. A uniform split could leave a rare class out of the hold-out
+        # set, and the selection blind to it.
+        index = (Y[:, 0] > 0).astype(np.int64) if Y.shape[1] == 1 else np.argmax(Y, axis=1)
+        counts = np.bincount(index, minlength=len(self.classes_))
+        n, k = Y.shape[0], len(counts)
+        if counts.min() < 2:
+            label = self.classes_[int(np.argmin(counts))]
+            label = label.item() if isinstance(label, np.generic) else label  # 'a', not np.str_('a')
+            raise ValueError(
+                f"y has {counts.min()} row of class {label!r}: the hold-out split (validation_fraction="
+                f"{fraction}) is stratified and needs at least 2 rows of every class, one to train on and one "
+                "to hold out; give more rows of that class, or set validation_fraction=None")
+        if not k <= n_val <= n - k:
+            raise ValueError(
+                f"validation_fraction={fraction} holds out {n_val} of n_samples={n} rows: the stratified "
+                f"split needs at least one row of each of the {k} classes in the hold-out part and in the "
+                f"training part ({k} <= hold-out rows <= {n - k}); change validation_fraction")
+        rows = [np.flatnonzero(index == c) for c in range(k)]
+        taken = stratified_counts(counts, n_val)
+        return np.sort(np.concatenate([r[rng.permutation(r.size)[:t]] for r, t in zip(rows, taken)]))
+
     def _split_weights(self):
         # The error rate counts rows, not weights: its hold-out rows go unweighted.
         w_train, w_val = KernelRegressorBase._split_weights(self)
@@ -124,6 +167,10 @@ _CLASSIFIER_DOC = """
     The labels y (strings, integers or booleans, of one type) are coded as +-1: one column
     for two classes (+1 for classes_[1]), one-vs-all columns for more, all fitted in the
     same pass. The hold-out selection minimises the classification error by default.
+
+    The hold-out split is stratified: each class holds out its share of the rows (at
+    least one, and keeps at least one for training), drawn within the class from
+    random_state; a class of one row is refused (ValueError naming validation_fraction).
 
     {{parameters}}
 
