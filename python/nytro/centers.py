@@ -55,6 +55,8 @@ import scipy.linalg
 from . import _checks as chk
 from ._api import kernel_matrix, sample_centers
 
+CENTER_SELECTIONS = chk.CENTER_SELECTIONS  # declared beside its row's check; nytro.dask reads it here
+
 # Dictionary rows per unit of estimated effective dimension (BLESS's q2); uniform
 # candidates per unit of 1 / lambda at each level (BLESS's q1: a row's score is at most
 # 1 / (lambda n), so a uniform subsample of c / lambda rows holds about c rows of any
