@@ -1,6 +1,7 @@
 """The options table (nytro.options) against every layer: the C++ structs' defaults and
 fields, the binding's keyword-only calls, the functions' and their NumPy twins'
 signatures, the estimators' signatures and the options objects."""
+import importlib
 import inspect
 import pickle
 import re
@@ -10,6 +11,7 @@ import pytest
 from sklearn.base import clone
 
 import nytro
+import nytro.centers
 from nytro import _core, reference
 from nytro import options as opt
 
@@ -457,8 +459,16 @@ def test_every_estimator_parameter_is_checked_by_its_row_on_entry_to_fit(estimat
 _FUNCTION_DATA = {"centers"}
 
 
+def _function(fname):
+    """nytro's function `fname`, or a submodule's ("centers.leverage_centers")."""
+    module, _, name = fname.rpartition(".")
+    return getattr(importlib.import_module(f"nytro.{module}") if module else nytro, name)
+
+
 def _public_functions() -> dict:
-    return {name: getattr(nytro, name) for name in nytro.__all__ if inspect.isfunction(getattr(nytro, name))}
+    """The functions of nytro's __all__ and of its submodules' that declare one."""
+    names = list(nytro.__all__) + [f"centers.{name}" for name in nytro.centers.__all__]
+    return {fname: _function(fname) for fname in names if inspect.isfunction(_function(fname))}
 
 
 def test_every_public_function_parameter_with_a_row_is_checked_by_it():
@@ -477,7 +487,7 @@ def test_every_public_function_parameter_with_a_row_is_checked_by_it():
 
 
 FUNCTION_PARAMETERS = [(fname, name) for fname, family in opt.FUNCTION_FAMILIES.items()
-                       for name in inspect.signature(getattr(nytro, fname)).parameters
+                       for name in inspect.signature(_function(fname)).parameters
                        if name in family.names or (name in opt.FUNCTION_SHARED and name in opt.SHARED)]
 
 
@@ -486,7 +496,7 @@ def test_every_function_parameter_is_checked_by_its_row_on_entry(fname, name):
     family = opt.FUNCTION_FAMILIES[fname]
     row = opt.declared(family, name)
     with pytest.raises(ValueError) as info:
-        _entry_call(getattr(nytro, fname), **_reading(row), **{name: row.invalid})
+        _entry_call(_function(fname), **_reading(row), **{name: row.invalid})
     assert str(info.value) == _refusal(row)
 
 

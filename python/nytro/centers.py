@@ -53,7 +53,10 @@ import numpy as np
 import scipy.linalg
 
 from . import _checks as chk
+from . import options as opt
 from ._api import kernel_matrix, sample_centers
+
+__all__ = ["leverage_centers", "approximate_leverage_scores", "exact_leverage_scores"]
 
 CENTER_SELECTIONS = chk.CENTER_SELECTIONS  # declared beside its row's check; nytro.dask reads it here
 
@@ -190,6 +193,7 @@ def leverage_centers(X, n_centers, sigma, seed, *, kernel="gaussian", matern_nu=
     n_threads. return_details: also a dict with the final lambda, its estimated d_eff and
     the levels' dictionary sizes. kernel, sigma, matern_nu: the fit's kernel (as in
     nytro.kernel_matrix)."""
+    opt.check_parameters(opt.KERNEL_FUNCTIONS, locals(), opt.FUNCTION_SHARED)  # each by its row, first
     X = chk.as_matrix(X, "X", np.dtype(np.float64))
     n = X.shape[0]
     m = chk.check_int("n_centers", n_centers, 1)
@@ -216,6 +220,7 @@ def leverage_centers(X, n_centers, sigma, seed, *, kernel="gaussian", matern_nu=
 def exact_leverage_scores(X, sigma, lam, *, kernel="gaussian", matern_nu=1.5):
     """[K (K + lambda n I)^-1]_ii from the full kernel (nytro.theory.leverage_scores; O(n^3):
     for checks on small n). lambda in units of max k(x, x), as the sampler's."""
+    opt.check_parameters(opt.KERNEL_FUNCTIONS, locals(), opt.FUNCTION_SHARED)  # each by its row, first
     from .theory import leverage_scores
     X = np.asarray(X, dtype=np.float64)
     kern = _scaled(_as_kernel(kernel, sigma, matern_nu, None, X.shape[1]), X)
@@ -228,6 +233,7 @@ def approximate_leverage_scores(X, sigma, lam, seed, *, dictionary_size=None,
     """l~ at lambda for every row of X, with a BLESS dictionary of oversampling x d_eff
     rows (at most dictionary_size; None: n) grown down to lambda (for checks against
     exact_leverage_scores)."""
+    opt.check_parameters(opt.KERNEL_FUNCTIONS, locals(), opt.FUNCTION_SHARED)  # each by its row, first
     X = chk.as_matrix(X, "X", np.dtype(np.float64))
     n = X.shape[0]
     rng = np.random.default_rng(seed)

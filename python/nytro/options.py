@@ -530,8 +530,9 @@ def declared(family: Family | None, name: str) -> Param | None:
     return SHARED.get(name)
 
 
-# The shared rows the path functions take beside their family's (and document with it).
-FUNCTION_SHARED = ("sigma", "lambdas", "dtype")
+# The shared rows the public functions take beside their family's (the path functions
+# document them with it; the centres' samplers take n_centers).
+FUNCTION_SHARED = ("sigma", "lambdas", "dtype", "n_centers")
 
 
 def check_parameters(family: Family | None, values: dict, shared=tuple(SHARED)) -> None:
@@ -690,12 +691,15 @@ FAMILIES = {"nytro": NYTRO, "landweber": LANDWEBER, "nkrls": NKRLS, "krls": KRLS
 # nytro.machine_rates's: it probes the core's kernels with n_threads threads.
 MACHINE_RATES = Family("machine_rates", (N_THREADS,))
 
-# The rows of each public function of nytro that takes declared parameters: its family's,
+# The rows of each public function of nytro (and of a submodule, "centers.leverage_centers")
+# that takes declared parameters: its family's,
 # and of the shared rows those in FUNCTION_SHARED; each checked on entry (check_parameters).
 FUNCTION_FAMILIES = {"nytro_path": NYTRO, "landweber_path": LANDWEBER, "nkrls_path": NKRLS, "krls_path": KRLS,
                      "kols": KOLS, "kernel_matrix": KERNEL_FUNCTIONS, "gaussian_kernel": KERNEL_FUNCTIONS,
                      "kernel_predict": KERNEL_FUNCTIONS, "nystrom_factor": NYSTROM_FACTOR,
-                     "machine_rates": MACHINE_RATES}
+                     "machine_rates": MACHINE_RATES, "centers.leverage_centers": KERNEL_FUNCTIONS,
+                     "centers.approximate_leverage_scores": KERNEL_FUNCTIONS,
+                     "centers.exact_leverage_scores": KERNEL_FUNCTIONS}
 
 # ------------------------------------------------------------------------ nytro.dask
 # The Dask functions (nytro.dask.nytro_path and nkrls_path, which the estimators' fit on
