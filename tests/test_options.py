@@ -1,6 +1,7 @@
 """The options table (nytro.options) against every layer: the C++ structs' defaults and
 fields, the binding's keyword-only calls, the functions' and their NumPy twins'
 signatures, the estimators' signatures and the options objects."""
+import importlib
 import inspect
 import pickle
 import re
@@ -10,6 +11,7 @@ import pytest
 from sklearn.base import clone
 
 import nytro
+import nytro.centers
 from nytro import _core, reference
 from nytro import options as opt
 
@@ -262,6 +264,14 @@ def test_krls_refuses_nystrom_fields():
     np.testing.assert_array_equal(result.coef, nytro.krls_path(X, Y, 1.0, lambdas=[1e-3], solver="cholesky").coef)
 
 
+def _accepted(row, value) -> bool:
+    try:
+        row.check(value)
+    except ValueError:
+        return False
+    return True
+
+
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # short paths on purpose
 @pytest.mark.parametrize("estimator, options, shortcut", [
     (nytro.NytroRegressor(n_centers=10, max_iter=20, random_state=0), nytro.NytroOptions(solver="gram"),
@@ -285,7 +295,13 @@ def test_estimator_options_equal_shortcuts_and_survive_clone_and_pickle(estimato
     assert restored.options == options
     np.testing.assert_array_equal(restored.predict(X), fitted.predict(X))
     name, value = next(iter(shortcut.items()))
-    other = next(v for v in ("gram", "direct", "lanczos", "auto", "pivoted", "eigh") if v != value)
+    row = opt.declared(estimator._family, name)
+    # a valid value set apart from the default, so that the conflict is what is refused (a
+    # two-way choice set to its other value in options has none: no keyword can conflict)
+    other = next((v for v in ("gram", "direct", "lanczos", "auto", "cholesky", "qr", 1e-3)
+                  if v != value and v != row.default and _accepted(row, v)), None)
+    if other is None:
+        return
     conflicting = clone(with_options).set_params(**{name: other})
     with pytest.raises(ValueError, match=f"{name} is given twice"):
         conflicting.fit(X, y)
@@ -379,4 +395,147 @@ def test_documented_refuses_a_docstring_without_its_mark():
     class Estimator(nytro.KOLSRegressor):
         """No parameters mark."""
     with pytest.raises(ValueError, match="needs one line"):
+        opt.documented(Estimator)
+
+
+# ------------------------------------------------------ validation by the rows, on entry
+def _all_rows() -> list:
+    """Every declared row: the families', the functions' and the shared ones."""
+    families = list(opt.FAMILIES.values()) + list(opt.FUNCTION_FAMILIES.values())
+    rows = {}
+    for row in [p for family in families for p in family.params] + list(opt.SHARED.values()):
+        rows.setdefault(id(row), row)
+    return list(rows.values())
+
+
+def _reading(row) -> dict:
+    """Values of the other parameters under which `row`'s parameter is read."""
+    return {other: choices[0] for other, choices in row.read_when.items()}
+
+
+def _refusal(row) -> str:
+    """The message of the row's own check for its invalid value."""
+    with pytest.raises(ValueError) as info:
+        row.check(row.invalid, _reading(row))
+    return str(info.value)
+
+
+@pytest.mark.parametrize("row", _all_rows(), ids=lambda row: row.name)
+def test_each_row_refuses_its_invalid_value_by_name_and_takes_its_default(row):
+    assert re.search(rf"\b{row.name}\b", _refusal(row))
+    row.check(row.default, _reading(row))
+    for other in row.read_when:  # not read (another value of `other`): any value goes, it is ignored
+        row.check(row.invalid, {other: object()})
+
+
+def _entry_call(call, **given):
+    """call(...) with `given`, its other required arguments (the data) None, or their rows'
+    defaults where they have rows (sigma): whatever it raises comes before any data check."""
+    required = [name for name, p in inspect.signature(call).parameters.items() if p.default is p.empty]
+    data = {name: opt.SHARED[name].default if name in opt.SHARED else None for name in required}
+    taken = inspect.signature(call).parameters
+    return call(**{**data, **{name: value for name, value in given.items() if name in taken}})
+
+
+ESTIMATOR_PARAMETERS = [(estimator, name) for estimator in ALL_ESTIMATORS
+                        for name in _signature_defaults(estimator.__init__) if name != "options"]
+
+
+@pytest.mark.parametrize("estimator, name", ESTIMATOR_PARAMETERS,
+                         ids=[f"{e.__name__}-{name}" for e, name in ESTIMATOR_PARAMETERS])
+def test_every_estimator_parameter_is_checked_by_its_row_on_entry_to_fit(estimator, name):
+    """Each parameter of each estimator (a new one too: every parameter has a row, see
+    above) is refused by its row's check, with the row's message, before fit looks at
+    the data (X and y are None here)."""
+    row = opt.declared(estimator._family, name)
+    model = estimator().set_params(**_reading(row), **{name: row.invalid})
+    with pytest.raises(ValueError) as info:
+        model.fit(None, None)
+    assert str(info.value) == _refusal(row)
+
+
+# The names a function takes as data, not as a declared parameter: the path functions'
+# centres are points only, checked with X (the estimators' centers row also takes indices).
+_FUNCTION_DATA = {"centers"}
+
+
+def _function(fname):
+    """nytro's function `fname`, or a submodule's ("centers.leverage_centers")."""
+    module, _, name = fname.rpartition(".")
+    return getattr(importlib.import_module(f"nytro.{module}") if module else nytro, name)
+
+
+def _public_functions() -> dict:
+    """The functions of nytro's __all__ and of its submodules' that declare one."""
+    names = list(nytro.__all__) + [f"centers.{name}" for name in nytro.centers.__all__]
+    return {fname: _function(fname) for fname in names if inspect.isfunction(_function(fname))}
+
+
+def test_every_public_function_parameter_with_a_row_is_checked_by_it():
+    """A public function that takes a declared parameter (by name) is listed in
+    FUNCTION_FAMILIES with a family (or FUNCTION_SHARED) that holds it, so that its entry
+    check covers it."""
+    declared_names = {row.name for row in _all_rows()}
+    missing = []
+    for fname, function in _public_functions().items():
+        family = opt.FUNCTION_FAMILIES.get(fname)
+        for name in inspect.signature(function).parameters:
+            if name in declared_names - _FUNCTION_DATA:
+                if family is None or not (name in family.names or name in opt.FUNCTION_SHARED):
+                    missing.append(f"{fname}({name})")
+    assert missing == []
+
+
+FUNCTION_PARAMETERS = [(fname, name) for fname, family in opt.FUNCTION_FAMILIES.items()
+                       for name in inspect.signature(_function(fname)).parameters
+                       if name in family.names or (name in opt.FUNCTION_SHARED and name in opt.SHARED)]
+
+
+@pytest.mark.parametrize("fname, name", FUNCTION_PARAMETERS, ids=[f"{f}-{n}" for f, n in FUNCTION_PARAMETERS])
+def test_every_function_parameter_is_checked_by_its_row_on_entry(fname, name):
+    family = opt.FUNCTION_FAMILIES[fname]
+    row = opt.declared(family, name)
+    with pytest.raises(ValueError) as info:
+        _entry_call(_function(fname), **_reading(row), **{name: row.invalid})
+    assert str(info.value) == _refusal(row)
+
+
+def test_unread_parameters_are_not_checked():
+    """As before the table checked them: matern_nu is read by the Matern kernel only,
+    sigma not by the linear one."""
+    X, Y = _small()
+    np.testing.assert_array_equal(nytro.kernel_matrix(X, X, matern_nu=7.0), nytro.kernel_matrix(X, X))
+    linear = nytro.kols(X, Y, -1.0, kernel="linear")
+    np.testing.assert_array_equal(nytro.KOLSRegressor(sigma=None, kernel="linear").fit(X, Y).coef_, linear)
+
+
+# ------------------------------------------------------------ the Attributes sections
+_SKLEARN_ATTRIBUTES = {"n_features_in_", "feature_names_in_"}
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # short paths on purpose
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: e.__name__)
+def test_estimator_attributes_are_declared_and_documented_by_their_rows(estimator):
+    """The attributes fit sets are the class's `_attributes` (a new one must be declared),
+    and each Attributes entry is its row's text."""
+    X, Y = _small()
+    params = {"max_iter": 20, "n_centers": 10}
+    fitted = estimator().set_params(**{k: v for k, v in params.items() if k in estimator().get_params()})
+    fitted.fit(X, Y[:, 0])
+    public = {name for name in vars(fitted) if name.endswith("_") and not name.startswith("_")}
+    assert public - _SKLEARN_ATTRIBUTES == set(estimator._attributes)
+    for name in estimator._attributes:
+        head, *body = opt.ATTRIBUTES[name].doc.splitlines()
+        entry = _entry(estimator.__doc__, name)
+        assert entry[0] == head and entry[1:len(body) + 1] == body, (estimator.__name__, name)
+
+
+def test_documented_refuses_attributes_without_their_mark():
+    class Estimator(nytro.KOLSRegressor):
+        """A parameters mark, no attributes mark.
+
+        {parameters}
+        """
+        _attributes = ("coef_",)
+    with pytest.raises(ValueError, match="attributes"):
         opt.documented(Estimator)

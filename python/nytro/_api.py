@@ -120,6 +120,7 @@ def gaussian_kernel(X, Z, sigma, *, n_threads=None, dtype=None, out=None):
     touch of a fresh result's pages, which costs a sizeable share of the kernel's own
     time on a fresh n x m array (measured: docs/design.md).
     """
+    opt.check_parameters(opt.KERNEL_FUNCTIONS, locals(), opt.FUNCTION_SHARED)  # each by its row, before any work
     return _kernel_into(X, Z, lambda d: chk.check_sigma(sigma), n_threads, dtype, out)
 
 
@@ -138,6 +139,7 @@ def kernel_matrix(X, Z, *, kernel="gaussian", sigma=1.0, matern_nu=1.5, n_thread
     features divided by their own bandwidths), as scikit-learn's length_scale.
     out: as gaussian_kernel's.
     """
+    opt.check_parameters(opt.KERNEL_FUNCTIONS, locals(), opt.FUNCTION_SHARED)  # each by its row, before any work
     return _kernel_into(X, Z, lambda d: chk.check_kernel(kernel, sigma, matern_nu, d), n_threads, dtype, out)
 
 
@@ -158,6 +160,7 @@ def _kernel_into(X, Z, spec_for, n_threads, dtype, out):
 def kernel_predict(X, centers, coef, sigma, *, kernel="gaussian", matern_nu=1.5, n_threads=None, progress=None):
     """kernel_matrix(X, centers, kernel=kernel, sigma=sigma, matern_nu=matern_nu) @ coef,
     streaming rows of X (no n x m kernel kept)."""
+    opt.check_parameters(opt.KERNEL_FUNCTIONS, locals(), opt.FUNCTION_SHARED)  # each by its row, before any work
     coef = np.asarray(coef)
     dt = chk.compute_dtype(None, centers, coef)
     X = chk.as_matrix(X, "X", dt)
@@ -190,11 +193,11 @@ def nystrom_factor(K_mm, *, method="pivoted", rank_tol=None, jitter=1e-10, n_thr
 
     progress: None, or a callable progress(stage, done, total) called between blocks of
     the long stages ("factor", "inverse", ...); an exception from it aborts the call."""
+    opt.check_parameters(opt.NYSTROM_FACTOR, locals(), ())  # each by its row, before any work
     dt = chk.compute_dtype(None, K_mm)
     K_mm = chk.as_matrix(K_mm, "K_mm", dt)
     if K_mm.shape[0] != K_mm.shape[1]:
         raise ValueError(f"K_mm must be square, got shape {K_mm.shape}")
-    chk.check_choice("method", method, chk.FACTOR_METHODS)
     factor = _core.FactorOptions()  # the factor's rows of the options table, set by name
     factor.method = method
     factor.rank_tol = opt.RANK_TOL.to_core(rank_tol)["factor.rank_tol"]
@@ -230,6 +233,7 @@ def nytro_path(X, y, centers, sigma, *, kernel="gaussian", matern_nu=1.5, X_val=
     weighted least squares, the loss (1/sum w) sum_i w_i r_i^2 (integer weights fit
     what repeating rows would), and the hold-out RMSE weighted alike.
     """
+    opt.check_parameters(opt.NYTRO, locals(), opt.FUNCTION_SHARED)  # each by its row, before any work
     values = opt.merged(opt.NYTRO, options, locals())
     dt, X, Y, one_d, Xv, Yv, centers, scale = _training_data(X, y, X_val, y_val, dtype, centers)
     w, wv = _sample_weights(sample_weight, sample_weight_val, X, Xv)
@@ -251,6 +255,7 @@ def landweber_path(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, X_val=None,
     """Landweber iteration (early stopping) on the full n x n kernel (method gd), or its
     accelerated forms (nu, cg, hybrid) on K alpha = y; step_size defaults to the paper's
     "paper". sample_weight, sample_weight_val: as for nytro_path."""
+    opt.check_parameters(opt.LANDWEBER, locals(), opt.FUNCTION_SHARED)  # each by its row, before any work
     values = opt.merged(opt.LANDWEBER, options, locals())
     dt, X, Y, one_d, Xv, Yv, _, scale = _training_data(X, y, X_val, y_val, dtype)
     w, wv = _sample_weights(sample_weight, sample_weight_val, X, Xv)
@@ -271,6 +276,7 @@ def nkrls_path(X, y, centers, sigma, *, kernel="gaussian", matern_nu=1.5, lambda
                sample_weight_val=None) -> TikhonovResult:
     """Nystrom KRLS along a lambda grid (default: the paper's 100 values in [1e-15, 1]).
     sample_weight, sample_weight_val: as for nytro_path."""
+    opt.check_parameters(opt.NKRLS, locals(), opt.FUNCTION_SHARED)  # each by its row, before any work
     values = opt.merged(opt.NKRLS, options, locals())
     dt, X, Y, one_d, Xv, Yv, centers, scale = _training_data(X, y, X_val, y_val, dtype, centers)
     w, wv = _sample_weights(sample_weight, sample_weight_val, X, Xv)
@@ -292,6 +298,7 @@ def krls_path(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, lambdas=None, X_
     :class:`~nytro.TikhonovOptions` it uses solver and n_threads; its Nystrom fields are
     refused. sample_weight, sample_weight_val: as for nytro_path (alpha = S (S K S +
     lambda n I)^-1 S y)."""
+    opt.check_parameters(opt.KRLS, locals(), opt.FUNCTION_SHARED)  # each by its row, before any work
     values = opt.merged(opt.KRLS, options, locals())
     dt, X, Y, one_d, Xv, Yv, _, scale = _training_data(X, y, X_val, y_val, dtype)
     w, wv = _sample_weights(sample_weight, sample_weight_val, X, Xv)
@@ -309,6 +316,7 @@ def kols(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, rcond=None, n_threads
          sample_weight=None):
     """KOLS: alpha = pinv(K) y (eigenvalues at or below rcond * max dropped).
     sample_weight: alpha = S pinv(S K S) S y with S = diag(sqrt(w n / sum w))."""
+    opt.check_parameters(opt.KOLS, locals(), opt.FUNCTION_SHARED)  # each by its row, before any work
     values = opt.merged(opt.KOLS, options, locals())
     dt, X, Y, one_d, _, _, _, scale = _training_data(X, y, None, None, dtype)
     w, _ = _sample_weights(sample_weight, None, X, X[:0])

@@ -11,6 +11,7 @@ import numbers
 import os
 
 import numpy as np
+from sklearn.utils import check_random_state as sklearn_check_random_state
 
 from . import _core
 
@@ -140,35 +141,57 @@ def check_sigma(sigma) -> float:
 
 KERNELS = ("gaussian", "laplacian", "matern", "linear")
 MATERN_NUS = (0.5, 1.5, 2.5)
+CENTER_SELECTIONS = ("uniform", "leverage")
+# What the classifiers' hold-out selection minimises (their `selection`).
+SELECTIONS = ("error", "rmse")
+
+
+def check_kernel_name(kernel) -> str:
+    if not isinstance(kernel, str) or kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {', '.join(map(repr, KERNELS))}, got {kernel!r}")
+    return kernel
+
+
+def check_matern_nu(matern_nu) -> float:
+    nu = real_number("matern_nu", matern_nu, "0.5, 1.5 or 2.5")
+    if nu not in MATERN_NUS:
+        raise ValueError(f"matern_nu must be 0.5, 1.5 or 2.5 (the Matern orders with a closed form), "
+                         f"got {matern_nu!r}")
+    return nu
+
+
+def check_bandwidth(sigma):
+    """sigma as a float (one bandwidth) or a float64 array (one per feature, ARD), its values
+    finite and > 0; whether an array has one entry per feature is for check_kernel, which
+    knows the data."""
+    if np.ndim(sigma) == 0:
+        return check_sigma(sigma)
+    try:
+        bandwidths = np.asarray(sigma, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"sigma must be a number or a 1-D array of numbers, got {sigma!r}") from None
+    if bandwidths.ndim == 1:
+        bad = ~(np.isfinite(bandwidths) & (bandwidths > 0))
+        if bad.any():
+            j = int(np.argmax(bad))
+            raise ValueError(f"sigma must hold finite numbers > 0, got sigma[{j}] = {bandwidths[j]}")
+    return bandwidths
 
 
 def check_kernel(kernel, sigma, matern_nu, n_features: int):
     """The core's kernel spec (_core.KernelSpec) for kernel=, sigma= and matern_nu= as the
     public functions and estimators take them: sigma one bandwidth or one per feature
     (ARD), ignored by the linear kernel; matern_nu read by kernel="matern" only."""
-    if not isinstance(kernel, str) or kernel not in KERNELS:
-        raise ValueError(f"kernel must be one of {', '.join(map(repr, KERNELS))}, got {kernel!r}")
-    nu = 1.5
-    if kernel == "matern":
-        nu = real_number("matern_nu", matern_nu, "0.5, 1.5 or 2.5")
-        if nu not in MATERN_NUS:
-            raise ValueError(f"matern_nu must be 0.5, 1.5 or 2.5 (the Matern orders with a closed form), "
-                             f"got {matern_nu!r}")
+    check_kernel_name(kernel)
+    nu = check_matern_nu(matern_nu) if kernel == "matern" else 1.5
     if kernel == "linear":
         return _core.KernelSpec(kernel, nu, [])
-    if np.ndim(sigma) == 0:
-        return _core.KernelSpec(kernel, nu, [check_sigma(sigma)])
-    try:
-        bandwidths = np.asarray(sigma, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"sigma must be a number or a 1-D array of numbers, got {sigma!r}") from None
+    bandwidths = check_bandwidth(sigma)
+    if np.ndim(bandwidths) == 0:
+        return _core.KernelSpec(kernel, nu, [bandwidths])
     if bandwidths.ndim != 1 or bandwidths.shape[0] != n_features:
         raise ValueError(f"sigma has shape {bandwidths.shape} but the data have {n_features} features: give "
                          f"one bandwidth, or one per feature")
-    bad = ~(np.isfinite(bandwidths) & (bandwidths > 0))
-    if bad.any():
-        j = int(np.argmax(bad))
-        raise ValueError(f"sigma must hold finite numbers > 0, got sigma[{j}] = {bandwidths[j]}")
     return _core.KernelSpec(kernel, nu, bandwidths.tolist())
 
 
@@ -329,6 +352,56 @@ def check_fraction(name: str, value):
     if not 0 < number < 1:
         raise ValueError(f"{name} must be None or a number in (0, 1), got {value!r}")
     return number
+
+
+def check_bool(name: str, value) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def check_verbose(verbose) -> int:
+    """An integer >= 0 (True and False count as 1 and 0)."""
+    if isinstance(verbose, (bool, np.bool_)):
+        return int(verbose)
+    return check_int("verbose", verbose, 0)
+
+
+def check_random_state(random_state):
+    """None, an integer seed NumPy's RandomState takes (0 <= seed < 2**32), or a
+    numpy.random.RandomState (scikit-learn's random_state)."""
+    try:
+        return sklearn_check_random_state(random_state)
+    except ValueError as error:
+        raise ValueError(f"random_state must be None, an integer seed in [0, 2**32) or a numpy.random.RandomState, "
+                         f"got {random_state!r} ({error})") from None
+
+
+def check_centers_form(centers):
+    """None, or the user's centres as an array: an (m, d) array of finite numbers (points)
+    or a non-empty 1-D integer array (row indices into the X given to fit). Whether they
+    fit that X is checked by nytro.centers.check_centers, which has it."""
+    if centers is None:
+        return None
+    try:
+        arr = np.asarray(centers)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"centers must be numeric: {error}") from None
+    if arr.ndim == 1 and arr.dtype == bool:
+        raise ValueError("centers must be an (m, d) array of points or an integer array of row indices "
+                         "into X, got a boolean array")
+    if arr.ndim == 1 and arr.size > 0 and np.issubdtype(arr.dtype, np.integer):
+        return arr
+    if arr.ndim != 2 or arr.shape[0] < 1:
+        raise ValueError(f"centers must be an (m, d) array of points or a 1-D integer array of row indices into "
+                         f"X, got shape {arr.shape}")
+    try:
+        points = np.asarray(arr, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"centers must be numeric: {error}") from None
+    if not np.all(np.isfinite(points)):
+        raise ValueError("centers contain NaN or infinity")
+    return arr
 
 
 def check_progress(progress) -> None:

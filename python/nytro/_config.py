@@ -65,7 +65,9 @@ def machine_rates(n_threads: Optional[int] = None, *, refresh: bool = False) -> 
     ``NYTRO_RATES="flops=1e11,bytes=3e10,fresh=3e9"`` (optionally ``flops32=...``) or
     ``set_machine_rates`` pin them, for reproducible solver choices. ``refresh=True``
     probes again and updates the cache."""
+    from . import options
     from ._checks import check_n_threads
+    options.check_parameters(options.MACHINE_RATES, {"n_threads": n_threads}, ())  # by its row
     return dict(_core.machine_rates(check_n_threads(n_threads), bool(refresh)))
 
 

@@ -53,9 +53,12 @@ import numpy as np
 import scipy.linalg
 
 from . import _checks as chk
+from . import options as opt
 from ._api import kernel_matrix, sample_centers
 
-CENTER_SELECTIONS = ("uniform", "leverage")
+__all__ = ["leverage_centers", "approximate_leverage_scores", "exact_leverage_scores"]
+
+CENTER_SELECTIONS = chk.CENTER_SELECTIONS  # declared beside its row's check; nytro.dask reads it here
 
 # Dictionary rows per unit of estimated effective dimension (BLESS's q2); uniform
 # candidates per unit of 1 / lambda at each level (BLESS's q1: a row's score is at most
@@ -80,11 +83,8 @@ def _candidate_count(n, lam, least, most):
 def check_centers(centers, X, X_train) -> np.ndarray:
     """The user's centres as rows: an (m, d) array of points, or a 1-D integer array of
     row indices into X (the X given to fit, before any hold-out split), checked by name."""
-    arr = np.asarray(centers)
-    if arr.ndim == 1 and arr.dtype == bool:
-        raise ValueError("centers must be an (m, d) array of points or an integer array of row indices "
-                         "into X, got a boolean array")
-    if arr.ndim == 1 and arr.size > 0 and np.issubdtype(arr.dtype, np.integer):
+    arr = chk.check_centers_form(centers)  # the row's check (nytro.options.CENTERS), then the data's
+    if arr.ndim == 1:  # row indices
         n = X.shape[0]
         if arr.size > X_train.shape[0]:
             raise ValueError(f"centers has {arr.size} indices, more than the {X_train.shape[0]} training rows")
@@ -95,9 +95,6 @@ def check_centers(centers, X, X_train) -> np.ndarray:
         if np.unique(rows).size != rows.size:
             raise ValueError("centers has repeated indices: each centre must be a distinct row of X")
         return np.ascontiguousarray(X[rows])
-    if arr.ndim != 2 or arr.shape[0] < 1:
-        raise ValueError(f"centers must be an (m, d) array of points or a 1-D integer array of row indices into "
-                         f"X, got shape {arr.shape}")
     try:
         arr = np.asarray(arr, dtype=X.dtype)
     except (TypeError, ValueError) as error:
@@ -196,6 +193,7 @@ def leverage_centers(X, n_centers, sigma, seed, *, kernel="gaussian", matern_nu=
     n_threads. return_details: also a dict with the final lambda, its estimated d_eff and
     the levels' dictionary sizes. kernel, sigma, matern_nu: the fit's kernel (as in
     nytro.kernel_matrix)."""
+    opt.check_parameters(opt.KERNEL_FUNCTIONS, locals(), opt.FUNCTION_SHARED)  # each by its row, first
     X = chk.as_matrix(X, "X", np.dtype(np.float64))
     n = X.shape[0]
     m = chk.check_int("n_centers", n_centers, 1)
@@ -222,6 +220,7 @@ def leverage_centers(X, n_centers, sigma, seed, *, kernel="gaussian", matern_nu=
 def exact_leverage_scores(X, sigma, lam, *, kernel="gaussian", matern_nu=1.5):
     """[K (K + lambda n I)^-1]_ii from the full kernel (nytro.theory.leverage_scores; O(n^3):
     for checks on small n). lambda in units of max k(x, x), as the sampler's."""
+    opt.check_parameters(opt.KERNEL_FUNCTIONS, locals(), opt.FUNCTION_SHARED)  # each by its row, first
     from .theory import leverage_scores
     X = np.asarray(X, dtype=np.float64)
     kern = _scaled(_as_kernel(kernel, sigma, matern_nu, None, X.shape[1]), X)
@@ -234,6 +233,7 @@ def approximate_leverage_scores(X, sigma, lam, seed, *, dictionary_size=None,
     """l~ at lambda for every row of X, with a BLESS dictionary of oversampling x d_eff
     rows (at most dictionary_size; None: n) grown down to lambda (for checks against
     exact_leverage_scores)."""
+    opt.check_parameters(opt.KERNEL_FUNCTIONS, locals(), opt.FUNCTION_SHARED)  # each by its row, first
     X = chk.as_matrix(X, "X", np.dtype(np.float64))
     n = X.shape[0]
     rng = np.random.default_rng(seed)
@@ -247,11 +247,12 @@ def approximate_leverage_scores(X, sigma, lam, seed, *, dictionary_size=None,
 def choose_centers(X, X_train, *, n_centers, centers, center_selection, sigma, rng, n_threads=None,
                    kernel="gaussian", matern_nu=1.5):
     """The centres of a Nystrom fit: the user's (centers), or n_centers rows of X_train
-    drawn uniformly (the default, as before) or by leverage scores; seeded by rng."""
-    chk.check_choice("center_selection", center_selection, CENTER_SELECTIONS)
+    drawn uniformly (the default, as before) or by leverage scores; seeded by rng. The
+    parameters are the estimator's, checked by their rows of nytro.options on entry to
+    fit; here what depends on the data."""
     if centers is not None:
         return check_centers(centers, X, X_train)
-    m = chk.check_int("n_centers", n_centers, 1)
+    m = int(n_centers)
     n = X_train.shape[0]
     if m > n:
         raise ValueError(f"n_centers={m} is more than the {n} training rows left after the hold-out split")

@@ -9,16 +9,19 @@ fields of the C++ options struct (``cpp/include/nytro/options.hpp``) it sets. A
   fit is computed (time, memory, rounding) but not which model it selects;
 * the C++ struct handed to ``nytro._core`` (:func:`core_options`), set field by field
   by name;
-* the validation of the functions, the estimators and the options objects (each row's
-  check, raising a ValueError that names the parameter);
+* the validation of the functions, the estimators and the options objects: each row's
+  check is its parameter's only one, raising a ValueError that names it, run by
+  :func:`check_parameters` on entry to every public function that takes the parameter
+  (`FUNCTION_FAMILIES`) and to every estimator's fit, as scikit-learn's
+  ``_parameter_constraints`` (what depends on the data is checked where it is known);
 * the documentation: the Parameters sections of the functions', the estimators' (class
-  decorator `documented`) and the options objects' docstrings, and the table on the docs'
-  options page.
+  decorator `documented`) and the options objects' docstrings, the estimators'
+  Attributes sections (from `ATTRIBUTES`), and the table on the docs' options page.
 
 KOLS has no C++ options struct: its family (`KOLS`) names the binding whose keywords its
 rows set (`Family.keywords_of`). The estimators' parameters that set no C++ field (sigma,
 the centres, the lambda grid, the hold-out split, ...) are rows of `SHARED`, declared
-here for their one description.
+here for their one check and their one description.
 
 The *statistical* rows (method, max_iter, step_size, stopping, ...) decide which model
 is selected; they stay in the functions' and estimators' signatures. Each default
@@ -43,13 +46,33 @@ from . import _checks as chk
 class Param:
     """One parameter: `to_core(value)` checks a value (ValueError naming `name`) and gives
     the C++ struct's fields it sets, by their C++ names ("factor.method" is a field of the
-    nested FactorOptions); `doc` is its numpydoc entry (type line, then the meaning)."""
+    nested FactorOptions); `doc` is its numpydoc entry (type line, then the meaning).
+
+    The row's check is the parameter's only one: every function and estimator that takes
+    the parameter runs it on entry (`check_parameters`). `read_when` names the other
+    parameters under which the parameter is read at all, by the values that read it
+    (matern_nu only with kernel="matern"); otherwise any value is let through, as it is
+    ignored. `invalid` is a value the check refuses, for the tests that every function
+    and estimator taking the parameter refuses it by this row."""
 
     name: str
     default: Any
     to_core: Callable[[Any], dict]
     doc: str
     engineering: bool = False
+    read_when: dict = dataclasses.field(default_factory=dict)
+    invalid: Any = "not-a-value"
+
+    def is_read(self, values: dict) -> bool:
+        """Whether the parameter is read given the other parameters' `values` (a name
+        missing from them is taken to read it)."""
+        return all(values.get(other, choices[0]) in choices for other, choices in self.read_when.items())
+
+    def check(self, value, values: dict | None = None) -> None:
+        """ValueError naming the parameter for a value its row refuses; nothing where
+        `values`, the other parameters, say it is not read."""
+        if values is None or self.is_read(values):
+            self.to_core(value)
 
 
 def _choice(name: str, choices, field: str | None = None) -> Callable[[Any], dict]:
@@ -57,6 +80,10 @@ def _choice(name: str, choices, field: str | None = None) -> Callable[[Any], dic
         chk.check_choice(name, value, choices)
         return {field or name: value}
     return to_core
+
+
+def _choosing(name: str, choices) -> Callable[[Any], None]:
+    return lambda value: chk.check_choice(name, value, choices)
 
 
 def _step_size(value) -> dict:
@@ -76,23 +103,32 @@ def _storage(choices) -> Callable[[Any], dict]:
     return lambda value: {"storage": chk.check_storage(value, choices)}
 
 
-def _kernel(value) -> dict:
-    chk.check_choice("kernel", value, chk.KERNELS)
-    return {}  # the kernel goes to the core beside sigma (chk.check_kernel), not in the struct
+def _checked_by(check: Callable[[Any], Any]) -> Callable[[Any], dict]:
+    """The to_core of a row that sets no C++ struct field: `check` (a ValueError naming
+    the parameter), then no field. The kernel and its parameters go to the core as its
+    KernelSpec (chk.check_kernel, which runs the same checks); the shared rows' values
+    are read by the estimators and the functions."""
+    def to_core(value) -> dict:
+        check(value)
+        return {}
+    return to_core
 
 
-# matern_nu is checked with the kernel and sigma by chk.check_kernel, where the kernel says
-# whether it is read (a Gaussian fit ignores it, as scikit-learn's RBF has no nu).
-KERNEL = Param("kernel", "gaussian", _kernel, """\
+# A kernel's parameters are read by the kernels that have them: a Gaussian fit ignores
+# matern_nu (as scikit-learn's RBF has no nu), a linear one sigma.
+_MATERN = {"kernel": ("matern",)}
+_WITH_BANDWIDTH = {"kernel": ("gaussian", "laplacian", "matern")}
+
+KERNEL = Param("kernel", "gaussian", _checked_by(chk.check_kernel_name), """\
 kernel : {"gaussian", "laplacian", "matern", "linear"}
     The kernel, with r = ||(x - x') / sigma||: "gaussian" exp(-r^2 / 2) (scikit-learn's
     RBF); "laplacian" exp(-r) (Euclidean r; scikit-learn's laplacian_kernel uses the L1
     distance); "matern" scikit-learn's Matern(length_scale=sigma, nu=matern_nu), u =
     sqrt(2 matern_nu) r; "linear" x . x' (sigma unused). See nytro.kernel_matrix.""")
-MATERN_NU = Param("matern_nu", 1.5, lambda value: {}, """\
+MATERN_NU = Param("matern_nu", 1.5, _checked_by(chk.check_matern_nu), """\
 matern_nu : {0.5, 1.5, 2.5}
     Order of the Matern kernel (scikit-learn's nu; named apart from `nu`, the
-    nu-method's order); read by kernel="matern" only.""")
+    nu-method's order); read by kernel="matern" only.""", read_when=_MATERN)
 METHOD = Param("method", "gd", _choice("method", chk.METHODS), """\
 method : {"gd", "nu", "cg", "hybrid"}
     The iterative regulariser, each taking one product with the operator (A^T A, or K
@@ -215,29 +251,28 @@ rcond : float or None
     0 (None: n * machine epsilon).""", engineering=True)
 
 
-def _read_elsewhere(value) -> dict:
-    return {}
-
-
 # The parameters the estimators (and some functions) share beyond the families' rows:
 # the bandwidth, the centres, the lambda grid, the hold-out split. They set no field of a
-# C++ options struct and are checked where they are read (nytro._checks, called by the
-# functions and by the estimators' fit); their rows give the one description that every
-# docstring is assembled from (`documented`, `with_parameters`).
-SIGMA = Param("sigma", 1.0, _read_elsewhere, """\
+# C++ options struct; their rows give their one check (run on entry by every estimator
+# and function that takes them: check_parameters) and their one description, from which
+# every docstring is assembled (`documented`, `with_parameters`). What depends on the
+# data (an ARD sigma's length, centre indices within X, n_centers within the training
+# rows) is checked where the data are known.
+SIGMA = Param("sigma", 1.0, _checked_by(chk.check_bandwidth), """\
 sigma : float or array-like of shape (n_features,)
     Bandwidth of the kernel (scikit-learn's length_scale); an array gives each feature
-    its own (ARD). Unused by kernel="linear".""")
-N_CENTERS = Param("n_centers", 1000, _read_elsewhere, """\
+    its own (ARD). Unused by kernel="linear".""", read_when=_WITH_BANDWIDTH)
+N_CENTERS = Param("n_centers", 1000, _checked_by(lambda value: chk.check_int("n_centers", value, 1)), """\
 n_centers : int
     Nystrom centres m, drawn without replacement from the training rows (see
     center_selection); ignored when `centers` is given.""")
-CENTERS = Param("centers", None, _read_elsewhere, """\
+CENTERS = Param("centers", None, _checked_by(chk.check_centers_form), """\
 centers : array of shape (m, d), 1-D integer array, or None
     Your own centres: the points themselves, or indices of rows of the X given to fit
     (taken before the hold-out split, so they may be hold-out rows). None draws
     n_centers of them (center_selection).""")
-CENTER_SELECTION = Param("center_selection", "uniform", _read_elsewhere, """\
+CENTER_SELECTION = Param("center_selection", "uniform",
+                         _checked_by(_choosing("center_selection", chk.CENTER_SELECTIONS)), """\
 center_selection : {"uniform", "leverage"}
     How the centres are drawn from the training rows: uniformly, or by approximate
     ridge leverage scores (BLESS-style, nytro.centers), which put them where the
@@ -245,17 +280,18 @@ center_selection : {"uniform", "leverage"}
     in regions of their own. Its cost, O(m^3 + m^2 d) a level whatever n, is measured
     against the fit's in benchmarks/bench_centers.py. Seeded by random_state,
     independent of n_threads; it does not use sample_weight.""")
-LAMBDAS = Param("lambdas", None, _read_elsewhere, """\
+LAMBDAS = Param("lambdas", None, _checked_by(chk.check_lambdas), """\
 lambdas : array-like or None
     The Tikhonov grid (each multiplied by the number of training rows n inside); None is
     the paper's 100 values log-spaced in [1e-15, 1]. Without a hold-out set exactly one
     lambda is needed.""")
-VALIDATION_FRACTION = Param("validation_fraction", 0.2, _read_elsewhere, """\
+VALIDATION_FRACTION = Param("validation_fraction", 0.2,
+                            _checked_by(lambda value: chk.check_fraction("validation_fraction", value)), """\
 validation_fraction : float in (0, 1) or None
     Share of the rows given to fit held out to select the regularisation (t, lambda, or
     both); None fits all rows without a hold-out set: the iterative estimators then run
     exactly max_iter iterations, the Tikhonov ones need exactly one lambda.""")
-REFIT = Param("refit", False, _read_elsewhere, """\
+REFIT = Param("refit", False, _checked_by(lambda value: chk.check_bool("refit", value)), """\
 refit : bool
     After the hold-out selection, fit again on all rows given to fit (training and
     hold-out parts together) at the selected t (n_iter_), lambda (lambda_, times the
@@ -265,17 +301,17 @@ refit : bool
     evaluated on all rows. The validation path and the selection are those of the
     hold-out fit; coef_ is the refitted model's. Ignored without a hold-out set
     (validation_fraction=None).""")
-RANDOM_STATE = Param("random_state", None, _read_elsewhere, """\
+RANDOM_STATE = Param("random_state", None, _checked_by(chk.check_random_state), """\
 random_state : int, RandomState or None
     Seeds the hold-out split and the centres.""")
-VERBOSE = Param("verbose", 0, _read_elsewhere, """\
+VERBOSE = Param("verbose", 0, _checked_by(chk.check_verbose), """\
 verbose : int
     Print progress to stderr.""")
-DTYPE = Param("dtype", None, _read_elsewhere, """\
+DTYPE = Param("dtype", None, _checked_by(lambda value: chk.float_dtype_name("dtype", value, chk.DTYPES)), """\
 dtype : {None, "float32", "float64"}
     Compute precision; None computes in float32 for float32 X, float64 otherwise.
     NumPy's spellings (np.float32, np.dtype("float64"), "f4", float) are accepted.""")
-SELECTION = Param("selection", "error", _read_elsewhere, """\
+SELECTION = Param("selection", "error", _checked_by(_choosing("selection", chk.SELECTIONS)), """\
 selection : {"error", "rmse"}
     What the classifiers' hold-out selection minimises: the fraction of misclassified
     hold-out rows, or the RMSE of the +-1 coded targets (the regressors' choice). Error
@@ -285,6 +321,70 @@ selection : {"error", "rmse"}
 # Every row outside the families' tables, by name.
 SHARED = {p.name: p for p in (SIGMA, N_CENTERS, CENTERS, CENTER_SELECTION, LAMBDAS, VALIDATION_FRACTION, REFIT,
                               RANDOM_STATE, VERBOSE, DTYPE, SELECTION)}
+
+
+@dataclass(frozen=True)
+class Attribute:
+    """One fitted attribute shared by estimators: its numpydoc entry (type line, then the
+    meaning), from which their Attributes sections are assembled (`documented`)."""
+
+    name: str
+    doc: str
+
+
+# The estimators' fitted attributes, each described once for every estimator that has it.
+ATTRIBUTES = {a.name: a for a in (
+    Attribute("centers_", """\
+centers_ : ndarray of shape (m, n_features)
+    The rows predict evaluates the kernel at: the Nystrom centres (the Nystrom
+    estimators), or the training part of the rows given to fit (the full-kernel ones;
+    all of them after a refit)."""),
+    Attribute("coef_", """\
+coef_ : ndarray of shape (m,) or (m, n_outputs)
+    The model at the selected regularisation: predict(X) = k(X, centers_) @ coef_."""),
+    Attribute("n_iter_", """\
+n_iter_ : int
+    The selected iteration t."""),
+    Attribute("validation_rmse_", """\
+validation_rmse_ : ndarray
+    The hold-out RMSE along the path: after each iteration (the iterative estimators;
+    "hybrid" and "cg" take no products past the rank of their Krylov space, and their
+    path ends there), or for each lambda of the grid (the Tikhonov ones). Empty without
+    a hold-out set."""),
+    Attribute("step_size_", """\
+step_size_ : float
+    The step used (0 for "cg" and "hybrid")."""),
+    Attribute("products_", """\
+products_ : int
+    Products with the operator (A^T A, or K on the full kernel) taken: fewer than the
+    iterations with Lanczos iterates."""),
+    Attribute("lambda_", """\
+lambda_ : float or None
+    The selected lambda (before the factor n): the Tikhonov estimators', or method
+    "hybrid"'s, selected with t; None for the other methods."""),
+    Attribute("lambdas_", """\
+lambdas_ : ndarray
+    The lambda grid the selection searched (before the factor n)."""),
+    Attribute("rank_", """\
+rank_ : int
+    Columns of the Nystrom factor R (centres that K_mm barely separates from the others
+    are dropped)."""),
+    Attribute("solver_", """\
+solver_ : str
+    The solver that ran ("direct", "gram" or "spectral")."""),
+)}
+
+
+def attributes_section(names, notes: dict | None = None, indent: str = "    ") -> str:
+    """A numpydoc Attributes section of the fitted attributes `names` (rows of
+    ATTRIBUTES), each with a note from `notes` by name (a sentence added to its meaning)."""
+    lines = []
+    for name in names:
+        lines += ATTRIBUTES[name].doc.splitlines()
+        note = (notes or {}).get(name)
+        lines += ["    " + line for line in textwrap.wrap(note, 84)] if note else []
+    entries = "\n".join(indent + line if line else line for line in lines)
+    return f"{indent}Attributes\n{indent}----------\n{entries}\n"
 
 
 @dataclass(frozen=True)
@@ -338,6 +438,13 @@ NKRLS = Family("TikhonovOptions", _KERNEL + _NYSTROM_FACTOR + (TIKHONOV_SOLVER, 
 KRLS = Family("TikhonovOptions", _KERNEL + (TIKHONOV_SOLVER, N_THREADS, METRIC))
 # KOLS has no iterations and no factor: the binding takes its two options as keywords.
 KOLS = Family("KOLSOptions", _KERNEL + (RCOND, N_THREADS), keywords_of="kols")
+# The rows of the kernel functions (kernel_matrix, gaussian_kernel, kernel_predict), which
+# hand the kernel to the core as its KernelSpec and take no options object.
+KERNEL_FUNCTIONS = Family("KernelSpec", _KERNEL + (N_THREADS,))
+# nystrom_factor's: the factor's rows, its method by the name the function gives it.
+NYSTROM_FACTOR = Family("FactorOptions", (
+    dataclasses.replace(FACTOR, name="method", to_core=_choice("method", chk.FACTOR_METHODS, "factor.method"),
+                        doc=FACTOR.doc.replace("factor :", "method :", 1)), RANK_TOL, JITTER, N_THREADS))
 
 
 def core_options(family: Family, values: dict, **fields):
@@ -347,7 +454,8 @@ def core_options(family: Family, values: dict, **fields):
     For a family without a struct (`keywords_of`), the binding's keyword arguments, a
     dict by the same names."""
     for param in family.params:
-        fields = {**param.to_core(values[param.name]), **fields}
+        if param.is_read(values):
+            fields = {**param.to_core(values[param.name]), **fields}
     if family.keywords_of is not None:
         return fields
     from . import _core
@@ -422,6 +530,22 @@ def declared(family: Family | None, name: str) -> Param | None:
     return SHARED.get(name)
 
 
+# The shared rows the public functions take beside their family's (the path functions
+# document them with it; the centres' samplers take n_centers).
+FUNCTION_SHARED = ("sigma", "lambdas", "dtype", "n_centers")
+
+
+def check_parameters(family: Family | None, values: dict, shared=tuple(SHARED)) -> None:
+    """Checks each parameter in `values` (a function's locals(), an estimator's
+    get_params()) that has a row, the family's or a shared one named in `shared`, by
+    that row: a ValueError naming the first refused, before any work. Parameters without
+    a row (the data, progress, options) are left to their readers."""
+    for name, value in values.items():
+        row = declared(family, name)
+        if row is not None and (family is not None and name in family.names or name in shared):
+            row.check(value, values)
+
+
 def parameters_section(names, family: Family | None, *, defaults: dict | None = None, notes: dict | None = None,
                        shared=tuple(SHARED), indent: str = "    ") -> str:
     """A numpydoc Parameters section for a function or estimator whose parameters are
@@ -460,7 +584,7 @@ def with_parameters(doc: str, family: Family, options_class: str | None = None, 
     else:
         names = list(signature.parameters)
         defaults = {name: parameter.default for name, parameter in signature.parameters.items()}
-    section = parameters_section(names, family, defaults=defaults, shared=("sigma", "lambdas", "dtype"))
+    section = parameters_section(names, family, defaults=defaults, shared=FUNCTION_SHARED)
     return f"{doc.rstrip()}\n\n{section}    "
 
 
@@ -472,6 +596,7 @@ def document_function(function: Callable, family: Family) -> Callable:
 
 
 _PARAMETERS_MARK = re.compile(r"^[ \t]*\{parameters\}[ \t]*\n", re.MULTILINE)
+_ATTRIBUTES_MARK = re.compile(r"^[ \t]*\{attributes\}[ \t]*\n", re.MULTILINE)
 
 
 def documented(cls: type) -> type:
@@ -479,7 +604,8 @@ def documented(cls: type) -> type:
     becomes the Parameters section of its __init__'s parameters, each entry the declared
     row's (from the estimator's `_family` or SHARED) with the estimator's default; where
     the estimator's default differs from the functions' (the family's `differences`), the
-    entry says so and why."""
+    entry says so and why. A line `{attributes}` becomes the Attributes section of the
+    class's own `_attributes` (attributes_section)."""
     signature = inspect.signature(cls.__init__)
     names = [name for name in signature.parameters if name != "self"]
     defaults = {name: signature.parameters[name].default for name in names}
@@ -493,6 +619,13 @@ def documented(cls: type) -> type:
     doc, count = _PARAMETERS_MARK.subn(lambda match: section, cls.__doc__)
     if count != 1:
         raise ValueError(f"{cls.__name__}'s docstring needs one line {{parameters}}, found {count}")
+    # A line {attributes}: the Attributes section of the class's `_attributes`, from their
+    # rows (ATTRIBUTES), with the class's `_attribute_notes`.
+    attributes = attributes_section(cls.__dict__.get("_attributes", ()), cls.__dict__.get("_attribute_notes"))
+    doc, count = _ATTRIBUTES_MARK.subn(lambda match: attributes, doc)
+    if count > 1 or count != ("_attributes" in cls.__dict__):
+        raise ValueError(f"{cls.__name__} needs a line {{attributes}} in its docstring exactly where it declares "
+                         f"_attributes, found {count}")
     cls.__doc__ = doc
     return cls
 
@@ -555,6 +688,18 @@ OPTIONS_CLASSES = {"NytroOptions": NytroOptions, "IterativeOptions": IterativeOp
 
 FAMILIES = {"nytro": NYTRO, "landweber": LANDWEBER, "nkrls": NKRLS, "krls": KRLS, "kols": KOLS}
 
+# nytro.machine_rates's: it probes the core's kernels with n_threads threads.
+MACHINE_RATES = Family("machine_rates", (N_THREADS,))
+
+# The rows of each public function of nytro (and of a submodule, "centers.leverage_centers")
+# that takes declared parameters: its family's,
+# and of the shared rows those in FUNCTION_SHARED; each checked on entry (check_parameters).
+FUNCTION_FAMILIES = {"nytro_path": NYTRO, "landweber_path": LANDWEBER, "nkrls_path": NKRLS, "krls_path": KRLS,
+                     "kols": KOLS, "kernel_matrix": KERNEL_FUNCTIONS, "gaussian_kernel": KERNEL_FUNCTIONS,
+                     "kernel_predict": KERNEL_FUNCTIONS, "nystrom_factor": NYSTROM_FACTOR,
+                     "machine_rates": MACHINE_RATES, "centers.leverage_centers": KERNEL_FUNCTIONS,
+                     "centers.approximate_leverage_scores": KERNEL_FUNCTIONS,
+                     "centers.exact_leverage_scores": KERNEL_FUNCTIONS}
 
 # ------------------------------------------------------------------------ nytro.dask
 # The Dask functions (nytro.dask.nytro_path and nkrls_path, which the estimators' fit on

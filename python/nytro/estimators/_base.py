@@ -80,10 +80,7 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
     def _refits(self, held_out: bool) -> bool:
         """Whether to refit on all rows at the selected t or lambda: `refit` given, and a
         hold-out part that something was selected on."""
-        refit = getattr(self, "refit", False)
-        if not isinstance(refit, (bool, np.bool_)):
-            raise ValueError(f"refit must be True or False, got {refit!r}")
-        return bool(refit) and held_out
+        return bool(getattr(self, "refit", False)) and held_out
 
     def _progress(self):
         return ProgressPrinter(type(self).__name__) if self.verbose else None
@@ -93,7 +90,7 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
         The sample weights of fit (if any) are split alike: see _split_weights."""
         n = X.shape[0]
         weights = getattr(self, "_fit_sample_weight", None)
-        fraction = chk.check_fraction("validation_fraction", self.validation_fraction)
+        fraction = chk.check_fraction("validation_fraction", self.validation_fraction)  # as a float
         if fraction is None:
             self._weights_of_split = (weights, None)
             return X, Y, X[:0], Y[:0]
@@ -168,6 +165,7 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
             weight 0 may still be drawn as a centre); negative, NaN or infinite weights, all
             zero, or a wrong length are refused (ValueError).
         """
+        self._check_parameters()
         if _is_dask_array(X):
             from ..dask import fit_estimator
             return fit_estimator(self, X, y, sample_weight)
@@ -193,6 +191,12 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
             self.__dict__.pop("_weights_of_split", None)
             with _FITTING_LOCK:
                 _FITTING.discard(key)
+
+    def _check_parameters(self):
+        """Every parameter checked by its row of nytro.options (the one check each has,
+        shared with the functions), before any work: a ValueError naming the first refused
+        (scikit-learn's _parameter_constraints, from the declared table)."""
+        opt.check_parameters(self._family, self.get_params(deep=False))
 
     def _options(self):
         """The options object a fit runs with: `options` (or the defaults) with the

@@ -14,8 +14,6 @@ from ._base import KernelRegressorBase, _is_dask_array
 from .nytro import NytroRegressor
 from .tikhonov import NystromKRLSRegressor
 
-SELECTIONS = ("error", "rmse")
-
 
 def _label_kind(value) -> str:
     """"string", "number" or "bool": labels of more than one kind are refused."""
@@ -92,8 +90,7 @@ class KernelClassifierMixin(ClassifierMixin):
         return tags
 
     def _selection_metric(self) -> str:
-        chk.check_choice("selection", self.selection, SELECTIONS)
-        return self.selection
+        return self.selection  # checked by its row (nytro.options.SELECTION) on entry to fit
 
     def _validated(self, X, y):
         if y is None:
@@ -113,7 +110,6 @@ class KernelClassifierMixin(ClassifierMixin):
         counts every hold-out row once."""
         if _is_dask_array(X):
             raise ValueError(f"X is a Dask array: {type(self).__name__} fits NumPy arrays only (compute X first)")
-        self._selection_metric()  # refuse an unknown selection before any work
         _check_weighted_classes(y, sample_weight)
         KernelRegressorBase.fit(self, X, y, sample_weight)
         path = getattr(self, "validation_rmse_", None)

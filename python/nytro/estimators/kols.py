@@ -13,11 +13,7 @@ class KOLSRegressor(KernelRegressorBase):
 
     {parameters}
 
-    Attributes
-    ----------
-    centers_ : the training rows; coef_ : pinv(K) y, or with fit's sample_weight
-    S pinv(S K S) S y, S = diag(sqrt(w n / sum w)) (for an invertible K the interpolant
-    does not depend on the positive weights; rows of weight 0 are left out of it).
+    {attributes}
     """
 
     def __init__(self, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, rcond=None, n_threads=None, dtype=None,
@@ -31,6 +27,10 @@ class KOLSRegressor(KernelRegressorBase):
         self.options = options
 
     _family = opt.KOLS
+    _attributes = ("centers_", "coef_")
+    _attribute_notes = {"coef_": "Here pinv(K) y, or with fit's sample_weight S pinv(S K S) S y, S = diag(sqrt(w n / "
+                                 "sum w)) (for an invertible K the interpolant does not depend on the positive "
+                                 "weights; rows of weight 0 are left out of it)."}
 
     def _fit_path(self, X, Y, rng):
         self.centers_ = X

@@ -22,13 +22,7 @@ class LandweberRegressor(KernelRegressorBase):
 
     {parameters}
 
-    Attributes
-    ----------
-    centers_ : (n_train, d) the training rows.
-    coef_ : alpha at the selected t; n_iter_ : the selected t;
-    validation_rmse_ : hold-out RMSE after each iteration; step_size_ : the step used;
-    products_ : products with K taken (fewer than the iterations with Lanczos iterates);
-    lambda_ : method "hybrid": the selected lambda, else None.
+    {attributes}
     """
 
     def __init__(self, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, method="gd", nu=1.0, max_iter=500,
@@ -56,6 +50,7 @@ class LandweberRegressor(KernelRegressorBase):
         self.options = options
 
     _family = opt.LANDWEBER
+    _attributes = ("centers_", "coef_", "n_iter_", "validation_rmse_", "step_size_", "products_", "lambda_")
 
     def _fit_path(self, X, Y, rng):
         X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)

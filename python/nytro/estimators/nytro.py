@@ -19,21 +19,7 @@ class NytroRegressor(KernelRegressorBase):
 
     {parameters}
 
-    Attributes
-    ----------
-    centers_ : (m, d) the Nystrom centres.
-    coef_ : (m,) or (m, q) alpha at the selected t; predict(X) = k(X, centers_) @ coef_.
-    n_iter_ : int, the selected t.
-    validation_rmse_ : (t_run,) hold-out RMSE after each iteration (empty without hold-out);
-        "hybrid" and "cg" take no products past t = rank_ (their Krylov space spans the
-        whole space there), and their path ends there.
-    step_size_ : float, the step used (0 for "cg").
-    rank_ : int, columns of the Nystrom factor R.
-    solver_ : str, the solver that ran.
-    products_ : int, products with A^T A taken (fewer than the iterations with Lanczos
-        iterates).
-    lambda_ : float or None, method "hybrid": the lambda selected with t (before the
-        factor n); None for the other methods.
+    {attributes}
     """
 
     def __init__(self, n_centers=1000, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, method="hybrid", nu=1.0,
@@ -69,6 +55,8 @@ class NytroRegressor(KernelRegressorBase):
         self.options = options
 
     _family = opt.NYTRO
+    _attributes = ("centers_", "coef_", "n_iter_", "validation_rmse_", "step_size_", "rank_", "solver_",
+                   "products_", "lambda_")
 
     def _fit_path(self, X, Y, rng):
         X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)

@@ -18,10 +18,7 @@ class NystromKRLSRegressor(KernelRegressorBase):
 
     {parameters}
 
-    Attributes
-    ----------
-    centers_, coef_ : as in NytroRegressor; lambda_ : the selected lambda;
-    lambdas_ : the grid; validation_rmse_ : hold-out RMSE per lambda; rank_ : columns of R.
+    {attributes}
     """
 
     def __init__(self, n_centers=1000, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, lambdas=None,
@@ -47,6 +44,7 @@ class NystromKRLSRegressor(KernelRegressorBase):
         self.options = options
 
     _family = opt.NKRLS
+    _attributes = ("centers_", "coef_", "lambda_", "lambdas_", "validation_rmse_", "rank_")
 
     def _fit_path(self, X, Y, rng):
         lambdas = np.asarray(chk.check_lambdas(self.lambdas))
@@ -79,10 +77,7 @@ class KRLSRegressor(KernelRegressorBase):
 
     {parameters}
 
-    Attributes
-    ----------
-    centers_ : the training rows (all rows with refit); coef_, lambda_, lambdas_,
-    validation_rmse_ : as in NystromKRLSRegressor.
+    {attributes}
     """
 
     def __init__(self, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, lambdas=None, solver="eigh",
@@ -102,6 +97,7 @@ class KRLSRegressor(KernelRegressorBase):
         self.options = options
 
     _family = opt.KRLS
+    _attributes = ("centers_", "coef_", "lambda_", "lambdas_", "validation_rmse_")
 
     def _fit_path(self, X, Y, rng):
         lambdas = np.asarray(chk.check_lambdas(self.lambdas))
