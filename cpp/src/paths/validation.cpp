@@ -10,6 +10,7 @@
 #include <cmath>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 namespace nytro::detail {
 
@@ -68,8 +69,9 @@ Index ErrorTally::misclassified(Index model) const {
 
 template <class T>
 Validation<T>::Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val, const Matrix<T>& centers,
-                          const KernelSpec& kernel, int n_threads, bool low_precision, double budget_bytes, bool defer)
-    : X_val_(X_val), Y_val_(Y_val), centers_(centers), kernel_(kernel) {
+                          const KernelSpec& kernel, int n_threads, bool low_precision, double budget_bytes, bool defer,
+                          Callback callback)
+    : X_val_(X_val), Y_val_(Y_val), centers_(centers), kernel_(kernel), callback_(std::move(callback)) {
     low_ = low_precision && !std::is_same_v<T, float>;
     if (low_) {  // cast once: the streamed form computes its float32 blocks from these
         X_val_low_ = X_val.template cast<float>();
@@ -99,10 +101,9 @@ Validation<T>::Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val
 template <class T>
 void Validation<T>::store(int n_threads) const {
     if (low_)  // computed in float32 directly: no float64 copy at the peak
-        K_val_low_ = kernel_matrix<float>(X_val_low_, centers_low_, kernel_,
-                                            n_threads);
+        K_val_low_ = kernel_matrix<float>(X_val_low_, centers_low_, kernel_, n_threads, callback_);
     else
-        K_val_ = kernel_matrix<T>(X_val_, centers_, kernel_, n_threads);
+        K_val_ = kernel_matrix<T>(X_val_, centers_, kernel_, n_threads, callback_);
 }
 
 template <class T>
@@ -163,7 +164,7 @@ void Validation<T>::predict_blocks(const MatrixCRef<T>& alphas, int n_threads, C
         for (Index r0 = 0; r0 < n_val; r0 += rows) {
             const Index count = std::min(rows, n_val - r0);
             auto block = K.topRows(count);
-            kernel_packed<U>(X.middleRows(r0, count), packed, block, n_threads);
+            kernel_packed<U>(X.middleRows(r0, count), packed, block, n_threads, false, callback_);
             predictions.resize(count, alphas.cols());
             product(block);
             consume(predictions, r0);
