@@ -143,7 +143,7 @@ STAGE_CALLS = {
 # whole and into an array, the direct solver's stored K_nm, KRLS's, KOLS's and
 # Landweber's n x n kernel, and the hold-out kernel. Their loops call back between the
 # calling thread's tasks (runtime/task_interruption.hpp); before, they reacted only once
-# the matrix was done. Many features make each kernel about 5e11 flops, 4-5 s on 2 quiet
+# the matrix was done. Many features make each kernel 2.4-5e11 flops, 2.5-5 s on 2 quiet
 # cores (about 100 GFLOP/s), at 0.5-1 GB. The signal goes SIGNAL_AFTER seconds after the
 # call began where what comes before the kernel is short (the kernel's own reports would
 # not tell an old core from a new one), else after the stage named.
@@ -159,10 +159,11 @@ STAGE_CALLS.update({
     "KOLS kernel": ("X = rng.standard_normal((8000, 4000)); y = X[:, 0]", None, "nytro.kols(X, y, 60.0)"),
     "Landweber kernel": ("X = rng.standard_normal((8000, 4000)); y = X[:, 0]", None,
                          "nytro.landweber_path(X, y, 60.0, max_iter=5, progress=progress)"),
-    # KRLS on 2000 rows forms the hold-out kernel (30000 x 2000) right after its solve
-    # for the one lambda, which it reports.
-    "hold-out kernel": ("X = rng.standard_normal((32000, 4000)); y = X[:, 0]", "lambda",
-                        "nytro.krls_path(X[:2000], y[:2000], 60.0, X_val=X[2000:], y_val=y[2000:], "
+    # KRLS on 1000 rows forms the hold-out kernel (30000 x 1000) right after its solve
+    # for the one lambda, which it reports (first copying the 1 GB hold-out set, which
+    # has the interruption point too).
+    "hold-out kernel": ("X = rng.standard_normal((31000, 4000)); y = X[:, 0]", "lambda",
+                        "nytro.krls_path(X[:1000], y[:1000], 60.0, X_val=X[1000:], y_val=y[1000:], "
                         "lambdas=[1e-3], progress=progress)"),
 })
 SIGNAL_AFTER_IN_KERNEL = {"hold-out kernel": 0.3}

@@ -310,7 +310,8 @@ double units(const KernelSpec& kernel) {
 }  // namespace
 
 template <class T>
-PackedCenters<T>::PackedCenters(const MatrixCRef<T>& Z, const KernelSpec& kernel)
+PackedCenters<T>::PackedCenters(const MatrixCRef<T>& Z, const KernelSpec& kernel, const Callback& callback,
+                                Index rows)
     : count_(Z.rows()), depth_(Z.cols()), function_(function_of(kernel)) {
     using Tile = MicroTile<T>;
     constexpr Index kCols = Tile::kCols;
@@ -333,14 +334,22 @@ PackedCenters<T>::PackedCenters(const MatrixCRef<T>& Z, const KernelSpec& kernel
                  ? Vector<T>(Z.template cast<double>().colwise().mean().transpose().template cast<T>())
                  : Vector<T>(Vector<T>::Zero(Z.cols()));
     if (!shift_.allFinite()) shift_.setZero();  // a sum past the range: unshifted, and checked below
-    const Matrix<T> Zs = scaled<T>(Z, shift_, inverse_, "Z");
     const Index groups = (count_ + kCols - 1) / kCols;
     panels_.resize(std::size_t(groups * kCols * std::max<Index>(depth_, 1)));
     norms_.assign(std::size_t(groups * kCols), T(0));
-    for (Index g = 0; g < groups; ++g)
-        pack_panel<T>(Zs.data() + g * kCols * depth_, depth_, 1, std::min(kCols, count_ - g * kCols), depth_,
-                      int(kCols), panels_.data() + g * kCols * depth_);
-    Eigen::Map<Vector<T>>(norms_.data(), count_) = row_norms(Zs);
+    // Panel by panel, with the interruption point between them. A panel's scaled rows
+    // start at a whole number of packets from an aligned block, as they did in one block
+    // of all the centres, so that their norms (Eigen's reductions peel to an alignment)
+    // keep their bits.
+    TaskInterruption interruption(callback ? std::function<void()>([&] { callback({"kernel", 0, rows}); })
+                                           : std::function<void()>());
+    for (Index g = 0; g < groups; ++g) {
+        const Index first = g * kCols, count = std::min(kCols, count_ - first);
+        const Matrix<T> Zs = scaled<T>(Z.middleRows(first, count), shift_, inverse_, "Z");
+        pack_panel<T>(Zs.data(), depth_, 1, count, depth_, int(kCols), panels_.data() + first * depth_);
+        Eigen::Map<Vector<T>>(norms_.data() + first, count) = row_norms(Zs);
+        interruption.after_task(0);
+    }
 }
 
 template <class T>
@@ -471,7 +480,7 @@ void kernel_matrix_into(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, const Ke
     check_kernel_arguments<T>(X, Z, kernel);
     require(out.rows() == X.rows() && out.cols() == Z.rows(), "kernel output has the wrong shape");
     if (X.rows() == 0 || Z.rows() == 0) return;
-    detail::kernel_packed<T>(X, detail::PackedCenters<T>(Z, kernel), out, n_threads,
+    detail::kernel_packed<T>(X, detail::PackedCenters<T>(Z, kernel, callback, X.rows()), out, n_threads,
                              streams_output<T, T>(out.data(), out.rows(), out.cols()), callback);
     report_formed(callback, X.rows());
 }
@@ -498,7 +507,7 @@ Matrix<O> kernel_stored(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, const Ke
     populate_in_parallel(K.data(), std::size_t(K.size()) * sizeof(O), n_threads,
                          callback ? std::function<void()>(between_chunks) : std::function<void()>());
     if (X.rows() > 0 && Z.rows() > 0)
-        kernel_packed<T, O>(X, PackedCenters<T>(Z, kernel), K, n_threads,
+        kernel_packed<T, O>(X, PackedCenters<T>(Z, kernel, callback, X.rows()), K, n_threads,
                             streams_output<T, O>(K.data(), K.rows(), K.cols()), callback);
     report_formed(callback, X.rows());
     return K;
@@ -559,7 +568,7 @@ Matrix<T> kernel_predict(const MatrixCRef<T>& X, const MatrixCRef<T>& centers, c
     // Blocks of about 32 MiB of kernel, so memory stays bounded for any n.
     const Index block = std::max<Index>(kRowBlock, (Index(1) << 22) / std::max<Index>(m, 1));
     if (n == 0 || m == 0) return Matrix<T>::Zero(n, coef.cols());
-    const detail::PackedCenters<T> packed(centers, kernel);
+    const detail::PackedCenters<T> packed(centers, kernel, callback, n);
     Matrix<T> K;
     for (Index r0 = 0; r0 < n; r0 += block) {
         const Index rows = std::min(block, n - r0);

@@ -18,8 +18,11 @@ template <class T>
 class PackedCenters {
 public:
     // Throws std::invalid_argument as kernel_matrix does for a bad kernel or centres
-    // that overflow once scaled.
-    PackedCenters(const MatrixCRef<T>& Z, const KernelSpec& kernel);
+    // that overflow once scaled. `callback`, if given, is called as {"kernel", 0, rows}
+    // between panels (at most every 20 ms: an interruption point, as kernel_packed's, for
+    // the serial copies of many centres of many features; it may throw).
+    PackedCenters(const MatrixCRef<T>& Z, const KernelSpec& kernel, const Callback& callback = {},
+                  Index rows = 0);
 
     Index count() const { return count_; }
     Index depth() const { return depth_; }
