@@ -337,10 +337,10 @@ PackedCenters<T>::PackedCenters(const MatrixCRef<T>& Z, const KernelSpec& kernel
     const Index groups = (count_ + kCols - 1) / kCols;
     panels_.resize(std::size_t(groups * kCols * std::max<Index>(depth_, 1)));
     norms_.assign(std::size_t(groups * kCols), T(0));
-    // Panel by panel, with the interruption point between them. A panel's scaled rows
-    // start at a whole number of packets from an aligned block, as they did in one block
-    // of all the centres, so that their norms (Eigen's reductions peel to an alignment)
-    // keep their bits.
+    // Panel by panel, with the interruption point between them. kCols rows of d entries
+    // are a whole number of packets, so a panel's rows lie at the offsets from an aligned
+    // block, modulo a packet, that they had in one block of all the centres: their norms
+    // (Eigen's reductions peel to an alignment) keep their bits.
     TaskInterruption interruption(callback ? std::function<void()>([&] { callback({"kernel", 0, rows}); })
                                            : std::function<void()>());
     for (Index g = 0; g < groups; ++g) {
