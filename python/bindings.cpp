@@ -148,23 +148,29 @@ void bind_options(py::module_& m) {
 template <class T>
 void define(py::module_& m, const std::string& suffix) {
     // The kernel (nytro/kernel.hpp; a float is the Gaussian's sigma, nytro.gaussian_kernel).
+    // Both forms take `progress` (make_callback): Ctrl-C reaches them while they run.
     m.def(("kernel_matrix_" + suffix).c_str(),
-          [](const Array<T>& X, const Array<T>& Z, const nytro::KernelSpec& kernel, int n_threads) {
+          [](const Array<T>& X, const Array<T>& Z, const nytro::KernelSpec& kernel, int n_threads,
+             py::object progress) {
               auto x = view(X), z = view(Z);
+              auto callback = make_callback(std::move(progress));
               Matrix<T> K;
               {
                   py::gil_scoped_release release;
-                  K = nytro::kernel_matrix<T>(x, z, kernel, n_threads);
+                  K = nytro::kernel_matrix<T>(x, z, kernel, n_threads, callback);
               }
               return to_numpy<T>(std::move(K));
           },
-          py::kw_only(), py::arg("X"), py::arg("Z"), py::arg("kernel"), py::arg("n_threads"));
+          py::kw_only(), py::arg("X"), py::arg("Z"), py::arg("kernel"), py::arg("n_threads"),
+          py::arg("progress") = py::none());
 
     // Into a caller's C-contiguous, writable (n, m) array (checked in Python): no fresh
     // n x m allocation, whose first-touch page faults cost as much as the kernel itself.
     m.def(("kernel_matrix_into_" + suffix).c_str(),
-          [](const Array<T>& X, const Array<T>& Z, const nytro::KernelSpec& kernel, py::array out, int n_threads) {
+          [](const Array<T>& X, const Array<T>& Z, const nytro::KernelSpec& kernel, py::array out, int n_threads,
+             py::object progress) {
               auto x = view(X), z = view(Z);
+              auto callback = make_callback(std::move(progress));
               // A plain py::array: an array_t parameter would convert a mismatched array
               // into a temporary copy and the result would silently not reach the caller.
               if (!out.dtype().is(py::dtype::of<T>()) || out.ndim() != 2 || out.shape(0) != X.shape(0) ||
@@ -174,10 +180,11 @@ void define(py::module_& m, const std::string& suffix) {
               Eigen::Map<Matrix<T>> target(static_cast<T*>(out.mutable_data()), out.shape(0), out.shape(1));
               {
                   py::gil_scoped_release release;
-                  nytro::kernel_matrix_into<T>(x, z, kernel, target, n_threads);
+                  nytro::kernel_matrix_into<T>(x, z, kernel, target, n_threads, callback);
               }
           },
-          py::kw_only(), py::arg("X"), py::arg("Z"), py::arg("kernel"), py::arg("out"), py::arg("n_threads"));
+          py::kw_only(), py::arg("X"), py::arg("Z"), py::arg("kernel"), py::arg("out"), py::arg("n_threads"),
+          py::arg("progress") = py::none());
 
     m.def(("kernel_predict_" + suffix).c_str(),
           [](const Array<T>& X, const Array<T>& centers, const Array<T>& coef, const nytro::KernelSpec& kernel, int n_threads,

@@ -186,6 +186,35 @@ STAGE_CALLS.update({
         "progress=progress)"),
 })
 
+# Whole kernel matrices, each formed in one parallel loop (issue 26): the public kernel,
+# whole and into an array, the direct solver's stored K_nm, KRLS's, KOLS's and
+# Landweber's n x n kernel, and the hold-out kernel. Their loops call back between the
+# calling thread's tasks (runtime/task_interruption.hpp); before, they reacted only once
+# the matrix was done. Many features make each kernel 2.4-5e11 flops, 2.5-5 s on 2 quiet
+# cores (about 100 GFLOP/s), at 0.5-1 GB. The signal goes SIGNAL_AFTER seconds after the
+# call began where what comes before the kernel is short (the kernel's own reports would
+# not tell an old core from a new one), else after the stage named.
+STAGE_CALLS.update({
+    "gaussian_kernel": ("X = rng.standard_normal((8000, 4000))", None, "nytro.gaussian_kernel(X, X, 60.0)"),
+    "kernel_matrix out=": ("X = rng.standard_normal((8000, 4000)); out = np.ones((8000, 8000))", None,
+                           "nytro.kernel_matrix(X, X, kernel='laplacian', sigma=60.0, out=out)"),
+    # K_mm (2000 x 2000) and its factor take a tenth of the time of K_nm (30000 x 2000).
+    "K_nm stored": ("X = rng.standard_normal((30000, 4000)); y = X[:, 0]", None,
+                    "nytro.nytro_path(X, y, X[:2000], 60.0, solver='direct', max_iter=5, progress=progress)"),
+    "KRLS kernel": ("X = rng.standard_normal((8000, 4000)); y = X[:, 0]", None,
+                    "nytro.krls_path(X, y, 60.0, lambdas=[1e-3], progress=progress)"),
+    "KOLS kernel": ("X = rng.standard_normal((8000, 4000)); y = X[:, 0]", None, "nytro.kols(X, y, 60.0)"),
+    "Landweber kernel": ("X = rng.standard_normal((8000, 4000)); y = X[:, 0]", None,
+                         "nytro.landweber_path(X, y, 60.0, max_iter=5, progress=progress)"),
+    # KRLS on 1000 rows forms the hold-out kernel (30000 x 1000) right after its solve
+    # for the one lambda, which it reports (first copying the 1 GB hold-out set, which
+    # has the interruption point too).
+    "hold-out kernel": ("X = rng.standard_normal((31000, 4000)); y = X[:, 0]", "lambda",
+                        "nytro.krls_path(X[:1000], y[:1000], 60.0, X_val=X[1000:], y_val=y[1000:], "
+                        "lambdas=[1e-3], progress=progress)"),
+})
+SIGNAL_AFTER_IN_KERNEL = {"hold-out kernel": 0.3}
+
 # Seconds from Ctrl-C to KeyboardInterrupt in the child: 0.01-0.05 s measured for the
 # abandoned LAPACK calls and the certificate, even at a load average of 13 on 2 cores;
 # the pivoted factor at m = 10000, 0.07-0.53 s (median 0.19 s) at a load of 23; the
@@ -202,6 +231,8 @@ SIGNAL_AFTER_IN.update({"factor cholesky": 0.3, "factor qr products": 0.2})
 # (?geqp3, about half of it matrix-vector work) took 80-180 s at m = 3000 at a load
 # average of 15-20 on 2 cores.
 STARTS_WITHIN = {"factor qr products": 400.0}
+
+SIGNAL_AFTER_IN.update(SIGNAL_AFTER_IN_KERNEL)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child needs POSIX signals")

@@ -141,6 +141,38 @@ def test_gaussian_kernel_is_the_kernel_matrix_shorthand(dtype):
     np.testing.assert_array_equal(out, nytro.kernel_matrix(X, Z, kernel="matern", sigma=0.9, matern_nu=2.5))
 
 
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_kernel_with_progress_keeps_its_bits(n_threads, dtype):
+    """With progress the kernel is formed with interruption points between the calling
+    thread's blocks (Ctrl-C, issue 26): the same bits as without, progress("kernel", rows
+    done, n) in order up to n, and an exception from progress ends the call."""
+    rng = np.random.default_rng(7)
+    # Tens of milliseconds on one core: long enough for reports while it is formed.
+    X = rng.standard_normal((3000, 200)).astype(dtype)
+    Z = rng.standard_normal((900, 200)).astype(dtype)
+    sigma = 12.0
+    plain = nytro.gaussian_kernel(X, Z, sigma, n_threads=n_threads)
+    calls = []
+    got = nytro.gaussian_kernel(X, Z, sigma, n_threads=n_threads, progress=lambda *call: calls.append(call))
+    np.testing.assert_array_equal(got, plain)
+    assert {stage for stage, _, _ in calls} == {"kernel"} and {total for _, _, total in calls} == {len(X)}
+    done = [d for _, d, _ in calls]
+    assert done == sorted(done) and done[-1] == len(X), done
+    out = np.empty_like(plain)
+    nytro.kernel_matrix(X, Z, sigma=sigma, n_threads=n_threads, out=out, progress=lambda *call: None)
+    np.testing.assert_array_equal(out, plain)
+    assert_within(got, ref.gaussian_kernel(X, Z, sigma), 2 * tolerance(X, Z, "gaussian", sigma, None, dtype),
+                  "core vs reference")
+
+    def stop(stage, done, total):
+        raise RuntimeError("stopped by progress")
+
+    with pytest.raises(RuntimeError, match="stopped by progress"):
+        nytro.gaussian_kernel(X, Z, sigma, n_threads=n_threads, progress=stop)
+    with pytest.raises(ValueError, match="progress"):
+        nytro.kernel_matrix(X, Z, progress="yes")
+
+
 def test_matern_values_far_out_are_zero_not_nan(dtype):
     """Beyond exp's range the Matern polynomial times the clamped exp must give 0 (not
     a tiny positive number times a huge polynomial, nor inf * 0)."""

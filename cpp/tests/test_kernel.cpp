@@ -83,7 +83,42 @@ void streamed_kernel_matches_plain_blocks() {
     CHECK_MSG(same, std::string("the streamed kernel differs from its row blocks"));
 }
 
+// A kernel formed with a callback (called between the calling thread's tasks: Ctrl-C's
+// interruption point) has the bits of one formed without, for 1 and 2 threads, whole or
+// into an array; the callback sees "kernel" with the rows done, in order, up to all of
+// them; a throw from it comes out of the call. A Matern kernel: a square root and a
+// polynomial beside the exp, so that every step of the entries is compared.
+template <class T>
+void kernel_with_callback_keeps_its_bits() {
+    // Some tens of milliseconds on one core: long enough for calls while it is formed.
+    const Index n = 3000, m = 1100, d = 300;
+    const Matrix<T> X = normal(n, d, 51).cast<T>(), Z = normal(m, d, 52).cast<T>();
+    const nytro::KernelSpec spec(nytro::KernelType::matern, 1.5, {20.0});
+    for (int threads : {1, 2}) {
+        const Matrix<T> plain = nytro::kernel_matrix<T>(X, Z, spec, threads);
+        Index last = -1;
+        bool ordered = true;
+        const nytro::Callback record = [&](const nytro::Progress& p) {
+            ordered = ordered && std::string(p.stage) == "kernel" && p.total == n && p.done >= last && p.done <= n;
+            last = p.done;
+        };
+        CHECK_BITWISE(nytro::kernel_matrix<T>(X, Z, spec, threads, record), plain);
+        CHECK_MSG(ordered && last == n, "kernel progress out of order or short of n: last " + std::to_string(last));
+        last = -1;
+        Matrix<T> into(n, m);
+        nytro::kernel_matrix_into<T>(X, Z, spec, into, threads, record);
+        CHECK_BITWISE(into, plain);
+        CHECK_MSG(ordered && last == n, std::string("kernel_matrix_into's progress out of order or short of n"));
+        CHECK_THROWS_WITH(nytro::kernel_matrix<T>(X, Z, spec, threads,
+                                                  [](const nytro::Progress&) { throw std::runtime_error("stop"); }),
+                          std::runtime_error, "stop");
+    }
+}
+
 }  // namespace
+
+NYTRO_TEST(kernel_double_with_callback_keeps_its_bits) { kernel_with_callback_keeps_its_bits<double>(); }
+NYTRO_TEST(kernel_float_with_callback_keeps_its_bits) { kernel_with_callback_keeps_its_bits<float>(); }
 
 NYTRO_TEST(kernel_streamed_double_matches_blocks) { streamed_kernel_matches_plain_blocks<double>(); }
 NYTRO_TEST(kernel_streamed_float_matches_blocks) { streamed_kernel_matches_plain_blocks<float>(); }

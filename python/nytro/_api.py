@@ -111,7 +111,7 @@ def _tikhonov_result(raw: dict, lambdas: list, one_d: bool, scale: chk.TargetSca
                           lambda_=float(lambdas[selected]), selected=selected, rank=int(raw["rank"]))
 
 
-def gaussian_kernel(X, Z, sigma, *, n_threads=None, dtype=None, out=None):
+def gaussian_kernel(X, Z, sigma, *, n_threads=None, dtype=None, out=None, progress=None):
     """K[i, j] = exp(-||X[i] - Z[j]||^2 / (2 sigma^2)), fused and blocked in C++: the
     shorthand of kernel_matrix(X, Z, kernel="gaussian", sigma=sigma).
 
@@ -119,12 +119,16 @@ def gaussian_kernel(X, Z, sigma, *, n_threads=None, dtype=None, out=None):
     computation's dtype to write K into (it is returned). Reusing one saves the first
     touch of a fresh result's pages, which costs a sizeable share of the kernel's own
     time on a fresh n x m array (measured: docs/design.md).
+    progress: None, or a callable progress("kernel", rows_done, len(X)) called while K is
+    formed and once it is; an exception from it aborts the call (out is then partly
+    written). Ctrl-C interrupts the call either way.
     """
     opt.check_parameters(opt.KERNEL_FUNCTIONS, locals(), opt.FUNCTION_SHARED)  # each by its row, before any work
-    return _kernel_into(X, Z, lambda d: chk.check_sigma(sigma), n_threads, dtype, out)
+    return _kernel_into(X, Z, lambda d: chk.check_sigma(sigma), n_threads, dtype, out, progress)
 
 
-def kernel_matrix(X, Z, *, kernel="gaussian", sigma=1.0, matern_nu=1.5, n_threads=None, dtype=None, out=None):
+def kernel_matrix(X, Z, *, kernel="gaussian", sigma=1.0, matern_nu=1.5, n_threads=None, dtype=None, out=None,
+                  progress=None):
     """K[i, j] = k(X[i], Z[j]), fused and blocked in C++, with r = ||(X[i] - Z[j]) / sigma||:
 
     - "gaussian":  exp(-r^2 / 2)  (scikit-learn's RBF(length_scale=sigma))
@@ -137,23 +141,25 @@ def kernel_matrix(X, Z, *, kernel="gaussian", sigma=1.0, matern_nu=1.5, n_thread
 
     sigma: one bandwidth, or an array of one per feature (ARD: r is the distance of the
     features divided by their own bandwidths), as scikit-learn's length_scale.
-    out: as gaussian_kernel's.
+    out, progress: as gaussian_kernel's.
     """
     opt.check_parameters(opt.KERNEL_FUNCTIONS, locals(), opt.FUNCTION_SHARED)  # each by its row, before any work
-    return _kernel_into(X, Z, lambda d: chk.check_kernel(kernel, sigma, matern_nu, d), n_threads, dtype, out)
+    return _kernel_into(X, Z, lambda d: chk.check_kernel(kernel, sigma, matern_nu, d), n_threads, dtype, out,
+                        progress)
 
 
-def _kernel_into(X, Z, spec_for, n_threads, dtype, out):
+def _kernel_into(X, Z, spec_for, n_threads, dtype, out, progress):
     dt = chk.compute_dtype(dtype, X, Z)
     X = chk.as_matrix(X, "X", dt)
     Z = chk.as_matrix(Z, "Z", dt)
     if X.shape[1] != Z.shape[1]:
         raise ValueError(f"X has {X.shape[1]} features but Z has {Z.shape[1]}")
     spec, n_threads = spec_for(X.shape[1]), chk.check_n_threads(n_threads)
+    chk.check_progress(progress)
     if out is None:
-        return _native("kernel_matrix", dt)(X=X, Z=Z, kernel=spec, n_threads=n_threads)
+        return _native("kernel_matrix", dt)(X=X, Z=Z, kernel=spec, n_threads=n_threads, progress=progress)
     chk.check_output_array(out, "out", (X.shape[0], Z.shape[0]), dt)
-    _native("kernel_matrix_into", dt)(X=X, Z=Z, kernel=spec, out=out, n_threads=n_threads)
+    _native("kernel_matrix_into", dt)(X=X, Z=Z, kernel=spec, out=out, n_threads=n_threads, progress=progress)
     return out
 
 

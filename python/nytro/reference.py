@@ -26,7 +26,7 @@ LANCZOS_BREAKDOWN = 4.0
 
 
 # --------------------------------------------------------------------------- kernel
-def gaussian_kernel(X, Z, sigma, *, n_threads=None, dtype=None):
+def gaussian_kernel(X, Z, sigma, *, n_threads=None, dtype=None, progress=None):
     """K[i, j] = exp(-||X[i] - Z[j]||^2 / (2 sigma^2)), with the distances from the norms
     and the products, as the core: both sides first shifted by the mean of Z (which leaves
     the kernel unchanged), else a common offset c cancels away everything below
@@ -44,7 +44,8 @@ def gaussian_kernel(X, Z, sigma, *, n_threads=None, dtype=None):
     return np.exp(-np.maximum(squared, 0) / dt.type(2 * sigma * sigma)).astype(dt, copy=False)
 
 
-def kernel_matrix(X, Z, *, kernel="gaussian", sigma=1.0, matern_nu=1.5, n_threads=None, dtype=None, out=None):
+def kernel_matrix(X, Z, *, kernel="gaussian", sigma=1.0, matern_nu=1.5, n_threads=None, dtype=None, out=None,
+                  progress=None):
     """K[i, j] = k(X[i], Z[j]) for the kernels of nytro.kernel_matrix, as the core forms it:
     distance-based kernels on the data less the mean of Z, divided feature by feature by
     the bandwidths (ARD), squared distances from the norms and the products; the linear

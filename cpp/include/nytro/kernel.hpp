@@ -36,25 +36,28 @@ struct KernelSpec {
 void check_kernel(const KernelSpec& kernel, Index features = -1);
 KernelType parse_kernel_type(const std::string& value);
 
-// K(X, Z): X is n x d, Z is m x d, the result n x m.
+// K(X, Z): X is n x d, Z is m x d, the result n x m. `callback`, if given, is called as
+// {"kernel", rows done, n} while the matrix is formed (at most every 20 ms, from the
+// calling thread, between its blocks) and once it is done; an exception from it (Ctrl-C
+// in the Python bindings) abandons the matrix. The bits do not depend on it.
 template <class T>
 Matrix<T> kernel_matrix(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, const KernelSpec& kernel,
-                        int n_threads = 0);
+                        int n_threads = 0, const Callback& callback = {});
 
-// The same, written into `out` (n x m, preallocated).
+// The same, written into `out` (n x m, preallocated; partly written if `callback` throws).
 template <class T>
 void kernel_matrix_into(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, const KernelSpec& kernel,
-                        MatrixRef<T> out, int n_threads = 0);
+                        MatrixRef<T> out, int n_threads = 0, const Callback& callback = {});
 
 // The Gaussian kernel exp(-||x - z||^2 / (2 sigma^2)), sigma finite and > 0: kernel_matrix
 // of KernelSpec(sigma).
 template <class T>
 Matrix<T> gaussian_kernel(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double sigma,
-                          int n_threads = 0);
+                          int n_threads = 0, const Callback& callback = {});
 
 template <class T>
 void gaussian_kernel_into(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double sigma,
-                          MatrixRef<T> out, int n_threads = 0);
+                          MatrixRef<T> out, int n_threads = 0, const Callback& callback = {});
 
 // k(X, centers) @ coef without storing the n x m kernel: rows of X are streamed in
 // blocks. coef is m x q; the result n x q.

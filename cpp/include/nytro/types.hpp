@@ -23,7 +23,9 @@ using MatrixRef = Eigen::Ref<Matrix<T>>;
 
 // Reported between iterations and between blocks of long passes. A callback may throw
 // to abort the computation (the Python bindings do so on Ctrl-C); it is always called
-// from the calling thread, outside any parallel region.
+// from the calling thread: between parallel regions, or inside one as its thread 0
+// between its own tasks (a whole kernel matrix, the pivoted factor's panels), where the
+// other threads go on without waiting for it.
 struct Progress {
     const char* stage;  // "kernel", "gram", "factor", "iterate", "lambda", ...
     Index done;         // units of work finished in this stage

@@ -35,19 +35,21 @@ auto pick_storage(FF ff, DD dd, DF df) {
 }  // namespace
 
 template <class T>
-Matrix<T> gaussian_kernel(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double sigma, int n_threads) {
-    return NYTRO_ENTRY(T, gaussian_kernel)(X, Z, sigma, n_threads);
+Matrix<T> gaussian_kernel(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double sigma, int n_threads,
+                          const Callback& callback) {
+    return NYTRO_ENTRY(T, gaussian_kernel)(X, Z, sigma, n_threads, callback);
 }
 
 template <class T>
-Matrix<T> kernel_matrix(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, const KernelSpec& kernel, int n_threads) {
-    return NYTRO_ENTRY(T, kernel_matrix)(X, Z, kernel, n_threads);
+Matrix<T> kernel_matrix(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, const KernelSpec& kernel, int n_threads,
+                        const Callback& callback) {
+    return NYTRO_ENTRY(T, kernel_matrix)(X, Z, kernel, n_threads, callback);
 }
 
 template <class T>
 void kernel_matrix_into(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, const KernelSpec& kernel, MatrixRef<T> out,
-                        int n_threads) {
-    NYTRO_ENTRY(T, kernel_matrix_into)(X, Z, kernel, out, n_threads);
+                        int n_threads, const Callback& callback) {
+    NYTRO_ENTRY(T, kernel_matrix_into)(X, Z, kernel, out, n_threads, callback);
 }
 
 void check_kernel(const KernelSpec& kernel, Index features) { api().check_kernel(kernel, features); }
@@ -55,8 +57,8 @@ KernelType parse_kernel_type(const std::string& value) { return api().parse_kern
 
 template <class T>
 void gaussian_kernel_into(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double sigma, MatrixRef<T> out,
-                          int n_threads) {
-    NYTRO_ENTRY(T, gaussian_kernel_into)(X, Z, sigma, out, n_threads);
+                          int n_threads, const Callback& callback) {
+    NYTRO_ENTRY(T, gaussian_kernel_into)(X, Z, sigma, out, n_threads, callback);
 }
 
 template <class T>
@@ -179,11 +181,14 @@ void set_machine_rates(const MachineRates& rates) {
 }
 
 #define NYTRO_INSTANTIATE(T)                                                                                      \
-    template Matrix<T> gaussian_kernel<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double, int);             \
-    template void gaussian_kernel_into<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double, MatrixRef<T>, int); \
-    template Matrix<T> kernel_matrix<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, const KernelSpec&, int);    \
+    template Matrix<T> gaussian_kernel<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double, int,              \
+                                          const Callback&);                                                     \
+    template void gaussian_kernel_into<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double, MatrixRef<T>, int, \
+                                          const Callback&);                                                     \
+    template Matrix<T> kernel_matrix<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, const KernelSpec&, int,     \
+                                        const Callback&);                                                       \
     template void kernel_matrix_into<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, const KernelSpec&,          \
-                                        MatrixRef<T>, int);                                                     \
+                                        MatrixRef<T>, int, const Callback&);                                    \
     template Matrix<T> kernel_predict<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, const MatrixCRef<T>&,      \
                                          const KernelSpec&, int, const Callback&);                                        \
     template NystromFactor<T> nystrom_factor<T>(const MatrixCRef<T>&, const FactorOptions&, int, const Callback&); \

@@ -6,9 +6,11 @@
 #include "kernel/micro_tile.hpp"
 #include "kernel/packed_centers.hpp"
 #include "runtime/parallel.hpp"
+#include "runtime/task_interruption.hpp"
 #include "kernel/row_kernels.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -40,6 +42,11 @@ template <class T, class O>
 bool streams_output(const O* data, Index rows, Index cols) {
     return std::is_same_v<O, T> && reinterpret_cast<std::uintptr_t>(data) % alignof(O) == 0 &&
            double(rows) * double(cols) * double(sizeof(O)) >= kStreamBytes;
+}
+
+// The progress report that ends a whole kernel matrix: "kernel", all of its rows done.
+void report_formed(const Callback& callback, Index rows) {
+    if (callback) callback({"kernel", rows, rows});
 }
 
 void check_features(Index x_features, Index center_features) {
@@ -303,7 +310,8 @@ double units(const KernelSpec& kernel) {
 }  // namespace
 
 template <class T>
-PackedCenters<T>::PackedCenters(const MatrixCRef<T>& Z, const KernelSpec& kernel)
+PackedCenters<T>::PackedCenters(const MatrixCRef<T>& Z, const KernelSpec& kernel, const Callback& callback,
+                                Index rows)
     : count_(Z.rows()), depth_(Z.cols()), function_(function_of(kernel)) {
     using Tile = MicroTile<T>;
     constexpr Index kCols = Tile::kCols;
@@ -326,14 +334,22 @@ PackedCenters<T>::PackedCenters(const MatrixCRef<T>& Z, const KernelSpec& kernel
                  ? Vector<T>(Z.template cast<double>().colwise().mean().transpose().template cast<T>())
                  : Vector<T>(Vector<T>::Zero(Z.cols()));
     if (!shift_.allFinite()) shift_.setZero();  // a sum past the range: unshifted, and checked below
-    const Matrix<T> Zs = scaled<T>(Z, shift_, inverse_, "Z");
     const Index groups = (count_ + kCols - 1) / kCols;
     panels_.resize(std::size_t(groups * kCols * std::max<Index>(depth_, 1)));
     norms_.assign(std::size_t(groups * kCols), T(0));
-    for (Index g = 0; g < groups; ++g)
-        pack_panel<T>(Zs.data() + g * kCols * depth_, depth_, 1, std::min(kCols, count_ - g * kCols), depth_,
-                      int(kCols), panels_.data() + g * kCols * depth_);
-    Eigen::Map<Vector<T>>(norms_.data(), count_) = row_norms(Zs);
+    // Panel by panel, with the interruption point between them. kCols rows of d entries
+    // are a whole number of packets, so a panel's rows lie at the offsets from an aligned
+    // block, modulo a packet, that they had in one block of all the centres: their norms
+    // (Eigen's reductions peel to an alignment) keep their bits.
+    TaskInterruption interruption(callback ? std::function<void()>([&] { callback({"kernel", 0, rows}); })
+                                           : std::function<void()>());
+    for (Index g = 0; g < groups; ++g) {
+        const Index first = g * kCols, count = std::min(kCols, count_ - first);
+        const Matrix<T> Zs = scaled<T>(Z.middleRows(first, count), shift_, inverse_, "Z");
+        pack_panel<T>(Zs.data(), depth_, 1, count, depth_, int(kCols), panels_.data() + first * depth_);
+        Eigen::Map<Vector<T>>(norms_.data() + first, count) = row_norms(Zs);
+        interruption.after_task(0);
+    }
 }
 
 template <class T>
@@ -362,7 +378,7 @@ void kernel_rows(const T* strip, Index strip_stride, const T* z_norms, const T* 
 
 template <class T, class O>
 void kernel_packed(const MatrixCRef<T>& X, const PackedCenters<T>& centers, typename KernelOutput<O>::type out,
-                   int n_threads, bool streamed) {
+                   int n_threads, bool streamed, const Callback& callback) {
     using Tile = MicroTile<T>;
     constexpr Index kRows = Tile::kRows, kCols = Tile::kCols;
     const Index n = X.rows(), m = centers.count(), d = centers.depth();
@@ -392,6 +408,13 @@ void kernel_packed(const MatrixCRef<T>& X, const PackedCenters<T>& centers, type
         }
         return &kernel_rows<KernelFunction::dot, T, O>;
     }();
+    // Ctrl-C between the calling thread's tasks (task_interruption.hpp), with the rows done
+    // so far: the entries of finished tasks, over m.
+    std::atomic<Index> finished{0};
+    TaskInterruption interruption(callback ? std::function<void()>([&] {
+        callback({"kernel", finished.load(std::memory_order_relaxed) / m, n});
+    })
+                                           : std::function<void()>());
     parallel_for(row_blocks * col_blocks, threads, [&](Index task, int thread) {
         const Index r0 = (task / col_blocks) * kRowBlock, c0 = (task % col_blocks) * block_cols;
         const Index rows = std::min(kRowBlock, n - r0), cols = std::min(block_cols, m - c0);
@@ -411,17 +434,21 @@ void kernel_packed(const MatrixCRef<T>& X, const PackedCenters<T>& centers, type
                     &out(r0 + i0, c0), out.outerStride(), cols, streamed);
         }
         if (streamed) fence_streamed_stores();
+        if (interruption) {
+            finished.fetch_add(rows * cols, std::memory_order_relaxed);
+            interruption.after_task(thread);
+        }
     });
 }
 
 template class PackedCenters<float>;
 template class PackedCenters<double>;
 template void kernel_packed<float, float>(const MatrixCRef<float>&, const PackedCenters<float>&, MatrixRef<float>,
-                                          int, bool);
+                                          int, bool, const Callback&);
 template void kernel_packed<double, double>(const MatrixCRef<double>&, const PackedCenters<double>&,
-                                            MatrixRef<double>, int, bool);
+                                            MatrixRef<double>, int, bool, const Callback&);
 template void kernel_packed<float, Eigen::half>(const MatrixCRef<float>&, const PackedCenters<float>&,
-                                                MatrixRef<Eigen::half>, int, bool);
+                                                MatrixRef<Eigen::half>, int, bool, const Callback&);
 
 }  // namespace detail
 
@@ -449,43 +476,49 @@ void check_kernel(const KernelSpec& kernel, Index features) {
 
 template <class T>
 void kernel_matrix_into(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, const KernelSpec& kernel, MatrixRef<T> out,
-                        int n_threads) {
+                        int n_threads, const Callback& callback) {
     check_kernel_arguments<T>(X, Z, kernel);
     require(out.rows() == X.rows() && out.cols() == Z.rows(), "kernel output has the wrong shape");
     if (X.rows() == 0 || Z.rows() == 0) return;
-    detail::kernel_packed<T>(X, detail::PackedCenters<T>(Z, kernel), out, n_threads,
-                             streams_output<T, T>(out.data(), out.rows(), out.cols()));
+    detail::kernel_packed<T>(X, detail::PackedCenters<T>(Z, kernel, callback, X.rows()), out, n_threads,
+                             streams_output<T, T>(out.data(), out.rows(), out.cols()), callback);
+    report_formed(callback, X.rows());
 }
 
 template <class T>
 void gaussian_kernel_into(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double sigma, MatrixRef<T> out,
-                          int n_threads) {
-    kernel_matrix_into<T>(X, Z, KernelSpec(sigma), out, n_threads);
+                          int n_threads, const Callback& callback) {
+    kernel_matrix_into<T>(X, Z, KernelSpec(sigma), out, n_threads, callback);
 }
 
 namespace detail {
 
 template <class T, class O>
-Matrix<O> kernel_stored(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, const KernelSpec& kernel, int n_threads) {
+Matrix<O> kernel_stored(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, const KernelSpec& kernel, int n_threads,
+                        const Callback& callback) {
     check_kernel_arguments<T>(X, Z, kernel);
     check_allocation(double(X.rows()) * double(Z.rows()) * sizeof(O),
                      "the kernel matrix (" + shape_text<O>(X.rows(), Z.rows()) + ")");
     Matrix<O> K(X.rows(), Z.rows());
     // Before the first write: huge pages where advised, mapped by all threads.
     advise_huge_pages(K.data(), std::size_t(K.size()) * sizeof(O));
-    populate_in_parallel(K.data(), std::size_t(K.size()) * sizeof(O), n_threads);
+    // Gigabytes of fresh pages take seconds: Ctrl-C between their chunks too.
+    const auto between_chunks = [&] { callback({"kernel", 0, X.rows()}); };
+    populate_in_parallel(K.data(), std::size_t(K.size()) * sizeof(O), n_threads,
+                         callback ? std::function<void()>(between_chunks) : std::function<void()>());
     if (X.rows() > 0 && Z.rows() > 0)
-        kernel_packed<T, O>(X, PackedCenters<T>(Z, kernel), K, n_threads,
-                            streams_output<T, O>(K.data(), K.rows(), K.cols()));
+        kernel_packed<T, O>(X, PackedCenters<T>(Z, kernel, callback, X.rows()), K, n_threads,
+                            streams_output<T, O>(K.data(), K.rows(), K.cols()), callback);
+    report_formed(callback, X.rows());
     return K;
 }
 
 template Matrix<float> kernel_stored<float, float>(const MatrixCRef<float>&, const MatrixCRef<float>&,
-                                                   const KernelSpec&, int);
+                                                   const KernelSpec&, int, const Callback&);
 template Matrix<double> kernel_stored<double, double>(const MatrixCRef<double>&, const MatrixCRef<double>&,
-                                                      const KernelSpec&, int);
+                                                      const KernelSpec&, int, const Callback&);
 template Matrix<Eigen::half> kernel_stored<float, Eigen::half>(const MatrixCRef<float>&, const MatrixCRef<float>&,
-                                                               const KernelSpec&, int);
+                                                               const KernelSpec&, int, const Callback&);
 
 template <class T>
 double kernel_bound(const MatrixCRef<T>& X, const KernelSpec& kernel) {
@@ -499,12 +532,14 @@ template double kernel_bound<double>(const MatrixCRef<double>&, const KernelSpec
 }  // namespace detail
 
 template <class T>
-Matrix<T> kernel_matrix(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, const KernelSpec& kernel, int n_threads) {
+Matrix<T> kernel_matrix(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, const KernelSpec& kernel, int n_threads,
+                        const Callback& callback) {
     // Planned before the n x m result is allocated; refused with what to change: rows
     // of X in blocks that fit (or kernel_predict, which streams them for K @ coef).
     const double rows = double(X.rows()), cols = double(Z.rows());
     // Small results skip the plan (it reads the memory limits from /proc three times).
-    if (rows * cols * sizeof(T) < double(1 << 26)) return detail::kernel_stored<T, T>(X, Z, kernel, n_threads);
+    if (rows * cols * sizeof(T) < double(1 << 26))
+        return detail::kernel_stored<T, T>(X, Z, kernel, n_threads, callback);
     detail::MemoryPlan plan("the kernel matrix of " + std::to_string(X.rows()) + " x " + std::to_string(Z.rows()));
     plan.add(detail::MemoryPlan::whole, "K (" + shape_text<T>(rows, cols) + ")", rows * cols * sizeof(T));
     const double most_rows = cols > 0 ? std::floor(double(available_memory_bytes()) / (cols * sizeof(T))) : rows;
@@ -512,12 +547,13 @@ Matrix<T> kernel_matrix(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, const Ke
                 " rows (or kernel_predict, which streams them, for K @ coef)");
     if (sizeof(T) == 8) plan.advise("float32 data (dtype=np.float32: 4 bytes an entry)");
     plan.check();
-    return plan.guard([&] { return detail::kernel_stored<T, T>(X, Z, kernel, n_threads); });
+    return plan.guard([&] { return detail::kernel_stored<T, T>(X, Z, kernel, n_threads, callback); });
 }
 
 template <class T>
-Matrix<T> gaussian_kernel(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double sigma, int n_threads) {
-    return detail::kernel_stored<T, T>(X, Z, KernelSpec(sigma), n_threads);
+Matrix<T> gaussian_kernel(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, double sigma, int n_threads,
+                          const Callback& callback) {
+    return detail::kernel_stored<T, T>(X, Z, KernelSpec(sigma), n_threads, callback);
 }
 
 template <class T>
@@ -532,7 +568,7 @@ Matrix<T> kernel_predict(const MatrixCRef<T>& X, const MatrixCRef<T>& centers, c
     // Blocks of about 32 MiB of kernel, so memory stays bounded for any n.
     const Index block = std::max<Index>(kRowBlock, (Index(1) << 22) / std::max<Index>(m, 1));
     if (n == 0 || m == 0) return Matrix<T>::Zero(n, coef.cols());
-    const detail::PackedCenters<T> packed(centers, kernel);
+    const detail::PackedCenters<T> packed(centers, kernel, callback, n);
     Matrix<T> K;
     for (Index r0 = 0; r0 < n; r0 += block) {
         const Index rows = std::min(block, n - r0);
@@ -546,10 +582,13 @@ Matrix<T> kernel_predict(const MatrixCRef<T>& X, const MatrixCRef<T>& centers, c
 
 #define NYTRO_INSTANTIATE(T)                                                                                       \
     template void kernel_matrix_into<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, const KernelSpec&,          \
-                                        MatrixRef<T>, int);                                                     \
-    template Matrix<T> kernel_matrix<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, const KernelSpec&, int);    \
-    template void gaussian_kernel_into<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double, MatrixRef<T>, int); \
-    template Matrix<T> gaussian_kernel<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double, int);             \
+                                        MatrixRef<T>, int, const Callback&);                                    \
+    template Matrix<T> kernel_matrix<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, const KernelSpec&, int,     \
+                                        const Callback&);                                                       \
+    template void gaussian_kernel_into<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double, MatrixRef<T>, int, \
+                                          const Callback&);                                                     \
+    template Matrix<T> gaussian_kernel<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, double, int,              \
+                                          const Callback&);                                                     \
     template Matrix<T> kernel_predict<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, const MatrixCRef<T>&,      \
                                          const KernelSpec&, int, const Callback&);
 NYTRO_INSTANTIATE(float)

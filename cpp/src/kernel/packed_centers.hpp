@@ -18,8 +18,11 @@ template <class T>
 class PackedCenters {
 public:
     // Throws std::invalid_argument as kernel_matrix does for a bad kernel or centres
-    // that overflow once scaled.
-    PackedCenters(const MatrixCRef<T>& Z, const KernelSpec& kernel);
+    // that overflow once scaled. `callback`, if given, is called as {"kernel", 0, rows}
+    // between panels (at most every 20 ms: an interruption point, as kernel_packed's, for
+    // the serial copies of many centres of many features; it may throw).
+    PackedCenters(const MatrixCRef<T>& Z, const KernelSpec& kernel, const Callback& callback = {},
+                  Index rows = 0);
 
     Index count() const { return count_; }
     Index depth() const { return depth_; }
@@ -55,6 +58,9 @@ private:
 // as O (T, or Eigen::half for T = float: float16 storage). `streamed`: write out with
 // non-temporal stores, for results far larger than the caches that nothing reads right
 // away (see streams_output); blocks a caller reuses at once stay in cache without it.
+// `callback`, if given, is called as {"kernel", rows done, rows} between the calling
+// thread's tasks (runtime/task_interruption.hpp: an interruption point; it may throw,
+// leaving out partly written); the bits do not depend on it.
 // (O is named, never deduced: callers pass Matrix<T> objects that convert to the Ref.)
 template <class O>
 struct KernelOutput {
@@ -62,12 +68,14 @@ struct KernelOutput {
 };
 template <class T, class O = T>
 void kernel_packed(const MatrixCRef<T>& X, const PackedCenters<T>& centers, typename KernelOutput<O>::type out,
-                   int n_threads, bool streamed = false);
+                   int n_threads, bool streamed = false, const Callback& callback = {});
 
 // kernel_matrix computed in T and stored as O (T, or Eigen::half for T = float), in a
-// fresh matrix whose pages are mapped before the kernel writes them.
+// fresh matrix whose pages are mapped before the kernel writes them; `callback` as
+// kernel_matrix's.
 template <class T, class O>
-Matrix<O> kernel_stored(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, const KernelSpec& kernel, int n_threads);
+Matrix<O> kernel_stored(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, const KernelSpec& kernel, int n_threads,
+                        const Callback& callback = {});
 
 // max_i k(x_i, x_i) over the rows of X: 1 for the distance-based kernels, max ||x_i||^2
 // for the linear one (the paper's step gamma / n has gamma = 1 / this bound).

@@ -3,6 +3,7 @@
 #include "passes/dense.hpp"
 #include "runtime/machine_rates.hpp"
 #include "runtime/input_checks.hpp"
+#include "runtime/task_interruption.hpp"
 #include "nytro/errors.hpp"
 #include "nytro/kernel.hpp"
 
@@ -11,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 namespace nytro::detail {
 
@@ -76,19 +78,44 @@ double ErrorTally::misclassified(Index model) const {
     return wrong;
 }
 
+namespace {
+
+// A copy of A in U, in row blocks of about a million entries with `interruption` between
+// them: a hold-out set of gigabytes takes seconds to copy into fresh memory on a loaded
+// machine. The same entries as one whole copy.
+template <class U, class T>
+Matrix<U> copy_in_blocks(const MatrixCRef<T>& A, TaskInterruption& interruption) {
+    Matrix<U> out(A.rows(), A.cols());
+    const Index block = std::max<Index>(1, (Index(1) << 20) / std::max<Index>(A.cols(), 1));
+    for (Index r0 = 0; r0 < A.rows(); r0 += block) {
+        const Index rows = std::min(block, A.rows() - r0);
+        out.middleRows(r0, rows) = A.middleRows(r0, rows).template cast<U>();
+        interruption.after_task(0);
+    }
+    return out;
+}
+
+}  // namespace
+
 template <class T>
 Validation<T>::Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val, const Matrix<T>& centers,
-                          const KernelSpec& kernel, int n_threads, bool low_precision, double budget_bytes, bool defer)
-    : X_val_(X_val), Y_val_(Y_val), centers_(centers), kernel_(kernel) {
+                          const KernelSpec& kernel, int n_threads, bool low_precision, double budget_bytes, bool defer,
+                          Callback callback)
+    : Y_val_(Y_val), centers_(centers), kernel_(kernel), callback_(std::move(callback)) {
+    TaskInterruption interruption(callback_ ? std::function<void()>([this, &X_val] {
+        callback_({"kernel", 0, X_val.rows()});
+    })
+                                            : std::function<void()>());
+    X_val_ = copy_in_blocks<T, T>(X_val, interruption);
     low_ = low_precision && !std::is_same_v<T, float>;
     if (low_) {  // cast once: the streamed form computes its float32 blocks from these
-        X_val_low_ = X_val.template cast<float>();
+        X_val_low_ = copy_in_blocks<float, T>(X_val, interruption);
         centers_low_ = centers.template cast<float>();
     }
     const double bytes = stored_bytes();
     if (bytes > budget_bytes || defer) {  // streamed at each call, or until stored
-        if (low_) packed_low_ = std::make_unique<PackedCenters<float>>(centers_low_, kernel_);
-        else packed_ = std::make_unique<PackedCenters<T>>(centers_, kernel_);
+        if (low_) packed_low_ = std::make_unique<PackedCenters<float>>(centers_low_, kernel_, callback_, X_val.rows());
+        else packed_ = std::make_unique<PackedCenters<T>>(centers_, kernel_, callback_, X_val.rows());
     }
     if (bytes > budget_bytes) return;  // streamed at each call
     if (defer) {
@@ -109,10 +136,9 @@ Validation<T>::Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val
 template <class T>
 void Validation<T>::store(int n_threads) const {
     if (low_)  // computed in float32 directly: no float64 copy at the peak
-        K_val_low_ = kernel_matrix<float>(X_val_low_, centers_low_, kernel_,
-                                            n_threads);
+        K_val_low_ = kernel_matrix<float>(X_val_low_, centers_low_, kernel_, n_threads, callback_);
     else
-        K_val_ = kernel_matrix<T>(X_val_, centers_, kernel_, n_threads);
+        K_val_ = kernel_matrix<T>(X_val_, centers_, kernel_, n_threads, callback_);
 }
 
 template <class T>
@@ -173,7 +199,7 @@ void Validation<T>::predict_blocks(const MatrixCRef<T>& alphas, int n_threads, C
         for (Index r0 = 0; r0 < n_val; r0 += rows) {
             const Index count = std::min(rows, n_val - r0);
             auto block = K.topRows(count);
-            kernel_packed<U>(X.middleRows(r0, count), packed, block, n_threads);
+            kernel_packed<U>(X.middleRows(r0, count), packed, block, n_threads, false, callback_);
             predictions.resize(count, alphas.cols());
             product(block);
             consume(predictions, r0);

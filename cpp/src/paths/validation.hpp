@@ -70,8 +70,10 @@ public:
     // budget_bytes. defer: store it only once recomputing
     // it has cost about what its first touch would (see store_after_), for callers that may
     // validate only a few times (gd's Lanczos path: once per stretch of the basis).
+    // callback: the fit's, called while K_val is formed, stored or streamed (its interruption
+    // points: kernel_packed's); copied, may be empty.
     Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val, const Matrix<T>& centers, const KernelSpec& kernel,
-               int n_threads, bool low_precision, double budget_bytes, bool defer = false);
+               int n_threads, bool low_precision, double budget_bytes, bool defer = false, Callback callback = {});
 
     // alphas holds c coefficient blocks of q columns each (block j = columns [jq, jq+q));
     // appends c RMSEs to `out` (c error rates with Metric::error, see set_metric).
@@ -151,6 +153,7 @@ private:
     Matrix<T> centers_;       // the streamed form recomputes k(X_val, centres)
     Matrix<float> X_val_low_, centers_low_;  // low_: both in float32, for the float32 kernel
     KernelSpec kernel_;
+    Callback callback_;
     // The centres packed once for the streamed form (in float32 when low_); null while
     // K_val is stored from the start.
     std::unique_ptr<PackedCenters<T>> packed_;

@@ -1,6 +1,7 @@
 #include "runtime/huge_pages.hpp"
 
 #include "runtime/parallel.hpp"
+#include "runtime/task_interruption.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -49,7 +50,7 @@ void advise_huge_pages(void* data, std::size_t bytes) {
 #endif
 }
 
-void populate_in_parallel(void* data, std::size_t bytes, int n_threads) {
+void populate_in_parallel(void* data, std::size_t bytes, int n_threads, const std::function<void()>& between) {
 #if defined(__linux__)
     if (data == nullptr || bytes < kPopulateBytes) return;
     // Chunks of whole huge pages where advise_huge_pages applies, so that no huge page is
@@ -57,14 +58,17 @@ void populate_in_parallel(void* data, std::size_t bytes, int n_threads) {
     constexpr std::uintptr_t chunk = std::uintptr_t(16) << 20;
     const auto [begin, end] = aligned_interior(data, bytes, bytes >= kHugePageAdviceBytes ? kHugePage : small_page());
     if (end <= begin) return;
-    parallel_for(Index((end - begin + chunk - 1) / chunk), n_threads, [&, begin = begin, end = end](Index c, int) {
+    TaskInterruption interruption(between);
+    parallel_for(Index((end - begin + chunk - 1) / chunk), n_threads, [&, begin = begin, end = end](Index c, int thread) {
         const std::uintptr_t first = begin + std::uintptr_t(c) * chunk, last = std::min(end, first + chunk);
         madvise(reinterpret_cast<void*>(first), last - first, kPopulateWrite);
+        interruption.after_task(thread);
     });
 #else
     (void)data;
     (void)bytes;
     (void)n_threads;
+    (void)between;
 #endif
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 
 namespace nytro::detail {
 
@@ -37,8 +38,11 @@ void populate_pages(void* data, std::size_t bytes);
 // it, in 16 MiB chunks taken by n_threads threads (huge pages where advise_huge_pages was
 // called first). Faulting them in while computing costs more than faulting them in
 // first: each fault zeroes its page through the cache the computation is using. Advice
-// only, as above.
-void populate_in_parallel(void* data, std::size_t bytes, int n_threads);
+// only, as above. `between`, if given, is called on the calling thread between its chunks
+// (task_interruption.hpp: an interruption point, for the seconds that gigabytes take; it
+// may throw, leaving the rest unpopulated).
+void populate_in_parallel(void* data, std::size_t bytes, int n_threads,
+                          const std::function<void()>& between = {});
 
 // populate_pages over a freshly allocated matrix's storage.
 template <class M>

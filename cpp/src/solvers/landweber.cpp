@@ -44,13 +44,14 @@ PathResult<T> landweber_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, con
     plan.check();
     return plan.guard([&] {
         const Vector<T> row_scale = detail::row_scales<T>(options.sample_weights, n, "sample_weights");
-        Matrix<T> K = kernel_matrix<T>(X, X, kernel, threads);
+        Matrix<T> K = kernel_matrix<T>(X, X, kernel, threads, options.callback);
         Matrix<T> rhs = Y;
         // Sample weights: the weighted iteration alpha_t = alpha - s S^2 (K alpha - y) is, with
         // alpha = S beta, the unweighted one on S K S and S y (S = diag(sqrt(w'))).
         if (row_scale.size() > 0) detail::scale_both_sides<T>(K, rhs, row_scale);
         const Matrix<T> centers = X;
-        const auto validation = detail::make_validation<T>(X_val, Y_val, centers, kernel, threads, false, 0.0);
+        const auto validation =
+            detail::make_validation<T>(X_val, Y_val, centers, kernel, threads, false, 0.0, false, options.callback);
         detail::configure_validation(validation.get(), options);
 
         // The iterations solve K alpha = y directly (K is symmetric positive semidefinite).

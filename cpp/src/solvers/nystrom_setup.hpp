@@ -27,11 +27,13 @@ NystromSetup<T> prepare_nystrom(const MatrixCRef<T>& centers, const KernelSpec& 
 
 // The hold-out set (null without one), its kernel stored if it fits what is available
 // once `reserved_bytes` more are allocated by the solver; with `defer`, stored only once
-// recomputing it has cost about its first touch (Validation).
+// recomputing it has cost about its first touch (Validation, which calls `callback` while
+// it forms the kernel).
 template <class T>
 std::unique_ptr<Validation<T>> make_validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val,
                                                const Matrix<T>& centers, const KernelSpec& kernel, int threads,
-                                               bool low_precision, double reserved_bytes, bool defer = false);
+                                               bool low_precision, double reserved_bytes, bool defer,
+                                               const Callback& callback);
 
 // Coefficients over the support rows, scattered back to all m centres (0 elsewhere).
 template <class T>

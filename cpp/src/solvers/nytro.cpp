@@ -96,16 +96,16 @@ struct DirectSolver {
     std::unique_ptr<detail::FusedPass<T, S>> pass;
 
     void build(detail::LinearProblem<T>& problem, const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
-               const detail::NystromSetup<T>& setup, const KernelSpec& kernel, int threads, const Callback&) {
+               const detail::NystromSetup<T>& setup, const KernelSpec& kernel, int threads, const Callback& callback) {
         const detail::FitFactor<T>& factor = setup.factor;
         if constexpr (std::is_same_v<S, T>) {
-            K = kernel_matrix<T>(X, setup.used, kernel, threads);
+            K = kernel_matrix<T>(X, setup.used, kernel, threads, callback);
         } else {
             // Computed in float, stored as S (float or half); checked before X's float copy.
             check_allocation(double(X.rows()) * double(setup.used.rows()) * sizeof(S),
                              "K_nm (" + shape_text<S>(X.rows(), setup.used.rows()) + ")");
             K = detail::kernel_stored<float, S>(X.template cast<float>(), setup.used.template cast<float>(),
-                                                         kernel, threads);
+                                                         kernel, threads, callback);
         }
         // Sample weights: the rows of K_nm scaled once as stored (Y comes scaled alike).
         if (setup.row_scale) detail::scale_rows<S>(K, setup.row_scale->template cast<S>());
@@ -377,7 +377,7 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
         const Index validated_columns = options.max_iter * Y.cols();
         const bool rotated = result.solver == Solver::spectral && rotates_hold_out(X_val.rows(), validated_columns);
         setup.validation = detail::make_validation<T>(X_val, Y_val, setup.used, kernel, threads, low, reserved,
-                                                      /*defer=*/!rotated);
+                                                      /*defer=*/!rotated, options.callback);
         detail::configure_validation(setup.validation.get(), options);
 
         detail::LinearProblem<T> problem;

@@ -170,7 +170,8 @@ TikhonovResult<T> nkrls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, con
         auto setup = detail::prepare_nystrom<T>(centers, kernel, options.factor, threads, options.callback);
         const double k = double(setup.factor.rank());
         setup.validation = detail::make_validation<T>(X_val, Y_val, setup.used, kernel, threads, low,
-                                                      4.0 * k * k * sizeof(T));  // H, its eigenvectors, solves
+                                                      4.0 * k * k * sizeof(T),  // H, its eigenvectors, solves
+                                                      false, options.callback);
         detail::configure_validation(setup.validation.get(), options);
         const auto normal = detail::stream_normal_equations<T>(
             X, Yw, setup.used, setup.factor.formed(threads, options.callback), kernel, threads, options.callback, low, true,
@@ -208,7 +209,7 @@ TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, cons
     plan.check();
     const Vector<T> row_scale = detail::row_scales<T>(options.sample_weights, X.rows(), "sample_weights");
     return plan.guard([&] {
-        Matrix<T> K = kernel_matrix<T>(X, X, kernel, threads);
+        Matrix<T> K = kernel_matrix<T>(X, X, kernel, threads, options.callback);
         Matrix<T> Yc = Y;
         // Sample weights: (S K S + lambda n I) beta = S y, alpha = S beta with S = diag(sqrt(w'))
         // solves (S^2 K + lambda n I) alpha = S^2 y, the weighted problem's normal equations.
@@ -217,7 +218,8 @@ TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, cons
         Matrix<T> alphas = solves.solve_all(scaled(lambdas, X.rows()), options.callback);
         if (row_scale.size() > 0) detail::scale_rows<T>(alphas, row_scale);
         const Matrix<T> centers = X;
-        const auto validation = detail::make_validation<T>(X_val, Y_val, centers, kernel, threads, false, 0.0);
+        const auto validation =
+            detail::make_validation<T>(X_val, Y_val, centers, kernel, threads, false, 0.0, false, options.callback);
         detail::configure_validation(validation.get(), options);
         TikhonovResult<T> result;
         result.rank = X.rows();
@@ -235,7 +237,7 @@ Matrix<T> kols(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const KernelSpec&
     const double cut_ratio = rcond < 0 ? double(n) * std::numeric_limits<T>::epsilon() : rcond;
     require(cut_ratio < 1, "rcond must be < 1, got " + format_number(rcond));
     const Vector<T> row_scale = detail::row_scales<T>(sample_weights, n, "sample_weights");
-    Matrix<T> K = kernel_matrix<T>(X, X, kernel, detail::resolve_threads(n_threads));
+    Matrix<T> K = kernel_matrix<T>(X, X, kernel, detail::resolve_threads(n_threads), callback);
     Matrix<T> Ys = Y;
     // Sample weights: alpha = S pinv(S K S) S y (S = diag(sqrt(w'))), the weighted
     // least-squares solution of least norm in the metric of the scaled problem.
