@@ -843,10 +843,11 @@ class _Cluster:
     latency: float
 
 
-def _cluster(data: _Data, split_every) -> _Cluster | None:
+def _cluster(data: _Data) -> _Cluster | None:
     """The current distributed client's _Cluster for products over `data`'s chunks, or
     None without one. The workers' rate: the client's probed float64 (float32) flop/s per
-    thread (nytro.machine_rates, cached) times the workers' threads."""
+    thread (nytro.machine_rates, cached) times the workers' threads. Its latency is left
+    at 0: _auto_mode times a round trip only where it can change the choice."""
     client = _client()
     if client is None:
         return None
@@ -854,8 +855,19 @@ def _cluster(data: _Data, split_every) -> _Cluster | None:
     workers = client.scheduler_info(n_workers=-1)["workers"].values()
     rate = machine_rates(1)["flops32" if data.dtype == np.float32 else "flops"]
     threads = sum(int(w.get("nthreads") or 1) for w in workers)
-    return _Cluster([int(w.get("memory_limit") or 0) for w in workers], rate * threads,
-                    _round_trip_seconds(client, len(_blocks(data)), split_every))
+    return _Cluster([int(w.get("memory_limit") or 0) for w in workers], rate * threads, 0.0)
+
+
+def _auto_mode(solver, method, n_train, k, max_iter, data, m, split_every) -> str:
+    """_choose_solver with the current cluster; a round trip is timed only when "direct"
+    wins without it (a latency can only turn "direct" into "gram")."""
+    cluster = _cluster(data) if solver == "auto" and method != "hybrid" else None
+    args = (solver, method, n_train, k, max_iter, data.dtype.itemsize)
+    mode = _choose_solver(*args, m=m, **(dataclasses.asdict(cluster) if cluster else {}))
+    if mode == "direct" and cluster is not None:
+        cluster.latency = _round_trip_seconds(_client(), len(_blocks(data)), split_every)
+        mode = _choose_solver(*args, m=m, **dataclasses.asdict(cluster))
+    return mode
 
 
 def _choose_solver(solver, method, n_train, k, max_iter, itemsize, limits=None, m=None, latency=0.0,
@@ -1215,9 +1227,7 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     exponents = _exponents(scales)
     k, q = R.shape[1], data.Y.shape[1]
     kern = dataclasses.replace(kern, low=low)
-    cluster = _cluster(data, split_every) if solver == "auto" and method != "hybrid" else None
-    mode = _choose_solver(solver, method, n_train, k, max_iter, data.dtype.itemsize, m=C.shape[0],
-                          **(dataclasses.asdict(cluster) if cluster else {}))
+    mode = _auto_mode(solver, method, n_train, k, max_iter, data, C.shape[0], split_every)
     if mode == "direct":
         operator = _DirectOperator(data, fraction, seed, C, R, kern, n_threads, split_every, exponents)
         H, c = operator, operator.rhs()
