@@ -643,7 +643,6 @@ def test_functions_take_the_table_rows_and_options(client):
         nd.nytro_path(Xd, yd, sigma, options=nytro.TikhonovOptions(), **args)
     refused = [(nd.nytro_path, dict(storage="float16"), "storage='float16' is not supported on Dask"),
                (nd.nytro_path, dict(storage=np.float16, solver="direct"), "storage=.*float16.* is not supported"),
-               (nd.nytro_path, dict(metric="error", method="hybrid"), "metric='error' with method 'hybrid'"),
                (nd.nytro_path, dict(solver="spectral"), "solver='spectral'.*'gram', 'direct', 'auto'"),
                (nd.nkrls_path, dict(solver="cholesky"), "solver='cholesky'.*supported: 'eigh'")]
     for function, kwargs, message in refused:

@@ -1184,12 +1184,14 @@ def _shifted_solutions(a, b, shifts, norm):
 
 
 def _hybrid(data, fraction, seed, C, R, H, c, sigma, n_train, n_val, max_iter, stopping, tol, window, patience,
-            n_threads, split_every, scales, grid=None, eps=None):
+            n_threads, split_every, scales, grid=None, eps=None, metric="rmse"):
     """Method "hybrid" from A^T A: Lanczos on the client, the hold-out images' R factors
     by TSQR on the workers, then the core's selection of (t, lambda) on `grid` (None: the
     paper's; without a hold-out set its first lambda is taken); eps: the rounding of a
-    product with H (None: H's dtype's). Returns (coef m x q for the scaled targets, path,
-    selected, stopped, lambda, Lanczos steps)."""
+    product with H (None: H's dtype's). metric "error": the path of (weighted) error
+    rates, from every hold-out row's prediction at every (t, lambda) as the core's tally
+    (_hybrid_error_part). Returns (coef m x q for the scaled targets, path, selected,
+    stopped, lambda, Lanczos steps)."""
     if grid is None:
         grid = np.array([10.0 ** ((15.0 * i) / 99.0 - 15.0) for i in range(100)])  # as the core's pow
     q = c.shape[1]
@@ -1229,6 +1231,13 @@ def _hybrid(data, fraction, seed, C, R, H, c, sigma, n_train, n_val, max_iter, s
     if n_val == 0:
         return coef_at(k_run, 0), np.zeros(0), max_iter, max_iter, float(grid[0]), k_run
     bases = np.hstack([col[0] for col in columns if col is not None] or [np.zeros((R.shape[0], 0), H.dtype)])
+    if metric == "error":
+        path, best_lambdas = _hybrid_error_path(data, fraction, seed, C, bases, columns, solutions, shifts, sigma,
+                                                n_threads, split_every, scales)
+        selected, stopped = reference._select(np.asarray(path), stopping, tol, window, patience, metric)
+        lam = best_lambdas[selected - 1]
+        return (coef_at(min(selected, k_run), lam), np.asarray(path[:stopped]), selected, stopped,
+                float(grid[lam]), k_run)
     C_b, bases_b = _broadcast(C, bases)
     parts = [dask.delayed(_images_part)(x, y, start, stop, fraction, seed, C_b, bases_b, sizes, sigma,
                                         data.dtype, data.estimator, n_threads, _exponents(scales))
@@ -1267,6 +1276,70 @@ def _hybrid(data, fraction, seed, C, R, H, c, sigma, n_train, n_val, max_iter, s
     lam = best_lambdas[selected - 1]
     return (coef_at(min(selected, k_run), lam), np.asarray(path[:stopped]), selected, stopped, float(grid[lam]),
             k_run)
+
+
+def _hybrid_error_path(data, fraction, seed, C, bases, columns, solutions, shifts, kern, n_threads, split_every,
+                       scales):
+    """hybrid's error-rate path: per t, the rate of the best lambda (the smallest, a tie
+    going to the larger lambda, as the core's), from one pass over the hold-out rows; t = 1
+    alone (predictions 0) where every column of c is 0. Returns (path, best lambda per t)."""
+    # The projected problems travel as their tridiagonals (the tasks solve them, O(k^2 L)),
+    # not as their k_run^2 L / 2 solutions; an invariant space's last solve is sent as is.
+    projected = [None if col is None else (col[1], col[2], col[3], solutions[j][-1] if col[4] is not None else None)
+                 for j, col in enumerate(columns)]
+    k_run, L = max([0] + [len(p[0]) for p in projected if p is not None]), len(shifts)
+    C_b, bases_b = _broadcast(C, bases)
+    parts = [dask.delayed(_hybrid_error_part)(x, y, start, stop, fraction, seed, C_b, bases_b, projected, shifts,
+                                              kern, data.dtype, data.estimator, n_threads, _exponents(scales))
+             for x, y, start, stop in _blocks(data)]
+    summed = _tree_sum(parts, ((k_run + 1) * L + 1,), split_every).compute(optimize_graph=False)
+    rates = summed[:-1].reshape(k_run + 1, L) / summed[-1]
+    if k_run == 0:
+        return [float(rates[0, 0])], [0]
+    path, best_lambdas = [], []
+    for row in rates[1:]:
+        best = len(row) - 1 - int(np.argmin(row[::-1]))  # the last of the smallest
+        path.append(float(row[best]))
+        best_lambdas.append(best)
+    return path, best_lambdas
+
+
+def _hybrid_error_part(X, Y, start, stop, fraction, seed, C, bases, projected, shifts, kern, dtype, estimator,
+                       n_threads, exponents):
+    """This chunk's summed w' of the hold-out rows misclassified at every (t, lambda) of
+    hybrid's path, t = 0 (predictions 0) to the longest basis, then the total w' of its
+    hold-out rows ((t_max + 1) L + 1,). projected: per output, None (c = 0) or (a, b, |c|,
+    last) of its Lanczos process, last its invariant space's solutions at its full size
+    (None: the plain solve). Predictions P_j = k(X_val, C) bases_j z_j(t, lambda), the
+    class of a row that of reference._classes, as the core's ErrorTally."""
+    X, Y, scale = _chunk_rows(X, Y, start, stop, fraction, seed, dtype, estimator, exponents, True)
+    weights = np.ones(len(Y)) if scale is None else scale * scale
+    sizes = [0 if p is None else len(p[0]) for p in projected]
+    solutions = []
+    for p in projected:
+        solved = None if p is None else _shifted_solutions(p[0], p[1], shifts, p[2])
+        if p is not None and p[3] is not None:
+            solved[-1] = p[3]
+        solutions.append(solved)
+    K, L, q = max([0] + sizes), len(shifts), len(projected)
+    wrong = np.zeros((K + 1, L))
+    threads = _task_threads(n_threads)
+    with _CORE_LOCK:
+        for r0, r1 in _row_blocks(len(X), max(C.shape[0], bases.shape[1], L * q)):
+            images = (kern(X[r0:r1], C, threads) @ bases).astype(np.float64)
+            truth = reference._classes(Y[r0:r1].astype(np.float64))
+            for t in range(K + 1):
+                P = np.zeros((r1 - r0, L, q))
+                first = 0
+                for j, size in enumerate(sizes):
+                    kc = min(t, size)
+                    if kc:
+                        P[:, :, j] = images[:, first:first + kc] @ solutions[j][kc - 1]
+                    first += size
+                # The class of each row: the sign of one column, or the first largest column.
+                predicted = P[:, :, 0] > 0 if q == 1 else np.argmax(P, axis=2)
+                wrong[t] += weights[r0:r1] @ (predicted != truth[:, None])
+    return np.append(wrong.ravel(), np.sum(weights))
 
 
 # ---------------------------------------------------------------------- public
@@ -1311,9 +1384,6 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     values = _options(opt.DASK_NYTRO, options, locals())
     method, solver, n_threads, metric = values["method"], values["solver"], values["n_threads"], values["metric"]
     patience = chk.check_patience(n_iter_no_change)
-    if metric == "error" and method == "hybrid":  # refused before any pass over the chunks
-        raise NotImplementedError("metric='error' with method 'hybrid' is not supported on Dask arrays yet; "
-                                  "methods 'gd', 'nu' and 'cg' take it")
     # storage="float32" changes a float64 computation only, as in memory.
     low = (chk.check_storage(values["storage"], chk.NYTRO_STORAGES) == "float32" and isinstance(X, da.Array)
            and chk.compute_dtype(dtype, np.empty(0, X.dtype)) == np.float64)
@@ -1350,7 +1420,7 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
         grid = None if hybrid_lambda is None or n_val else np.array([float(hybrid_lambda)])
         coef, path, selected, stopped, lam, products = _hybrid(
             data, fraction, seed, C, R, H, c, kern, n_train, n_val, max_iter, stopping, rule_tol, window, patience,
-            n_threads, split_every, scales, grid, krylov_eps)
+            n_threads, split_every, scales, grid, krylov_eps, metric)
         products = H.products if mode == "direct" else products
     else:
         apply = H if mode == "direct" else (lambda b: H @ b)

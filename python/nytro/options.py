@@ -773,7 +773,8 @@ metric : {"rmse", "error"}
     or the largest of one-vs-all columns), each row weighted by its sample weight
     (sum_v w_v [row v wrong] / sum_v w_v); ties go to the smaller t and to the larger
     lambda. Each chunk counts its own hold-out rows' errors (and weights) for every
-    iterate, summed by the tree reduction. With method "hybrid": NotImplementedError.""")
+    iterate (method "hybrid": every (t, lambda), as the core), summed by the tree
+    reduction.""")
 DASK_TIKHONOV_SOLVER = _dask_refusing(TIKHONOV_SOLVER, ("eigh",), """\
 solver : "eigh"
     One eigendecomposition of A^T A (formed in one pass over the chunks) serves every
