@@ -20,11 +20,13 @@ chunks:
    eigendecomposition of A^T A) is computed on the client in m dimensions; the m x T
    matrix of coefficients alpha_t = R beta_t is scattered, and each chunk's hold-out rows
    give the squared errors of the predictions k(X_val_i, C) alpha_t, formed explicitly,
-   summed over rows by the same tree reduction. Method "hybrid" grows its Lanczos bases
+   summed over rows by the same tree reduction (metric="error": the weights of the rows
+   each alpha_t misclassifies, and of all of them). Method "hybrid" grows its Lanczos bases
    V on the client; each chunk's hold-out rows give the triangular factor of
    [k(X_val_i, C) R V, y_val_i], combined up a tree of QR factorisations (TSQR), from
    which the errors of every (t, lambda) follow as in the core (a residual plus
-   ||g - S z||^2, sums of squares, no normal equations).
+   ||g - S z||^2, sums of squares, no normal equations); with metric="error" each chunk
+   predicts its hold-out rows at every (t, lambda) instead, as the core's tally does.
 
 The hold-out split needs no shuffle: row i (its global index) is held out when a 64-bit
 hash of (i, seed) falls below validation_fraction (see :func:`holdout_mask`). The number
@@ -47,16 +49,27 @@ hold-out row weights.
 The parameters are the rows of ``nytro.options`` (DASK_NYTRO, DASK_NKRLS): the in-memory
 functions' names, defaults and options objects, with the values not taken here refused.
 
-storage="float32" (direct mode) keeps the workers' K_i in float32 while computing in
-float64, as the core keeps K_nm.
+storage="float32" with float64 compute does what the core does: kernel blocks from the
+rows and centres rounded to float32, computed in float32 (the hold-out kernel too). The
+direct mode keeps the workers' K_i so, as the core keeps K_nm, and widens it in each
+product; the gram mode and NKRLS form A_i = K_i R with R rounded to float32, and A_i^T A_i
+and A_i^T y from float32 products summed in float64 (the core's low-precision
+accumulation); NYTRO's gram mode then keeps A^T A rounded to float32 on the client (the
+core's stored H), its products in float64. The Krylov methods stop, and gd's Lanczos
+iterates are certified, at float32's rounding, as in the core.
+
+iterates="auto" takes gd's iterates from Lanczos bases where the core's "auto" does
+(float64 compute; in gram mode from rank 5 on, 9 with float32 storage), the step's
+estimate of lambda_max in the same products: in direct mode, tens of round trips
+instead of max_iter.
 
 center_selection="leverage" runs nytro.centers' sampler on the training rows, each level
 gathering the candidate rows it has not seen yet from their chunks.
 
-Not done yet (issue 28): storage="float32" outside the direct mode and for "hybrid",
-"float16" (the computation's dtype may be float32: dtype=, or float32 data), gd's Lanczos
-iterates under iterates="auto" (the client steps; iterates="lanczos" takes them, certified
-as the core's), metric="error" (the classifiers), and progress reporting.
+Not done yet (issue 28): storage="float16" (the computation's dtype may be float32:
+dtype=, or float32 data), the classifiers' fit on Dask arrays (their stratified hold-out
+split is not defined on Dask; nytro_path and nkrls_path take metric="error" on +-1 coded
+targets), and progress reporting.
 """
 from __future__ import annotations
 

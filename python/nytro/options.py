@@ -731,16 +731,18 @@ solver : {"auto", "direct", "gram"}
     chunk's kernel K_i = k(X_i, C) once, keeps it on the worker that computed it, and
     takes every product as a map over the chunks and a tree sum of m-vectors (every
     method; "cg" and "hybrid" take one per Lanczos step, for all of y's columns at once);
-    "auto" picks "direct" when max_iter products cost less than forming A^T A, the
-    method is not "hybrid", a distributed client runs and the kernel blocks fit in half
-    of each worker's memory_limit, and "gram" otherwise. The costs are in flops, a
+    "auto" picks "direct" when the path's products (max_iter; for gd's Lanczos iterates,
+    iterates "lanczos", or "auto" in float64, 8 + 4 max_iter^(1/4) at most, as the core's
+    cost model counts them) cost less than forming A^T A, the method is not "hybrid", a
+    distributed client runs and the kernel blocks (in float32 with storage="float32") fit
+    in half of each worker's memory_limit, and "gram" otherwise. The costs are in flops, a
     product 4 n k and A^T A 2 n k^2 + k^3 (n training rows, rank k), and every round trip
     to the scheduler (one per product, one for A^T A) adds its seconds times the workers'
     flop/s: the seconds of a product's map-reduce without work over the data's chunks
     (the best of three, measured once per client and number of chunks), the flop/s the
     client's ``nytro.machine_rates`` per thread times the workers' threads. A round
     trip weighs as much as a pass over millions of kernel values, whatever n: "direct"
-    needs max_iter below k / 2 and n large enough for A^T A to outweigh max_iter round
+    needs its products below k / 2 and n large enough for A^T A to outweigh their round
     trips. "spectral" is refused (NotImplementedError).""")
 DASK_NYTRO_STORAGE = _dask_refusing(NYTRO_STORAGE, (None, "float32"), """\
 storage : {None, "float32"}
