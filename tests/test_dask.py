@@ -171,8 +171,8 @@ def test_gd_lanczos_iterates_equal_in_memory(client, solver, n_outputs, dtype, s
 def test_gd_lanczos_iterates_are_the_stepwise_ones():
     """_lanczos_gd against stepping gd on the same H (an exact computation of the
     iterates it certifies): every iterate within 1e-12 relative, in fewer products than
-    iterations; None (step instead) where the bound cannot certify them within max_iter /
-    2 vectors (eps = 0)."""
+    iterations; None (step instead) where the bound cannot certify them within the
+    core's basis limit (eps = 0)."""
     rng = np.random.default_rng(3)
     Q = np.linalg.qr(rng.standard_normal((30, 30)))[0]
     H = (Q * np.logspace(0, -12, 30)) @ Q.T  # a decaying spectrum, as kernels have
@@ -188,9 +188,12 @@ def test_gd_lanczos_iterates_are_the_stepwise_ones():
     for t in (0, 1, 9, 99, 299):
         for j in range(2):
             assert relative_error(iterates[t][:, j], stepped[t][:, j]) < 1e-12, (t, j)
-    # 40 iterations allow 20 vectors, short of the invariant space (30): eps = 0 leaves
-    # every later iterate uncertified.
-    assert nd._lanczos_gd(lambda B: H @ B, c, step, 40, 0.0)[0] is None
+    # 80 iterations allow 40 vectors (the core's limit), short of an invariant space of 60:
+    # eps = 0 leaves every later iterate uncertified.
+    Q = np.linalg.qr(rng.standard_normal((60, 60)))[0]
+    H = (Q * np.logspace(0, -12, 60)) @ Q.T
+    assert nd._basis_limit(60, 2, 80) == 40
+    assert nd._lanczos_gd(lambda B: H @ B, H @ rng.standard_normal((60, 2)), step, 80, 0.0)[0] is None
 
 
 def _log_read(block, log, block_info=None):

@@ -87,6 +87,21 @@ def test_float32_storage_in_gram_mode_equals_in_memory(client, method, max_iter,
     assert_float32_storage_close(fit, expected, in_memory_fit(X, y, sigma, fit, w, **args))
 
 
+def test_float32_storage_hybrid_direct_equals_in_memory(client):
+    """Method "hybrid" in "direct" mode with storage="float32" (refused before): the
+    workers' float32 K_i, its Lanczos processes stopping at float32's rounding, as the
+    in-memory direct solver's; the same kernel values, so to float64's tolerance."""
+    X, y, sigma = data(n_outputs=2)
+    w = weights(len(X))
+    args = dict(method="hybrid", max_iter=20, solver="direct", storage="float32")
+    fit = dask_fit(X, y, sigma, sample_weight=w, **args)
+    expected = in_memory_fit(X, y, sigma, fit, w, **args)
+    check_path(fit, expected, X.dtype)
+    assert fit.result.lambda_ == expected.lambda_ and fit.result.products == expected.products
+    assert relative_error(fit.result.coef, in_memory_fit(X, y, sigma, fit, w, method="hybrid", max_iter=20,
+                                                         solver="direct").coef) > 1e-8
+
+
 def test_float32_storage_with_solver_auto(client):
     """solver="auto" with storage="float32" (gram on this cluster, the round trips
     outweighing the small problem): the in-memory storage="float32" gram fit."""

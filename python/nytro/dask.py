@@ -1102,20 +1102,28 @@ def _lanczos_products(max_iter, k) -> float:
     return min(float(max_iter), 8.0 + 4.0 * math.sqrt(math.sqrt(max_iter)), float(k))
 
 
+def _basis_limit(dim, q, max_iter) -> int:
+    """The most vectors a column's basis may take, as the core's basis_limit
+    (paths/lanczos_path.cpp): at most half the stepwise path's products (32 at least, never
+    past max_iter), 512, and 256 MiB of float64 bases for the q columns."""
+    by_memory = max(1, int(256 * 2**20 / (dim * q * 8.0)) - 1)
+    return max(1, min(dim, min(max_iter, max(32, max_iter // 2)), 512, by_memory))
+
+
 def _lanczos_gd(apply, c, step, max_iter, eps, top=None):
     """gd's iterates beta_1..beta_max_iter for H beta = c from Lanczos bases, as the core's
     iterates="lanczos" (paths/lanczos_path.hpp): each column's basis grows (all columns'
     vectors in one product per step) until the bound certifies all max_iter iterates within
-    64 eps of stepping, at most max_iter / 2 vectors. step: the step; or, with `top` (a
+    64 eps of stepping, at most _basis_limit vectors. step: the step; or, with `top` (a
     _top_eigenvalue_process), a function of its lambda_max giving the step: the estimate
     then runs in the same products as the bases (as the core's LanczosGradient), which
     grow meanwhile, and the certification starts once it is known. Returns (iterates,
-    products, step), iterates None where a column is not certified by `max_iter / 2`
-    vectors (step instead)."""
+    products, step), iterates None where a column is not certified by then (step
+    instead)."""
     q = c.shape[1]
     columns = [c[:, j].astype(np.float64) for j in range(q)]
     norms = [float(np.linalg.norm(x)) for x in columns]
-    most = max(1, min(c.shape[0], max_iter // 2))
+    most = _basis_limit(c.shape[0], q, max_iter)
     # One step past `most`, so that the last vector allowed comes with its coupling.
     processes = {j: reference._lanczos_process(columns[j], most + 1, eps, False) for j in range(q) if norms[j] > 0}
     pending = {j: next(process)[0] for j, process in processes.items()}  # the growing bases' next vectors

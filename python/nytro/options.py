@@ -762,8 +762,9 @@ iterates : {"auto", "lanczos", "stepwise"}
     the in-memory core does: "lanczos" takes them from Lanczos bases of the Krylov spaces
     (all of y's columns in one product per vector, the step's Lanczos estimate in the same
     products), each certified within 64 machine epsilons of the stepwise iterate by the
-    core's bound (64 float32 epsilons with storage="float32"), with at most max_iter / 2
-    vectors (where the bound is not met by then, the path is stepped instead); in
+    core's bound (64 float32 epsilons with storage="float32"), with at most the core's
+    max(32, max_iter / 2) vectors (max_iter, 512 at most; where the bound is not met by
+    then, the path is stepped instead); in
     "direct" mode, tens of round trips instead of max_iter. "stepwise" takes one product
     per iteration; "auto" is "lanczos" in float64 compute (where the core's "auto" is: in
     "gram" mode from a rank k above 4, 8 with storage="float32", whose products cost more
