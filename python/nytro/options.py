@@ -765,7 +765,11 @@ iterates : {"auto", "lanczos", "stepwise"}
     core's bound (64 float32 epsilons with storage="float32"), with at most the core's
     max(32, max_iter / 2) vectors (max_iter, 512 at most; where the bound is not met by
     then, the path is stepped instead); in
-    "direct" mode, tens of round trips instead of max_iter. "stepwise" takes one product
+    "direct" mode, tens of round trips instead of max_iter. Every iterate up to max_iter
+    is certified at once, then validated in one pass over the hold-out rows (whose kernel
+    the workers do not keep), where the core, under a rule that may stop early
+    ("relative", "window", n_iter_no_change), certifies 64 at a time: the same iterates,
+    a few more products. "stepwise" takes one product
     per iteration; "auto" is "lanczos" in float64 compute (where the core's "auto" is: in
     "gram" mode from a rank k above 4, 8 with storage="float32", whose products cost more
     than the basis' bookkeeping) and "stepwise" in float32 compute.""")
