@@ -103,14 +103,16 @@ def test_path_equals_in_memory(client, method, max_iter, chunks):
 def test_direct_path_equals_in_memory_direct(client, method, max_iter, chunks):
     """solver="direct": A_i kept on the workers, each product a map-reduce of m-vectors;
     the same answer as the in-memory direct solver (gd's step from the same Lanczos
-    estimate of lambda_max, made of distributed products)."""
+    estimate of lambda_max, made of distributed products; gd stepped, its Lanczos
+    iterates in test_auto_iterates_are_the_cores_choice)."""
     X, y, sigma = data()
     fit = nd.nytro_path(da.from_array(X, chunks=(chunks, 2)), da.from_array(y, chunks=chunks), sigma,
                         n_centers=40, validation_fraction=FRACTION, seed=SEED, method=method, max_iter=max_iter,
-                        solver="direct")
+                        solver="direct", iterates="stepwise")
     assert fit.result.solver == "direct"
     assert fit.result.products >= max_iter  # every iterate took a distributed product
-    expected = in_memory_path(X, y, sigma, fit, solver="direct", method=method, max_iter=max_iter)
+    expected = in_memory_path(X, y, sigma, fit, solver="direct", method=method, max_iter=max_iter,
+                              iterates="stepwise")
     check_path(fit, expected, X.dtype)
     assert 1 < fit.result.n_iter < max_iter
 
@@ -169,8 +171,8 @@ def test_gd_lanczos_iterates_equal_in_memory(client, solver, n_outputs, dtype, s
 def test_gd_lanczos_iterates_are_the_stepwise_ones():
     """_lanczos_gd against stepping gd on the same H (an exact computation of the
     iterates it certifies): every iterate within 1e-12 relative, in fewer products than
-    iterations; None (step instead) where the bound cannot certify them within max_iter /
-    2 vectors (eps = 0)."""
+    iterations; None (step instead) where the bound cannot certify them within the
+    core's basis limit (eps = 0)."""
     rng = np.random.default_rng(3)
     Q = np.linalg.qr(rng.standard_normal((30, 30)))[0]
     H = (Q * np.logspace(0, -12, 30)) @ Q.T  # a decaying spectrum, as kernels have
@@ -178,17 +180,20 @@ def test_gd_lanczos_iterates_are_the_stepwise_ones():
     c[:, 1] *= 1e-3
     step = 1.0 / np.linalg.eigvalsh(H)[-1]
     applied = []
-    iterates, products = nd._lanczos_gd(lambda B: applied.append(B.shape) or H @ B, c, step, 300,
-                                        np.finfo(np.float64).eps)
+    iterates, products, used = nd._lanczos_gd(lambda B: applied.append(B.shape) or H @ B, c, step, 300,
+                                              np.finfo(np.float64).eps)
     stepped = list(nytro.reference._iterates(lambda B: H @ B, c, "gd", step, 1.0, 300))
-    assert len(iterates) == 300 and products == len(applied) < 150
+    assert len(iterates) == 300 and products == len(applied) < 150 and used == step
     assert all(shape[1] <= 2 for shape in applied) and applied[0] == (30, 2)
     for t in (0, 1, 9, 99, 299):
         for j in range(2):
             assert relative_error(iterates[t][:, j], stepped[t][:, j]) < 1e-12, (t, j)
-    # 40 iterations allow 20 vectors, short of the invariant space (30): eps = 0 leaves
-    # every later iterate uncertified.
-    assert nd._lanczos_gd(lambda B: H @ B, c, step, 40, 0.0) is None
+    # 80 iterations allow 40 vectors (the core's limit), short of an invariant space of 60:
+    # eps = 0 leaves every later iterate uncertified.
+    Q = np.linalg.qr(rng.standard_normal((60, 60)))[0]
+    H = (Q * np.logspace(0, -12, 60)) @ Q.T
+    assert nd._basis_limit(60, 2, 80) == 40
+    assert nd._lanczos_gd(lambda B: H @ B, H @ rng.standard_normal((60, 2)), step, 80, 0.0)[0] is None
 
 
 def _log_read(block, log, block_info=None):
@@ -261,9 +266,14 @@ def test_auto_on_a_cluster_weighs_its_round_trips(client, monkeypatch):
     fit = nd.nytro_path(da.from_array(X, chunks=64), da.from_array(y, chunks=64), sigma, **args)
     assert fit.result.solver == "direct"
     check_path(fit, in_memory_path(X, y, sigma, fit, solver="direct", method="cg", max_iter=8), X.dtype)
-    fit = nd.nytro_path(da.from_array(X, chunks=64), da.from_array(y, chunks=64), sigma,
-                        **{**args, "method": "gd", "max_iter": 80})
+    # gd stepped: 80 products outweigh A^T A (80 > 40 / 2); by Lanczos (iterates "auto" in
+    # float64), as the core counts its products, 8 + 4 x 80^(1/4) = 20 do not.
+    gd = {**args, "method": "gd", "max_iter": 80}
+    fit = nd.nytro_path(da.from_array(X, chunks=64), da.from_array(y, chunks=64), sigma, **gd, iterates="stepwise")
     assert fit.result.solver == "gram"
+    fit = nd.nytro_path(da.from_array(X, chunks=64), da.from_array(y, chunks=64), sigma, **gd)
+    assert fit.result.solver == "direct"
+    check_path(fit, in_memory_path(X, y, sigma, fit, solver="direct", method="gd", max_iter=80), X.dtype)
 
 
 @pytest.mark.parametrize("stopping, options", [("relative", {"tol": 0.002}), ("window", {"tol": 1e-3}),
@@ -393,8 +403,8 @@ def test_unknown_chunk_sizes_are_refused_clearly(client):
 def test_what_is_not_supported_yet_says_so(client):
     X, y, sigma = data(n=40)
     Xd, yd = da.from_array(X, chunks=20), da.from_array(y, chunks=20)
-    with pytest.raises(NotImplementedError, match="storage='float32' on Dask arrays .* needs solver='direct'"):
-        nytro.NytroRegressor(5, sigma, storage="float32").fit(Xd, yd)
+    with pytest.raises(NotImplementedError, match="storage='float16' is not supported on Dask"):
+        nytro.NytroRegressor(5, sigma, storage="float16").fit(Xd, yd)
     with pytest.raises(NotImplementedError, match="solver='spectral'.*'gram', 'direct'"):
         nytro.NytroRegressor(5, sigma, method="cg", solver="spectral").fit(Xd, yd)
     with pytest.raises(NotImplementedError, match="KRLSRegressor does not take Dask arrays"):
@@ -635,13 +645,9 @@ def test_functions_take_the_table_rows_and_options(client):
     with pytest.raises(ValueError, match="options must be a nytro.NytroOptions"):
         nd.nytro_path(Xd, yd, sigma, options=nytro.TikhonovOptions(), **args)
     refused = [(nd.nytro_path, dict(storage="float16"), "storage='float16' is not supported on Dask"),
-               (nd.nytro_path, dict(storage=np.float32, solver="gram"), "storage='float32' .* needs solver='direct'"),
-               (nd.nytro_path, dict(storage="float32", solver="direct", method="hybrid"),
-                "needs solver='direct' and method 'gd', 'nu' or 'cg'"),
-               (nd.nytro_path, dict(metric="error"), "metric='error'"),
+               (nd.nytro_path, dict(storage=np.float16, solver="direct"), "storage=.*float16.* is not supported"),
                (nd.nytro_path, dict(solver="spectral"), "solver='spectral'.*'gram', 'direct', 'auto'"),
-               (nd.nkrls_path, dict(solver="cholesky"), "solver='cholesky'.*supported: 'eigh'"),
-               (nd.nkrls_path, dict(options=nytro.TikhonovOptions(storage="float32")), "storage='float32'")]
+               (nd.nkrls_path, dict(solver="cholesky"), "solver='cholesky'.*supported: 'eigh'")]
     for function, kwargs, message in refused:
         with pytest.raises(NotImplementedError, match=message):
             function(Xd, yd, sigma, n_centers=5, **kwargs)
@@ -855,11 +861,10 @@ def test_float32_storage_equals_in_memory(client, method, max_iter, weighted):
     fit = nd.nytro_path(da.from_array(X, chunks=100), da.from_array(y, chunks=100), sigma, n_centers=40, seed=SEED,
                         validation_fraction=FRACTION, method=method, max_iter=max_iter, solver="direct",
                         options=nytro.NytroOptions(storage="float32"), sample_weight=w,
-                        step_size="paper" if method == "gd" else "auto")
+                        **(stepwise := dict(iterates="stepwise", step_size="paper") if method == "gd" else {}))
     assert fit.result.coef.dtype == np.float64
-    # gd: stepped on Dask; in memory its Lanczos iterates agree with stepping only to 64
-    # float32 epsilons under float32 storage.
-    stepwise = dict(iterates="stepwise", step_size="paper") if method == "gd" else {}
+    # gd stepped (its Lanczos iterates agree with stepping only to 64 float32 epsilons
+    # under float32 storage: test_float32_storage_in_gram_mode_equals_in_memory).
     expected = in_memory_fit(X, y, sigma, fit, w, method=method, max_iter=max_iter, solver="direct",
                              storage="float32", **stepwise)
     check_path(fit, expected, X.dtype)

@@ -20,11 +20,13 @@ chunks:
    eigendecomposition of A^T A) is computed on the client in m dimensions; the m x T
    matrix of coefficients alpha_t = R beta_t is scattered, and each chunk's hold-out rows
    give the squared errors of the predictions k(X_val_i, C) alpha_t, formed explicitly,
-   summed over rows by the same tree reduction. Method "hybrid" grows its Lanczos bases
+   summed over rows by the same tree reduction (metric="error": the weights of the rows
+   each alpha_t misclassifies, and of all of them). Method "hybrid" grows its Lanczos bases
    V on the client; each chunk's hold-out rows give the triangular factor of
    [k(X_val_i, C) R V, y_val_i], combined up a tree of QR factorisations (TSQR), from
    which the errors of every (t, lambda) follow as in the core (a residual plus
-   ||g - S z||^2, sums of squares, no normal equations).
+   ||g - S z||^2, sums of squares, no normal equations); with metric="error" each chunk
+   predicts its hold-out rows at every (t, lambda) instead, as the core's tally does.
 
 The hold-out split needs no shuffle: row i (its global index) is held out when a 64-bit
 hash of (i, seed) falls below validation_fraction (see :func:`holdout_mask`). The number
@@ -47,16 +49,27 @@ hold-out row weights.
 The parameters are the rows of ``nytro.options`` (DASK_NYTRO, DASK_NKRLS): the in-memory
 functions' names, defaults and options objects, with the values not taken here refused.
 
-storage="float32" (direct mode) keeps the workers' K_i in float32 while computing in
-float64, as the core keeps K_nm.
+storage="float32" with float64 compute does what the core does: kernel blocks from the
+rows and centres rounded to float32, computed in float32 (the hold-out kernel too). The
+direct mode keeps the workers' K_i so, as the core keeps K_nm, and widens it in each
+product; the gram mode and NKRLS form A_i = K_i R with R rounded to float32, and A_i^T A_i
+and A_i^T y from float32 products summed in float64 (the core's low-precision
+accumulation); NYTRO's gram mode then keeps A^T A rounded to float32 on the client (the
+core's stored H), its products in float64. The Krylov methods stop, and gd's Lanczos
+iterates are certified, at float32's rounding, as in the core.
+
+iterates="auto" takes gd's iterates from Lanczos bases where the core's "auto" does
+(float64 compute; in gram mode from rank 5 on, 9 with float32 storage), the step's
+estimate of lambda_max in the same products: in direct mode, tens of round trips
+instead of max_iter.
 
 center_selection="leverage" runs nytro.centers' sampler on the training rows, each level
 gathering the candidate rows it has not seen yet from their chunks.
 
-Not done yet (issue 28): storage="float32" outside the direct mode and for "hybrid",
-"float16" (the computation's dtype may be float32: dtype=, or float32 data), gd's Lanczos
-iterates under iterates="auto" (the client steps; iterates="lanczos" takes them, certified
-as the core's), metric="error" (the classifiers), and progress reporting.
+Not done yet (issue 28): storage="float16" (the computation's dtype may be float32:
+dtype=, or float32 data), the classifiers' fit on Dask arrays (their stratified hold-out
+split is not defined on Dask; nytro_path and nkrls_path take metric="error" on +-1 coded
+targets), and progress reporting.
 """
 from __future__ import annotations
 
@@ -378,12 +391,18 @@ def _gram_part(X, Y, start, stop, fraction, seed, C, R, kern, dtype, estimator, 
     over its training rows, A = S k(X_train, C) R and S Y with S the rows' weight scales
     (the identity without weights), Y's columns scaled by the fit's powers of two; for R
     None (the kernel-first route), the share of [K^T K, K^T Y] (m x (m + q)) with
-    K = S k(X_train, C)."""
+    K = S k(X_train, C). With kern.low (storage="float32", float64 compute), as the core's
+    low-precision accumulation: the kernel block (rows and centres rounded to float32), S,
+    R, S Y and the products A = K R, A^T A and A^T (S Y) in float32, summed in float64."""
     X, Y, scale = _chunk_rows(X, Y, start, stop, fraction, seed, dtype, estimator, exponents, False)
     if scale is not None:
         Y = Y * scale[:, None]
     k, q = (C.shape[0] if R is None else R.shape[1]), Y.shape[1]
     H, c = np.zeros((k, k), dtype), np.zeros((k, q), dtype)
+    if kern.low:  # the core rounds S Y (computed in float64), S and R to float32
+        Y = Y.astype(np.float32)
+        scale = None if scale is None else scale.astype(np.float32)
+        R = None if R is None else R.astype(np.float32)
     threads = _task_threads(n_threads)
     with _CORE_LOCK:
         for r0, r1 in _row_blocks(len(X), max(C.shape[0], k)):
@@ -441,23 +460,37 @@ def _direct_product(block, B, n_threads):
     return out.astype(np.float64)
 
 
-def _holdout_part(X, Y, start, stop, fraction, seed, C, alphas, kern, dtype, estimator, n_threads, exponents):
+def _holdout_part(X, Y, start, stop, fraction, seed, C, alphas, kern, dtype, estimator, n_threads, exponents,
+                  metric="rmse"):
     """Squared hold-out errors of this chunk, per output column, for each of the L
     coefficient sets alphas[:, l q:(l + 1) q] ((L, q)), from the predictions
-    k(X_val, C) alpha_l against Y's scaled columns, each row's weighted by its w'."""
+    k(X_val, C) alpha_l against Y's scaled columns, each row's weighted by its w'. For
+    metric "error" ((L + 1,)): the summed w' (1 without weights) of the rows each set
+    misclassifies (reference._classes of the predictions against the targets'), then the
+    summed w' of all the chunk's hold-out rows."""
     X, Y, scale = _chunk_rows(X, Y, start, stop, fraction, seed, dtype, estimator, exponents, True)
     Y = Y.astype(np.float64)
     q = Y.shape[1]
     L = alphas.shape[1] // q
     errors = np.zeros((L, q))
+    weights = np.ones(len(Y)) if scale is None else scale * scale  # the core's w' = (its row scale)^2
+    wrong = np.zeros(L)
     threads = _task_threads(n_threads)
     with _CORE_LOCK:
         for r0, r1 in _row_blocks(len(X), max(C.shape[0], alphas.shape[1])):
             predictions = (kern(X[r0:r1], C, threads) @ alphas).astype(np.float64)
+            if metric == "error":
+                truth = reference._classes(Y[r0:r1])
+                for i in range(L):
+                    missed = reference._classes(predictions[:, i * q:(i + 1) * q]) != truth
+                    wrong[i] += float(np.sum(weights[r0:r1][missed]))
+                continue
             residual = predictions.reshape(r1 - r0, L, q) - Y[r0:r1, None, :]
             if scale is not None:
                 residual *= scale[r0:r1, None, None]
             errors += np.einsum("rlj,rlj->lj", residual, residual)
+    if metric == "error":
+        return np.append(wrong, np.sum(weights))
     return errors
 
 
@@ -573,13 +606,14 @@ def _pooled_rmse(errors, scales: chk.TargetScales, n_val):
     return np.sqrt((errors @ weights) / (n_val * errors.shape[1]))
 
 
-def _unscaled(coef, path, scales: chk.TargetScales):
+def _unscaled(coef, path, scales: chk.TargetScales, metric="rmse"):
     """coef and the path in units of y, as the in-memory functions return them (the
-    same ValueError where coef overflows)."""
+    same ValueError where coef overflows; an error rate has no units)."""
     if not scales.active:
         return coef, path
-    with np.errstate(over="ignore"):
-        path = np.ldexp(path, scales.top)
+    if metric != "error":
+        with np.errstate(over="ignore"):
+            path = np.ldexp(path, scales.top)
     return _scaled_coef(coef, scales), path
 
 
@@ -723,7 +757,8 @@ def _kernel_first_is_accurate(n_train, R, dtype) -> bool:
 
 def _normal_equations(data, fraction, seed, C, R, kern, n_threads, split_every, exponents, n_train):
     k, q = R.shape[1], data.Y.shape[1]
-    kernel_first = _kernel_first_is_accurate(n_train, R, data.dtype)
+    # storage="float32" (kern.low) takes the A route, in float32, as the core's does.
+    kernel_first = not kern.low and _kernel_first_is_accurate(n_train, R, data.dtype)
     width = C.shape[0] if kernel_first else k
     C_b, R_b = _broadcast(C, R)
     parts = [dask.delayed(_gram_part)(x, y, start, stop, fraction, seed, C_b, None if kernel_first else R_b, kern,
@@ -737,14 +772,19 @@ def _normal_equations(data, fraction, seed, C, R, kern, n_threads, split_every, 
     return H.astype(data.dtype), c.astype(data.dtype)
 
 
-def _holdout_errors(data, fraction, seed, C, alphas, kern, n_threads, split_every, exponents):
+def _holdout_errors(data, fraction, seed, C, alphas, kern, n_threads, split_every, exponents, metric="rmse"):
     """Summed squared hold-out errors of each coefficient set (alphas m x L q), per
-    output column: (L, q)."""
+    output column: (L, q); for metric "error", the weighted error rate of each set (L,),
+    sum_v w_v [row v wrong] / sum_v w_v over all the hold-out rows."""
     q = data.Y.shape[1]
     L = alphas.shape[1] // q
     C_b, alphas_b = _broadcast(C, alphas)
     parts = [dask.delayed(_holdout_part)(x, y, start, stop, fraction, seed, C_b, alphas_b, kern, data.dtype,
-                                         data.estimator, n_threads, exponents) for x, y, start, stop in _blocks(data)]
+                                         data.estimator, n_threads, exponents, metric)
+             for x, y, start, stop in _blocks(data)]
+    if metric == "error":
+        summed = _tree_sum(parts, (L + 1,), split_every).compute(optimize_graph=False)
+        return summed[:L] / summed[L]
     return _tree_sum(parts, (L, q), split_every).compute(optimize_graph=False)
 
 
@@ -858,11 +898,12 @@ def _cluster(data: _Data) -> _Cluster | None:
     return _Cluster([int(w.get("memory_limit") or 0) for w in workers], rate * threads, 0.0)
 
 
-def _auto_mode(solver, method, n_train, k, max_iter, data, m, split_every) -> str:
+def _auto_mode(solver, method, n_train, k, max_iter, data, m, split_every, itemsize=None) -> str:
     """_choose_solver with the current cluster; a round trip is timed only when "direct"
-    wins without it (a latency can only turn "direct" into "gram")."""
+    wins without it (a latency can only turn "direct" into "gram"). max_iter: the path's
+    products; itemsize: the bytes of a kept kernel value (None: the computation's)."""
     cluster = _cluster(data) if solver == "auto" and method != "hybrid" else None
-    args = (solver, method, n_train, k, max_iter, data.dtype.itemsize)
+    args = (solver, method, n_train, k, max_iter, itemsize or data.dtype.itemsize)
     mode = _choose_solver(*args, m=m, **(dataclasses.asdict(cluster) if cluster else {}))
     if mode == "direct" and cluster is not None:
         cluster.latency = _round_trip_seconds(_client(), len(_blocks(data)), split_every)
@@ -936,14 +977,12 @@ def _kernel_bound(data: _Data, kern: _Kernel, fraction, seed) -> float:
 
 
 # ------------------------------------------------------------------- top eigenvalue
-def _top_eigenvalue(H, dim=None, dtype=None) -> float:
-    """lambda_max(H) (a matrix, or a function applying it to a dim-vector of dtype) as the
-    C++ core estimates it for step_size="auto" (Lanczos with full
+def _top_eigenvalue_process(dim, dtype):
+    """lambda_max(H) as the C++ core estimates it for step_size="auto" (Lanczos with full
     reorthogonalisation from its fixed start vector, stopped when the top Ritz value moves
-    by at most 1e-13 relative, 1e-6 in float32), so that the same step comes out."""
-    if not callable(H):
-        matrix, dim, dtype = H, H.shape[0], H.dtype
-        H = lambda v: matrix @ v  # noqa: E731
+    by at most 1e-13 relative, 1e-6 in float32), so that the same step comes out: a
+    generator that yields the vectors to multiply by H (float64, dim) and is sent their
+    products, and returns the estimate (StopIteration's value)."""
     tol = 1e-6 if dtype == np.float32 else 1e-13
     most = min(120, dim)
     v = np.fmod(0.6180339887498949 * np.arange(1, dim + 1, dtype=np.float64), 1.0) - 0.5
@@ -952,7 +991,7 @@ def _top_eigenvalue(H, dim=None, dtype=None) -> float:
     diagonal, off = [], []
     value, coupling = 0.0, 0.0
     for k in range(most):
-        w = H(V[:, k].astype(dtype)).astype(np.float64)
+        w = np.asarray((yield V[:, k]), dtype=np.float64)
         applied = np.linalg.norm(w)
         diagonal.append(float(w @ V[:, k]))
         if k > 0:
@@ -971,13 +1010,32 @@ def _top_eigenvalue(H, dim=None, dtype=None) -> float:
     return value
 
 
+def _top_eigenvalue(H, dim=None, dtype=None) -> float:
+    """lambda_max(H) (a matrix, or a function applying it to a dim-vector of dtype) by
+    _top_eigenvalue_process, one product at a time."""
+    if not callable(H):
+        matrix, dim, dtype = H, H.shape[0], H.dtype
+        H = lambda v: matrix @ v  # noqa: E731
+    process = _top_eigenvalue_process(dim, dtype)
+    vector = next(process)
+    while True:
+        try:
+            vector = process.send(H(vector.astype(dtype)))
+        except StopIteration as stop:
+            return stop.value
+
+
 def _resolve_step(step_size, method, H, n_train, dim=None, dtype=None):
     if method == "cg":
         return 0.0
-    rule, value = chk.check_step_size(step_size)
-    if rule == "paper":
+    if chk.check_step_size(step_size)[0] == "paper":
         return 1.0 / n_train
-    top = _top_eigenvalue(H, dim, dtype)
+    return _step_from_top(step_size, method, _top_eigenvalue(H, dim, dtype))
+
+
+def _step_from_top(step_size, method, top):
+    """The step of rule "auto" or a given (checked) step, from lambda_max(A^T A) = top."""
+    rule, value = chk.check_step_size(step_size)
     if rule == "auto":
         if not top > 0:
             raise RuntimeError(f"lambda_max(A^T A) = {top}: cannot set step_size='auto'")
@@ -1015,51 +1073,110 @@ def _certified(a, b, coupling, norm, step, max_iter, eps) -> np.ndarray | None:
     return Z if np.all(drift <= 64 * eps * np.linalg.norm(Z, axis=0)) else None
 
 
-def _lanczos_gd(apply, c, step, max_iter, eps):
+# The core's kMostCertified (paths/gradient_path.hpp): past it gd always steps.
+_MOST_CERTIFIED = 1 << 17
+
+
+def _lanczos_applies(iterates, method, dtype, max_iter) -> bool:
+    """Whether gd's iterates may come from Lanczos bases, as the core's lanczos_applies:
+    method "gd", iterates "lanczos", or "auto" in float64 compute (float32's rounding the
+    basis would amplify), max_iter within what the bound certifies."""
+    if method != "gd" or iterates == "stepwise" or max_iter > _MOST_CERTIFIED:
+        return False
+    return iterates == "lanczos" or np.dtype(dtype) == np.float64
+
+
+def _by_lanczos(applies, iterates, mode, k, low) -> bool:
+    """Whether they do, as the core's by_lanczos: "auto" takes them where a product with
+    H reads more than twice the basis' k doubles a step, as the core measures it: always
+    in "direct" mode (n k kernel values), in "gram" mode for 0.5 k^2 entries of A^T A of
+    8 bytes (4 with storage="float32") above 16 k bytes, i.e. k > 4 (k > 8)."""
+    if not applies:
+        return False
+    return iterates == "lanczos" or mode == "direct" or 0.5 * k * k * (4 if low else 8) > 2.0 * k * 8
+
+
+def _lanczos_products(max_iter, k) -> float:
+    """Products that gd's Lanczos iterates take for max_iter iterates, as the core's
+    cost model counts them (lanczos_products in solvers/nytro.cpp)."""
+    return min(float(max_iter), 8.0 + 4.0 * math.sqrt(math.sqrt(max_iter)), float(k))
+
+
+def _basis_limit(dim, q, max_iter) -> int:
+    """The most vectors a column's basis may take, as the core's basis_limit
+    (paths/lanczos_path.cpp): at most half the stepwise path's products (32 at least, never
+    past max_iter), 512, and 256 MiB of float64 bases for the q columns."""
+    by_memory = max(1, int(256 * 2**20 / (dim * q * 8.0)) - 1)
+    return max(1, min(dim, min(max_iter, max(32, max_iter // 2)), 512, by_memory))
+
+
+def _lanczos_gd(apply, c, step, max_iter, eps, top=None):
     """gd's iterates beta_1..beta_max_iter for H beta = c from Lanczos bases, as the core's
     iterates="lanczos" (paths/lanczos_path.hpp): each column's basis grows (all columns'
     vectors in one product per step) until the bound certifies all max_iter iterates within
-    64 machine epsilons of stepping, at most max_iter / 2 vectors. Returns (iterates,
-    products), or None where a column is not certified by then (step instead)."""
+    64 eps of stepping, at most _basis_limit vectors. step: the step; or, with `top` (a
+    _top_eigenvalue_process), a function of its lambda_max giving the step: the estimate
+    then runs in the same products as the bases (as the core's LanczosGradient), which
+    grow meanwhile, and the certification starts once it is known. Returns (iterates,
+    products, step), iterates None where a column is not certified by then (step
+    instead)."""
     q = c.shape[1]
     columns = [c[:, j].astype(np.float64) for j in range(q)]
     norms = [float(np.linalg.norm(x)) for x in columns]
-    most = max(1, min(c.shape[0], max_iter // 2))
+    most = _basis_limit(c.shape[0], q, max_iter)
     # One step past `most`, so that the last vector allowed comes with its coupling.
     processes = {j: reference._lanczos_process(columns[j], most + 1, eps, False) for j in range(q) if norms[j] > 0}
-    pending = {j: next(process) for j, process in processes.items()}
+    pending = {j: next(process)[0] for j, process in processes.items()}  # the growing bases' next vectors
     bases = {j: [] for j in processes}
+    grown = {}  # per column: its tridiagonal (a, b) and the remainder's norm (None: an invariant space)
     projected = {}
+    estimate = None if top is None else next(top)  # the estimate's next vector, None once it is known
     products = 0
-    while pending:
+    while True:
+        if estimate is None:  # the step is known: certify what the bases hold
+            for j, (a, b, coupling) in list(grown.items()):
+                k = len(a)
+                # An invariant space, or t <= k: V z_t is beta_t itself.
+                Z = (_projected_gd(a, b, norms[j], step, max_iter) if coupling is None or k >= max_iter
+                     else _certified(a, b, coupling, norms[j], step, max_iter, eps))
+                if Z is not None:
+                    projected[j] = Z
+                    del grown[j]
+                    pending.pop(j, None)
+                elif j not in pending:  # `most` vectors, not certified
+                    return None, products, step
+            if not pending:
+                break
         running = list(pending)
         for j in running:
-            bases[j].append(pending[j][0].copy())
-        W = apply(np.stack([pending[j][0] for j in running], axis=1).astype(c.dtype)).astype(np.float64)
+            bases[j].append(pending[j].copy())
+        vectors = [pending[j] for j in running] + ([] if estimate is None else [estimate])
+        W = apply(np.stack(vectors, axis=1).astype(c.dtype)).astype(np.float64)
         products += 1
         for i, j in enumerate(running):
             try:
-                pending[j] = processes[j].send(W[:, i])
+                vector, a, b = processes[j].send(W[:, i])
             except StopIteration as stop:  # an invariant space: every iterate exact
                 _, a, b, _, _ = stop.value
+                grown[j] = (np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64), None)
                 del pending[j]
-                projected[j] = _projected_gd(a, b, norms[j], step, max_iter)
                 continue
-            _, a, b = pending[j]
             k = len(a)
-            # t <= k: V z_t is beta_t itself.
-            Z = (_projected_gd(np.asarray(a), np.asarray(b[:k - 1]), norms[j], step, max_iter) if k >= max_iter
-                 else _certified(a, b[:k - 1], b[k - 1], norms[j], step, max_iter, eps))
-            if Z is not None:
+            grown[j] = (np.asarray(a, dtype=np.float64), np.asarray(b[:k - 1], dtype=np.float64), b[k - 1])
+            if k >= most:
                 del pending[j]
-                projected[j] = Z
-            elif k >= most:
-                return None
+            else:
+                pending[j] = vector
+        if estimate is not None:
+            try:
+                estimate = top.send(W[:, -1])
+            except StopIteration as stop:
+                estimate, step = None, step(stop.value)
     betas = np.zeros((max_iter,) + c.shape)
     for j, Z in projected.items():
         V = np.stack(bases[j][:Z.shape[0]], axis=1)
         betas[:, :, j] = (V @ Z).T
-    return [beta.astype(c.dtype) for beta in betas], products
+    return [beta.astype(c.dtype) for beta in betas], products, step
 
 
 # ------------------------------------------------------------------------ hybrid
@@ -1088,11 +1205,14 @@ def _shifted_solutions(a, b, shifts, norm):
 
 
 def _hybrid(data, fraction, seed, C, R, H, c, sigma, n_train, n_val, max_iter, stopping, tol, window, patience,
-            n_threads, split_every, scales, grid=None):
+            n_threads, split_every, scales, grid=None, eps=None, metric="rmse"):
     """Method "hybrid" from A^T A: Lanczos on the client, the hold-out images' R factors
     by TSQR on the workers, then the core's selection of (t, lambda) on `grid` (None: the
-    paper's; without a hold-out set its first lambda is taken). Returns (coef m x q for
-    the scaled targets, path, selected, stopped, lambda, Lanczos steps)."""
+    paper's; without a hold-out set its first lambda is taken); eps: the rounding of a
+    product with H (None: H's dtype's). metric "error": the path of (weighted) error
+    rates, from every hold-out row's prediction at every (t, lambda) as the core's tally
+    (_hybrid_error_part). Returns (coef m x q for the scaled targets, path, selected,
+    stopped, lambda, Lanczos steps)."""
     if grid is None:
         grid = np.array([10.0 ** ((15.0 * i) / 99.0 - 15.0) for i in range(100)])  # as the core's pow
     q = c.shape[1]
@@ -1101,7 +1221,7 @@ def _hybrid(data, fraction, seed, C, R, H, c, sigma, n_train, n_val, max_iter, s
     # As the core's, each stops where its remainder, or a Ritz value, is at the rounding of
     # a product with H (float32's for a float32 H); at such an invariant space a Ritz value
     # of rounding is dropped from the last solve (reference._invariant_solver).
-    eps = reference._krylov_eps(H.dtype)
+    eps = reference._krylov_eps(H.dtype) if eps is None else eps
     rhs = [c[:, j].astype(np.float64) for j in range(q)]
     running = [j for j in range(q) if np.linalg.norm(rhs[j]) != 0]
     processes = reference._lanczos_columns(lambda B: (H @ B.astype(H.dtype)).astype(np.float64),
@@ -1132,6 +1252,13 @@ def _hybrid(data, fraction, seed, C, R, H, c, sigma, n_train, n_val, max_iter, s
     if n_val == 0:
         return coef_at(k_run, 0), np.zeros(0), max_iter, max_iter, float(grid[0]), k_run
     bases = np.hstack([col[0] for col in columns if col is not None] or [np.zeros((R.shape[0], 0), H.dtype)])
+    if metric == "error":
+        path, best_lambdas = _hybrid_error_path(data, fraction, seed, C, bases, columns, solutions, shifts, sigma,
+                                                n_threads, split_every, scales)
+        selected, stopped = reference._select(np.asarray(path), stopping, tol, window, patience, metric)
+        lam = best_lambdas[selected - 1]
+        return (coef_at(min(selected, k_run), lam), np.asarray(path[:stopped]), selected, stopped,
+                float(grid[lam]), k_run)
     C_b, bases_b = _broadcast(C, bases)
     parts = [dask.delayed(_images_part)(x, y, start, stop, fraction, seed, C_b, bases_b, sizes, sigma,
                                         data.dtype, data.estimator, n_threads, _exponents(scales))
@@ -1170,6 +1297,70 @@ def _hybrid(data, fraction, seed, C, R, H, c, sigma, n_train, n_val, max_iter, s
     lam = best_lambdas[selected - 1]
     return (coef_at(min(selected, k_run), lam), np.asarray(path[:stopped]), selected, stopped, float(grid[lam]),
             k_run)
+
+
+def _hybrid_error_path(data, fraction, seed, C, bases, columns, solutions, shifts, kern, n_threads, split_every,
+                       scales):
+    """hybrid's error-rate path: per t, the rate of the best lambda (the smallest, a tie
+    going to the larger lambda, as the core's), from one pass over the hold-out rows; t = 1
+    alone (predictions 0) where every column of c is 0. Returns (path, best lambda per t)."""
+    # The projected problems travel as their tridiagonals (the tasks solve them, O(k^2 L)),
+    # not as their k_run^2 L / 2 solutions; an invariant space's last solve is sent as is.
+    projected = [None if col is None else (col[1], col[2], col[3], solutions[j][-1] if col[4] is not None else None)
+                 for j, col in enumerate(columns)]
+    k_run, L = max([0] + [len(p[0]) for p in projected if p is not None]), len(shifts)
+    C_b, bases_b = _broadcast(C, bases)
+    parts = [dask.delayed(_hybrid_error_part)(x, y, start, stop, fraction, seed, C_b, bases_b, projected, shifts,
+                                              kern, data.dtype, data.estimator, n_threads, _exponents(scales))
+             for x, y, start, stop in _blocks(data)]
+    summed = _tree_sum(parts, ((k_run + 1) * L + 1,), split_every).compute(optimize_graph=False)
+    rates = summed[:-1].reshape(k_run + 1, L) / summed[-1]
+    if k_run == 0:
+        return [float(rates[0, 0])], [0]
+    path, best_lambdas = [], []
+    for row in rates[1:]:
+        best = len(row) - 1 - int(np.argmin(row[::-1]))  # the last of the smallest
+        path.append(float(row[best]))
+        best_lambdas.append(best)
+    return path, best_lambdas
+
+
+def _hybrid_error_part(X, Y, start, stop, fraction, seed, C, bases, projected, shifts, kern, dtype, estimator,
+                       n_threads, exponents):
+    """This chunk's summed w' of the hold-out rows misclassified at every (t, lambda) of
+    hybrid's path, t = 0 (predictions 0) to the longest basis, then the total w' of its
+    hold-out rows ((t_max + 1) L + 1,). projected: per output, None (c = 0) or (a, b, |c|,
+    last) of its Lanczos process, last its invariant space's solutions at its full size
+    (None: the plain solve). Predictions P_j = k(X_val, C) bases_j z_j(t, lambda), the
+    class of a row that of reference._classes, as the core's ErrorTally."""
+    X, Y, scale = _chunk_rows(X, Y, start, stop, fraction, seed, dtype, estimator, exponents, True)
+    weights = np.ones(len(Y)) if scale is None else scale * scale
+    sizes = [0 if p is None else len(p[0]) for p in projected]
+    solutions = []
+    for p in projected:
+        solved = None if p is None else _shifted_solutions(p[0], p[1], shifts, p[2])
+        if p is not None and p[3] is not None:
+            solved[-1] = p[3]
+        solutions.append(solved)
+    K, L, q = max([0] + sizes), len(shifts), len(projected)
+    wrong = np.zeros((K + 1, L))
+    threads = _task_threads(n_threads)
+    with _CORE_LOCK:
+        for r0, r1 in _row_blocks(len(X), max(C.shape[0], bases.shape[1], L * q)):
+            images = (kern(X[r0:r1], C, threads) @ bases).astype(np.float64)
+            truth = reference._classes(Y[r0:r1].astype(np.float64))
+            for t in range(K + 1):
+                P = np.zeros((r1 - r0, L, q))
+                first = 0
+                for j, size in enumerate(sizes):
+                    kc = min(t, size)
+                    if kc:
+                        P[:, :, j] = images[:, first:first + kc] @ solutions[j][kc - 1]
+                    first += size
+                # The class of each row: the sign of one column, or the first largest column.
+                predicted = P[:, :, 0] > 0 if q == 1 else np.argmax(P, axis=2)
+                wrong[t] += weights[r0:r1] @ (predicted != truth[:, None])
+    return np.append(wrong.ravel(), np.sum(weights))
 
 
 # ---------------------------------------------------------------------- public
@@ -1212,31 +1403,36 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     (NotImplementedError), as their rows in ``nytro.options`` (``DASK_NYTRO``) say.
     """
     values = _options(opt.DASK_NYTRO, options, locals())
-    method, solver, n_threads = values["method"], values["solver"], values["n_threads"]
+    method, solver, n_threads, metric = values["method"], values["solver"], values["n_threads"], values["metric"]
     patience = chk.check_patience(n_iter_no_change)
-    # Refused before any pass over the chunks: known from X's dtype alone.
+    # storage="float32" changes a float64 computation only, as in memory.
     low = (chk.check_storage(values["storage"], chk.NYTRO_STORAGES) == "float32" and isinstance(X, da.Array)
            and chk.compute_dtype(dtype, np.empty(0, X.dtype)) == np.float64)
-    if low and (solver != "direct" or method == "hybrid"):
-        raise NotImplementedError(f"storage='float32' on Dask arrays keeps the direct mode's K_i in float32: it "
-                                  f"needs solver='direct' and method 'gd', 'nu' or 'cg' (got solver={solver!r}, "
-                                  f"method={method!r})")
     data, kern, fraction, seed, C, rows, R, n_train, n_val, scales = _setup(
         X, y, sigma, values, n_centers, centers, center_selection, validation_fraction, seed, dtype, sample_weight,
         estimator)
     exponents = _exponents(scales)
     k, q = R.shape[1], data.Y.shape[1]
     kern = dataclasses.replace(kern, low=low)
-    mode = _auto_mode(solver, method, n_train, k, max_iter, data, C.shape[0], split_every)
+    # gd's Lanczos iterates where the core's would take them (the mode decides "auto"'s
+    # last condition): "direct" then costs tens of products, not max_iter.
+    applies = _lanczos_applies(values["iterates"], method, data.dtype, max_iter)
+    mode = _auto_mode(solver, method, n_train, k, _lanczos_products(max_iter, k) if applies else max_iter, data,
+                      C.shape[0], split_every, itemsize=4 if low else None)
     if mode == "direct":
         operator = _DirectOperator(data, fraction, seed, C, R, kern, n_threads, split_every, exponents)
         H, c = operator, operator.rhs()
     else:
         H, c = _normal_equations(data, fraction, seed, C, R, kern, n_threads, split_every, exponents, n_train)
+        if low:  # the core's gram solver keeps A^T A in float32 and widens it in each product
+            H = H.astype(np.float32).astype(H.dtype)
     # As nytro.nytro_path: the tasks divide Y's columns by their powers of two (exact), the
     # path runs in those units, the results are scaled back.
     rule_tol = chk.tol_for_scaled_targets(tol, stopping, scales)
     rule_tol = None if rule_tol < 0 else rule_tol
+    # The rounding of a product with H: float32's where K_i or A^T A is kept in float32 (as
+    # the core's storage_epsilon): where the Krylov methods stop, gd's Lanczos certifies.
+    krylov_eps = reference._krylov_eps(data.dtype, np.float32 if low else None)
     lam = 0.0
     if method == "hybrid":
         step = 0.0
@@ -1245,26 +1441,29 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
         grid = None if hybrid_lambda is None or n_val else np.array([float(hybrid_lambda)])
         coef, path, selected, stopped, lam, products = _hybrid(
             data, fraction, seed, C, R, H, c, kern, n_train, n_val, max_iter, stopping, rule_tol, window, patience,
-            n_threads, split_every, scales, grid)
+            n_threads, split_every, scales, grid, krylov_eps, metric)
         products = H.products if mode == "direct" else products
     else:
         apply = H if mode == "direct" else (lambda b: H @ b)
-        bound = _kernel_bound(data, kern, fraction, seed) if chk.check_step_size(step_size)[0] == "paper" else 1.0
-        step = _resolve_step(step_size, method, H, n_train * bound, k, data.dtype)
-        # cg with a hold-out set ends where its Krylov space is invariant (t = rank at the
-        # latest), as the core's path: later iterates repeat the last one.
-        # (Its invariance is judged at the rounding of the stored K_i, float32's if low.)
-        krylov_eps = reference._krylov_eps(data.dtype, np.float32 if low else None)
-        # iterates="lanczos": gd's certified iterates from Lanczos bases (None: not certified
-        # within max_iter / 2 vectors, the path is stepped as the core does).
-        lanczos = (_lanczos_gd(apply, c, step, max_iter, krylov_eps)
-                   if method == "gd" and values["iterates"] == "lanczos" else None)
-        if lanczos is not None:
-            betas, products = lanczos
+        rule = chk.check_step_size(step_size)[0]
+        bound = _kernel_bound(data, kern, fraction, seed) if rule == "paper" else 1.0
+        lanczos, spent = None, 0
+        if _by_lanczos(applies, values["iterates"], mode, k, low):
+            # The step's Lanczos estimate of lambda_max in the bases' products, as the
+            # core's LanczosGradient (the same estimate: start vector, tolerance).
+            top = None if rule == "paper" else _top_eigenvalue_process(k, data.dtype)
+            step = (lambda value: _step_from_top(step_size, method, value)) if top else 1.0 / (n_train * bound)
+            lanczos, spent, step = _lanczos_gd(apply, c, step, max_iter, krylov_eps, top)
         else:
+            step = _resolve_step(step_size, method, H, n_train * bound, k, data.dtype)
+        if lanczos is not None:
+            betas, products = lanczos, spent
+        else:
+            # cg with a hold-out set ends where its Krylov space is invariant (t = rank at
+            # the latest), as the core's path: later iterates repeat the last one.
             betas = list(reference._cg_iterates(apply, c, max_iter, krylov_eps, until_invariant=True)
                          if method == "cg" and n_val else reference._iterates(apply, c, method, step, nu, max_iter))
-            products = len(betas)
+            products = spent + len(betas)  # the products of a basis that fell short, then the steps
         # gram: one product with A^T A per iterate (or Lanczos vector), on the client;
         # direct: each a pass over the workers' blocks (the step's estimate included)
         products = H.products if mode == "direct" else products
@@ -1275,11 +1474,12 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
             coef, path, selected, stopped = R @ betas[-1], np.zeros(0), max_iter, max_iter
         else:
             alphas = R @ np.hstack(betas)
-            errors = _holdout_errors(data, fraction, seed, C, alphas, kern, n_threads, split_every, exponents)
-            path = _pooled_rmse(errors, scales, n_val)
-            selected, stopped = reference._select(path, stopping, rule_tol, window, patience)
+            errors = _holdout_errors(data, fraction, seed, C, alphas, kern, n_threads, split_every, exponents,
+                                     metric)
+            path = errors if metric == "error" else _pooled_rmse(errors, scales, n_val)
+            selected, stopped = reference._select(path, stopping, rule_tol, window, patience, metric)
             coef, path = alphas[:, (selected - 1) * q:selected * q], path[:stopped]
-    coef, path = _unscaled(coef, path, scales)
+    coef, path = _unscaled(coef, path, scales, metric)
     result = PathResult(coef=coef[:, 0] if data.one_d else coef, validation_rmse=path, n_iter=selected,
                         iterations_run=stopped, step_size=step, rank=R.shape[1], solver=mode,
                         products=products, lambda_=lam)
@@ -1299,11 +1499,15 @@ def nkrls_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     lambdas = chk.check_lambdas(lambdas)
     if validation_fraction is None and len(lambdas) != 1:
         raise ValueError(f"without a hold-out set exactly one lambda is needed, got {len(lambdas)}")
-    n_threads = values["n_threads"]
+    n_threads, metric = values["n_threads"], values["metric"]
+    # storage="float32" changes a float64 computation only, as in memory.
+    low = (chk.check_storage(values["storage"], chk.STORAGES) == "float32" and isinstance(X, da.Array)
+           and chk.compute_dtype(dtype, np.empty(0, X.dtype)) == np.float64)
     data, kern, fraction, seed, C, rows, R, n_train, n_val, scales = _setup(
         X, y, sigma, values, n_centers, centers, center_selection, validation_fraction, seed, dtype, sample_weight,
         estimator)
     exponents = _exponents(scales)
+    kern = dataclasses.replace(kern, low=low)
     H, c = _normal_equations(data, fraction, seed, C, R, kern, n_threads, split_every, exponents, n_train)
     w, V = np.linalg.eigh(H)
     w = np.maximum(w.astype(np.float64), 0)
@@ -1314,13 +1518,27 @@ def nkrls_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     if n_val == 0:
         best, path = 0, np.zeros(0)
     else:
-        errors = _holdout_errors(data, fraction, seed, C, alphas, kern, n_threads, split_every, exponents)
-        path = _pooled_rmse(errors, scales, n_val)
-        best = int(np.argmin(path))
-    coef, path = _unscaled(alphas[:, best * q:(best + 1) * q], path, scales)
+        errors = _holdout_errors(data, fraction, seed, C, alphas, kern, n_threads, split_every, exponents,
+                                 metric)
+        path = errors if metric == "error" else _pooled_rmse(errors, scales, n_val)
+        best = _best_lambda(path, lambdas, metric)
+    coef, path = _unscaled(alphas[:, best * q:(best + 1) * q], path, scales, metric)
     result = TikhonovResult(coef=coef[:, 0] if data.one_d else coef, validation_rmse=path,
                             lambda_=float(lambdas[best]), selected=best, rank=R.shape[1])
     return DaskFit(result, C, rows, n_train, n_val)
+
+
+def _best_lambda(path, lambdas, metric) -> int:
+    """The core's selection along the grid: the smallest finite value, a tie of error
+    rates going to the larger lambda (the stronger regularisation), of RMSEs to the first."""
+    best = -1
+    for i, value in enumerate(path):
+        if np.isfinite(value) and (best < 0 or value < path[best]
+                                   or (metric == "error" and value == path[best] and lambdas[i] > lambdas[best])):
+            best = i
+    if best < 0:
+        raise RuntimeError("the solution is not finite for any lambda of the grid (overflow)")
+    return best
 
 
 def predict(X, centers, coef, sigma, *, kernel="gaussian", matern_nu=1.5, n_threads=None):

@@ -731,46 +731,67 @@ solver : {"auto", "direct", "gram"}
     chunk's kernel K_i = k(X_i, C) once, keeps it on the worker that computed it, and
     takes every product as a map over the chunks and a tree sum of m-vectors (every
     method; "cg" and "hybrid" take one per Lanczos step, for all of y's columns at once);
-    "auto" picks "direct" when max_iter products cost less than forming A^T A, the
-    method is not "hybrid", a distributed client runs and the kernel blocks fit in half
-    of each worker's memory_limit, and "gram" otherwise. The costs are in flops, a
+    "auto" picks "direct" when the path's products (max_iter; for gd's Lanczos iterates,
+    iterates "lanczos", or "auto" in float64, 8 + 4 max_iter^(1/4) at most, as the core's
+    cost model counts them) cost less than forming A^T A, the method is not "hybrid", a
+    distributed client runs and the kernel blocks (in float32 with storage="float32") fit
+    in half of each worker's memory_limit, and "gram" otherwise. The costs are in flops, a
     product 4 n k and A^T A 2 n k^2 + k^3 (n training rows, rank k), and every round trip
     to the scheduler (one per product, one for A^T A) adds its seconds times the workers'
     flop/s: the seconds of a product's map-reduce without work over the data's chunks
     (the best of three, measured once per client and number of chunks), the flop/s the
     client's ``nytro.machine_rates`` per thread times the workers' threads. A round
     trip weighs as much as a pass over millions of kernel values, whatever n: "direct"
-    needs max_iter below k / 2 and n large enough for A^T A to outweigh max_iter round
+    needs its products below k / 2 and n large enough for A^T A to outweigh their round
     trips. "spectral" is refused (NotImplementedError).""")
 DASK_NYTRO_STORAGE = _dask_refusing(NYTRO_STORAGE, (None, "float32"), """\
 storage : {None, "float32"}
-    "float32" keeps the workers' K_i (solver="direct", methods "gd", "nu", "cg") in float32
-    while computing in float64, as the in-memory direct solver keeps K_nm: half the
-    workers' memory; the hold-out kernel is then evaluated in float32 too. With
-    solver="gram" or "auto", method "hybrid", and "float16": NotImplementedError. Float32
-    data or dtype="float32" compute in float32 throughout.""",
+    "float32" with float64 compute, as the in-memory core: each kernel block from the rows
+    and centres rounded to float32, computed in float32, and the hold-out kernel too; in
+    "direct" mode the workers keep K_i so (half their memory) and every product widens it
+    to float64; in "gram" mode ("auto" too) each chunk forms A_i = K_i R in float32 (R
+    rounded to float32) and A_i^T A_i, A_i^T y from float32 products summed in float64,
+    and the client keeps A^T A rounded to float32 (the core's stored H), its products
+    computed in float64. The Krylov methods ("cg", "hybrid", gd's Lanczos iterates) then
+    stop and certify at float32's rounding, as the core does. "float16":
+    NotImplementedError. Float32 data or dtype="float32" compute in float32 throughout.""",
                                     lambda value: chk.float_dtype_name("storage", value, chk.NYTRO_STORAGES))
 DASK_ITERATES = dataclasses.replace(ITERATES, doc="""\
 iterates : {"auto", "lanczos", "stepwise"}
-    How "gd"'s iterates are computed on Dask arrays (on the client, in m dimensions):
-    "lanczos" takes them from Lanczos bases of the Krylov spaces (all of y's columns in
-    one product per vector), each certified within 64 machine epsilons of the stepwise
-    iterate by the core's bound, with at most max_iter / 2 vectors (where the bound is
-    not met by then, the path is stepped instead); in "direct" mode, tens of round trips
-    instead of max_iter. "stepwise" and "auto" step, one product per iteration (where
-    the in-memory core's "auto" takes Lanczos iterates in float64: the same iterates to
-    64 machine epsilons).""")
-DASK_METRIC = _dask_refusing(METRIC, ("rmse",), """\
-metric : "rmse"
-    The hold-out RMSE (the classifiers' "error" is refused on Dask arrays:
-    NotImplementedError).""")
+    How "gd"'s iterates are computed on Dask arrays (on the client, in m dimensions), as
+    the in-memory core does: "lanczos" takes them from Lanczos bases of the Krylov spaces
+    (all of y's columns in one product per vector, the step's Lanczos estimate in the same
+    products), each certified within 64 machine epsilons of the stepwise iterate by the
+    core's bound (64 float32 epsilons with storage="float32"), with at most the core's
+    max(32, max_iter / 2) vectors (max_iter, 512 at most; where the bound is not met by
+    then, the path is stepped instead); in
+    "direct" mode, tens of round trips instead of max_iter. Every iterate up to max_iter
+    is certified at once, then validated in one pass over the hold-out rows (whose kernel
+    the workers do not keep), where the core, under a rule that may stop early
+    ("relative", "window", n_iter_no_change), certifies 64 at a time: the same iterates,
+    a few more products. "stepwise" takes one product
+    per iteration; "auto" is "lanczos" in float64 compute (where the core's "auto" is: in
+    "gram" mode from a rank k above 4, 8 with storage="float32", whose products cost more
+    than the basis' bookkeeping) and "stepwise" in float32 compute.""")
+DASK_METRIC = dataclasses.replace(METRIC, doc="""\
+metric : {"rmse", "error"}
+    What the hold-out selection minimises, as in memory: the RMSE, or the fraction of
+    misclassified hold-out rows for targets coding classes as +-1 (the sign of one column,
+    or the largest of one-vs-all columns), each row weighted by its sample weight
+    (sum_v w_v [row v wrong] / sum_v w_v); ties go to the smaller t and to the larger
+    lambda. Each chunk counts its own hold-out rows' errors (and weights) for every
+    iterate (method "hybrid": every (t, lambda), as the core), summed by the tree
+    reduction.""")
 DASK_TIKHONOV_SOLVER = _dask_refusing(TIKHONOV_SOLVER, ("eigh",), """\
 solver : "eigh"
     One eigendecomposition of A^T A (formed in one pass over the chunks) serves every
     lambda; "cholesky" is refused on Dask arrays (NotImplementedError).""")
-DASK_STORAGE = _dask_refusing(STORAGE, (None,), """\
-storage : None
-    As for NYTRO on Dask arrays: "float32" is refused (NotImplementedError).""")
+DASK_STORAGE = dataclasses.replace(STORAGE, doc="""\
+storage : {None, "float32"}
+    "float32" with float64 compute, as in memory: each chunk's kernel blocks, A_i = K_i R
+    and their products in float32 (from the rows, centres and R rounded to float32),
+    summed in float64; the hold-out kernel in float32; the eigendecomposition in float64.
+    Float32 data or dtype="float32" compute in float32 throughout.""")
 
 
 def _split_every(value) -> dict:

@@ -109,7 +109,12 @@ class KernelClassifierMixin(ClassifierMixin):
         selection="rmse" the hold-out RMSE too; the hold-out error (selection="error")
         counts every hold-out row once."""
         if _is_dask_array(X):
-            raise ValueError(f"X is a Dask array: {type(self).__name__} fits NumPy arrays only (compute X first)")
+            # Not yet: the stratified hold-out split (and the label coding) would need their
+            # own passes over the chunks.
+            raise ValueError(f"X is a Dask array: {type(self).__name__} does not take Dask arrays yet (its "
+                             "stratified hold-out split is not defined on them); compute X first, or fit "
+                             "nytro.dask.nytro_path or nkrls_path with metric='error' on the labels coded as +-1 "
+                             "(nytro.estimators.classifiers.encode_labels)")
         _check_weighted_classes(y, sample_weight)
         KernelRegressorBase.fit(self, X, y, sample_weight)
         path = getattr(self, "validation_rmse_", None)

@@ -1,0 +1,232 @@
+"""nytro.dask against the in-memory fit for what issue 28 added: storage="float32" in
+"gram" mode and for NKRLS, metric="error" (the weighted hold-out error rate), and
+iterates="auto" choosing gd's Lanczos iterates where the core does. The same problems,
+split, cluster and tolerances as tests/test_dask.py (float64 1e-10 relative, float32
+1e-4; a float32 storage fit in "gram" mode sums A^T A's float32 products in another
+order than the core, so its coefficients are also held to float32's own distance from
+float64, as test_dask's per-column float32 test does).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+dask = pytest.importorskip("dask")
+distributed = pytest.importorskip("distributed")
+import dask.array as da  # noqa: E402
+
+import nytro  # noqa: E402
+import nytro.dask as nd  # noqa: E402
+from conftest import relative_error  # noqa: E402
+from nytro.estimators.classifiers import encode_labels  # noqa: E402
+import test_dask  # noqa: E402
+from test_dask import FRACTION, SEED, assert_close, check_path, data, in_memory_fit, weights  # noqa: E402
+
+client = test_dask.client  # its LocalCluster fixture (one cluster for this module)
+
+
+def dask_fit(X, y, sigma, function=nd.nytro_path, chunks=70, **kwargs):
+    Y = da.from_array(y, chunks=chunks if y.ndim == 1 else (chunks, y.shape[1]))
+    return function(da.from_array(X, chunks=chunks), Y, sigma, n_centers=40, seed=SEED,
+                    validation_fraction=FRACTION, **kwargs)
+
+
+def assert_float32_storage_close(fit, expected, exact):
+    """The in-memory storage="float32" answer to float32's tolerance, and within a few
+    times the core's own distance from the float64-storage answer (the storage's rounding,
+    summed in another order: Dask rounds the chunks' float32 products, then their float64
+    sum to float32, where the core accumulates into its float32 A^T A)."""
+    assert fit.result.coef.dtype == np.float64
+    assert_close(fit.result.validation_rmse, expected.validation_rmse, np.float32, "validation path")
+    assert_close(fit.result.coef, expected.coef, np.float32, "coef")
+    own, err = relative_error(expected.coef, exact.coef), relative_error(fit.result.coef, exact.coef)
+    assert 1e-9 < err <= 4 * own, f"coef: {err:.3e} from the float64-storage fit (core {own:.3e})"
+
+
+# ------------------------------------------------------------ storage="float32"
+def test_float32_gram_part_is_the_cores_low_precision_accumulation():
+    """A chunk's share of [A^T A, A^T y] under storage="float32": the kernel block from the
+    rows and centres rounded to float32, A = K R with R rounded to float32, A^T A and A^T y
+    (y rounded to float32) in float32, then float64, as the core's accumulate<T, float>;
+    computed directly (one row block), and away from the float64 share by float32's
+    rounding."""
+    X, y, sigma = data(n=120)
+    C = X[:20]
+    R = nytro.nystrom_factor(nytro.kernel_matrix(C, C, sigma=sigma))
+    low = nd._Kernel("gaussian", sigma, 1.5, low=True)
+    args = (X, y[:, None], 0, len(X), None, SEED, C, R)
+    part = nd._gram_part(*args, low, np.float64, None, 1, None)
+    A = nytro.kernel_matrix(X.astype(np.float32), C.astype(np.float32), sigma=sigma) @ R.astype(np.float32)
+    assert A.dtype == np.float32
+    direct = np.hstack([A.T @ A, A.T @ y.astype(np.float32)[:, None]]).astype(np.float64)
+    assert relative_error(part, direct) < 1e-12
+    wide = nd._gram_part(*args, dataclasses.replace(low, low=False), np.float64, None, 1, None)
+    assert relative_error(part, wide) > 1e-9
+
+
+@pytest.mark.parametrize("method, max_iter, weighted", [("gd", 80, False), ("nu", 40, True), ("cg", 8, False),
+                                                        ("hybrid", 20, True)])
+def test_float32_storage_in_gram_mode_equals_in_memory(client, method, max_iter, weighted):
+    """storage="float32" with solver="gram": the chunks' float32 products, A^T A kept in
+    float32 on the client, its products and the path in float64, the hold-out kernel in
+    float32; the in-memory storage="float32" gram fit (gd's Lanczos iterates certified to
+    64 float32 epsilons, as the core's)."""
+    X, y, sigma = data()
+    w = weights(len(X)) if weighted else None
+    args = dict(method=method, max_iter=max_iter, solver="gram", sample_weight=w)
+    fit = dask_fit(X, y, sigma, chunks=100, storage="float32", **args)
+    assert fit.result.solver == "gram"
+    del args["sample_weight"]
+    expected = in_memory_fit(X, y, sigma, fit, w, storage="float32", **args)
+    assert (fit.result.n_iter, fit.result.iterations_run) == (expected.n_iter, expected.iterations_run)
+    assert fit.result.products == expected.products
+    if method in ("gd", "nu"):
+        assert_close(fit.result.step_size, expected.step_size, np.float32, "step_size")
+    assert_float32_storage_close(fit, expected, in_memory_fit(X, y, sigma, fit, w, **args))
+
+
+def test_float32_storage_hybrid_direct_equals_in_memory(client):
+    """Method "hybrid" in "direct" mode with storage="float32" (refused before): the
+    workers' float32 K_i, its Lanczos processes stopping at float32's rounding, as the
+    in-memory direct solver's; the same kernel values, so to float64's tolerance."""
+    X, y, sigma = data(n_outputs=2)
+    w = weights(len(X))
+    args = dict(method="hybrid", max_iter=20, solver="direct", storage="float32")
+    fit = dask_fit(X, y, sigma, sample_weight=w, **args)
+    expected = in_memory_fit(X, y, sigma, fit, w, **args)
+    check_path(fit, expected, X.dtype)
+    assert fit.result.lambda_ == expected.lambda_ and fit.result.products == expected.products
+    assert relative_error(fit.result.coef, in_memory_fit(X, y, sigma, fit, w, method="hybrid", max_iter=20,
+                                                         solver="direct").coef) > 1e-8
+
+
+def test_float32_storage_with_solver_auto(client):
+    """solver="auto" with storage="float32" (gram on this cluster, the round trips
+    outweighing the small problem): the in-memory storage="float32" gram fit."""
+    X, y, sigma = data(n_outputs=2)
+    fit = dask_fit(X, y, sigma, method="nu", max_iter=30, storage="float32")
+    assert fit.result.solver == "gram"
+    expected = in_memory_fit(X, y, sigma, fit, method="nu", max_iter=30, solver="gram", storage="float32")
+    assert fit.result.n_iter == expected.n_iter
+    assert_float32_storage_close(fit, expected, in_memory_fit(X, y, sigma, fit, method="nu", max_iter=30,
+                                                               solver="gram"))
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_nkrls_float32_storage_equals_in_memory(client, weighted):
+    """NKRLS with storage="float32": float32 kernel blocks and products summed in float64,
+    the eigendecomposition in float64, the hold-out kernel in float32; the in-memory
+    storage="float32" fit."""
+    X, y, sigma = data(n_outputs=2)
+    w = weights(len(X)) if weighted else None
+    fit = dask_fit(X, y, sigma, nd.nkrls_path, sample_weight=w, options=nytro.TikhonovOptions(storage="float32"))
+    expected = in_memory_fit(X, y, sigma, fit, w, function=nytro.nkrls_path, storage="float32")
+    assert fit.result.selected == expected.selected
+    assert_float32_storage_close(fit, expected, in_memory_fit(X, y, sigma, fit, w, function=nytro.nkrls_path))
+
+
+# ------------------------------------------------------------------ metric="error"
+def classes(n_classes):
+    """The regression problem's rows labelled by the quantile band of their target, coded
+    as +-1 (one column for two classes, one-vs-all for three)."""
+    X, y, sigma = data()
+    labels = np.digitize(y, np.quantile(y, np.arange(1, n_classes) / n_classes))
+    Y = encode_labels(labels)[1]
+    return X, (Y[:, 0] if n_classes == 2 else Y), sigma
+
+
+ERROR_PATHS = [("gd", "gram", dict(iterates="stepwise", max_iter=40)), ("gd", "direct", dict(max_iter=200)),
+               ("nu", "gram", dict(max_iter=25)), ("cg", "direct", dict(max_iter=8)),
+               ("hybrid", "gram", dict(max_iter=45)), ("hybrid", "direct", dict(max_iter=12, stopping="window"))]
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("method, solver, options", ERROR_PATHS, ids=[f"{m}-{s}" for m, s, _ in ERROR_PATHS])
+def test_error_metric_equals_in_memory(client, n_classes, method, solver, options):
+    """metric="error": each chunk sums the weights of the hold-out rows every iterate
+    misclassifies, the rate is sum_v w_v [wrong] / sum_v w_v over all hold-out rows; the
+    in-memory path of rates (weighted by the hold-out rows' weights), its selection and
+    coefficients."""
+    X, Y, sigma = classes(n_classes)
+    w = weights(len(X))
+    fit = dask_fit(X, Y, sigma, method=method, solver=solver, metric="error", sample_weight=w, **options)
+    expected = in_memory_fit(X, Y, sigma, fit, w, method=method, solver=solver, metric="error", **options)
+    check_path(fit, expected, X.dtype)
+    assert fit.result.lambda_ == expected.lambda_
+    assert len(np.unique(fit.result.validation_rmse)) > 1  # a path of rates, not a plateau
+    # A rate: the weights of wrong rows over all hold-out weights, a multiple of none of them.
+    assert 0 < fit.result.validation_rmse.min() < fit.result.validation_rmse.max() < 1
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_error_metric_nkrls_equals_in_memory(client, n_classes):
+    """NKRLS with metric="error": the rates of the lambda grid, the tie going to the
+    larger lambda, as in memory."""
+    X, Y, sigma = classes(n_classes)
+    w = weights(len(X))
+    fit = dask_fit(X, Y, sigma, nd.nkrls_path, metric="error", sample_weight=w)
+    expected = in_memory_fit(X, Y, sigma, fit, w, function=nytro.nkrls_path, metric="error")
+    assert fit.result.selected == expected.selected
+    path = fit.result.validation_rmse
+    assert len(np.unique(path)) < len(path)  # rates tie
+    assert fit.result.selected == np.flatnonzero(path == path.min())[-1]  # the largest lambda of the best
+    assert_close(path, expected.validation_rmse, X.dtype, "validation path")
+    assert_close(fit.result.coef, expected.coef, X.dtype, "coef")
+
+
+def test_classifiers_refuse_dask_arrays_clearly(client):
+    """The classifiers' stratified split and label coding are not defined on Dask arrays:
+    a ValueError pointing to nytro.dask's metric="error"."""
+    X, Y, sigma = classes(2)
+    with pytest.raises(ValueError, match="NytroClassifier does not take Dask arrays.*metric='error'"):
+        nytro.NytroClassifier(10, sigma).fit(da.from_array(X, chunks=70), np.sign(Y))
+
+
+# ---------------------------------------------------------------- iterates="auto"
+AUTO_ITERATES = [("direct", np.float64, None, "gaussian"), ("gram", np.float64, None, "gaussian"),
+                 ("gram", np.float64, "float32", "gaussian"), ("direct", np.float64, "float32", "gaussian"),
+                 ("gram", np.float32, None, "gaussian"), ("gram", np.float64, None, "linear")]
+
+
+@pytest.mark.parametrize("solver, dtype, storage, kernel", AUTO_ITERATES,
+                         ids=["direct", "gram", "gram-float32-storage", "direct-float32-storage", "float32",
+                              "gram-rank-4"])
+def test_auto_iterates_are_the_cores_choice(client, solver, dtype, storage, kernel):
+    """iterates="auto" for gd: Lanczos iterates where the core's "auto" takes them (float64
+    compute; in gram mode from rank 5 on, 9 with float32 storage), the step's estimate in
+    the same products; stepped where it steps (float32 compute; rank 4, the linear
+    kernel on 4 features). The in-memory fit with the same products."""
+    X, y, sigma = data(dtype=dtype)
+    args = dict(method="gd", max_iter=500, solver=solver, storage=storage, kernel=kernel)
+    fit = dask_fit(X, y, sigma, **args)
+    expected = in_memory_fit(X, y, sigma, fit, **args)
+    by_lanczos = dtype == np.float64 and kernel != "linear"
+    assert fit.result.products == expected.products
+    assert (fit.result.products < 60) if by_lanczos else (fit.result.products >= 500)
+    if storage is None:
+        check_path(fit, expected, dtype)
+    else:  # certified to 64 float32 epsilons, as the core's
+        assert fit.result.n_iter == expected.n_iter
+        assert_close(fit.result.coef, expected.coef, np.float32, "coef")
+
+
+def test_lanczos_gd_estimates_the_step_in_the_bases_products():
+    """_lanczos_gd with the step's estimate: lambda_max from the same process as
+    _top_eigenvalue alone (the same value), its vector an extra column of the bases'
+    products, no product more than the longer of the two takes."""
+    rng = np.random.default_rng(5)
+    Q = np.linalg.qr(rng.standard_normal((40, 40)))[0]
+    H = (Q * np.logspace(0, -10, 40)) @ Q.T
+    c = H @ rng.standard_normal((40, 2))
+    alone = []
+    top = nd._top_eigenvalue(lambda v: alone.append(1) or H @ v, 40, np.float64)
+    shapes = []
+    betas, products, step = nd._lanczos_gd(lambda B: shapes.append(B.shape[1]) or H @ B, c, lambda value: 1 / value,
+                                           300, np.finfo(np.float64).eps, nd._top_eigenvalue_process(40, np.float64))
+    assert relative_error(step, 1 / top) < 1e-14
+    assert products == len(shapes) and max(shapes) == 3 and products < len(alone) + 40
+    stepped = list(nytro.reference._iterates(lambda B: H @ B, c, "gd", step, 1.0, 300))
+    for t in (0, 9, 299):
+        assert relative_error(betas[t], stepped[t]) < 1e-12
