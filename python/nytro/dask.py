@@ -66,10 +66,13 @@ instead of max_iter.
 center_selection="leverage" runs nytro.centers' sampler on the training rows, each level
 gathering the candidate rows it has not seen yet from their chunks.
 
+progress(stage, done, total) is called on the client after each pass and each direct
+product (the estimators' verbose= prints it), and an exception from it stops the fit.
+
 Not done yet (issue 28): storage="float16" (the computation's dtype may be float32:
-dtype=, or float32 data), the classifiers' fit on Dask arrays (their stratified hold-out
-split is not defined on Dask; nytro_path and nkrls_path take metric="error" on +-1 coded
-targets), and progress reporting.
+dtype=, or float32 data) and the classifiers' fit on Dask arrays (their stratified
+hold-out split is not defined on Dask; nytro_path and nkrls_path take metric="error" on
++-1 coded targets).
 """
 from __future__ import annotations
 
@@ -847,6 +850,25 @@ class _DirectOperator:
     __matmul__ = __call__
 
 
+class _Reported:
+    """A direct operator whose products are reported as progress("product", done,
+    planned); the count can pass the plan (the step's estimate, a basis that falls
+    short), and the total then follows it."""
+
+    def __init__(self, operator: _DirectOperator, progress, planned: int):
+        self.operator, self.progress, self.planned = operator, progress, planned
+
+    @property
+    def products(self) -> int:
+        return self.operator.products
+
+    def __call__(self, B):
+        out = self.operator(B)
+        done = self.operator.products
+        self.progress("product", done, max(done, self.planned))
+        return out
+
+
 def _zero_part():
     return np.zeros(1)
 
@@ -929,9 +951,10 @@ def _choose_solver(solver, method, n_train, k, max_iter, itemsize, limits=None, 
 
 
 def _setup(X, y, sigma, values, n_centers, centers, center_selection, validation_fraction, seed, dtype,
-           sample_weight, estimator):
+           sample_weight, estimator, progress=None):
     """The passes shared by both paths: data, split, centres, factor. values: the
     family's parameters (kernel, matern_nu, factor, rank_tol, jitter)."""
+    report = progress or (lambda stage, done, total: None)
     data = _as_dask_data(X, y, dtype, estimator)
     chk.check_kernel(values["kernel"], sigma, values["matern_nu"], int(data.X.shape[1]))  # ValueError by name
     kern = _Kernel(values["kernel"], np.asarray(sigma, dtype=np.float64) if np.ndim(sigma) else sigma,
@@ -940,6 +963,7 @@ def _setup(X, y, sigma, values, n_centers, centers, center_selection, validation
     seed = _check_seed(seed)
     data.W = _as_dask_weights(sample_weight, data.X)
     counts, scales = _split_counts(data, fraction, seed)
+    report("split", 1, 1)
     n = int(data.X.shape[0])
     n_train = int(counts.sum())
     n_val = n - n_train
@@ -954,8 +978,9 @@ def _setup(X, y, sigma, values, n_centers, centers, center_selection, validation
         # it reproducible from `seed` alone).
         center_seed = (seed + 0x5851F42D4C957F2D) % 2**64
         C, rows = _centers(data, counts, n_centers, fraction, seed, center_seed, center_selection, kern)
+    report("centres", 1, 1)
     R = nystrom_factor(kern(C, C, None), method=values["factor"], rank_tol=values["rank_tol"],
-                       jitter=values["jitter"])
+                       jitter=values["jitter"], progress=progress)
     return data, kern, fraction, seed, C, rows, R, n_train, n_val, scales
 
 
@@ -1379,7 +1404,7 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
                step_size="auto", stopping="best", tol=None, window=10, n_iter_no_change=None, iterates="auto",
                factor="pivoted", rank_tol=None, jitter=1e-10, solver="auto", storage=None, n_threads=None,
                options=None, dtype=None, metric="rmse", hybrid_lambda=None, sample_weight=None, split_every=None,
-               estimator=None) -> DaskFit:
+               estimator=None, progress=None) -> DaskFit:
     """NYTRO's path on a Dask array X (chunked by rows) with a seeded hold-out split.
 
     Equals ``nytro.nytro_path(X[train], y[train], X[center_rows], sigma, X_val=X[val],
@@ -1397,33 +1422,42 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     ``nytro.nytro_path``'s sample_weight and sample_weight_val (checked as the estimators'
     fit checks them). seed seeds the split and the centres. n_threads caps the threads of
     each worker's C++ calls (default: the worker's nthreads). estimator: a scikit-learn
-    estimator's name, to validate the chunks as it does (its error messages). The other
-    parameters are those of ``nytro.nytro_path``, with the same names and defaults, and the
-    same options object; the values Dask does not take yet are refused
-    (NotImplementedError), as their rows in ``nytro.options`` (``DASK_NYTRO``) say.
+    estimator's name, to validate the chunks as it does (its error messages). progress:
+    None, or a callable progress(stage, done, total) called on the client after each
+    pass over the chunks ("split", "centres", "gram", "validation"), between the blocks
+    of the factor, and after each product in "direct" mode ("product", done, planned:
+    max_iter, or the core's count of Lanczos products); an exception from it (a
+    KeyboardInterrupt) stops the fit there. The other parameters are those of
+    ``nytro.nytro_path``, with the same names and defaults, and the same options object;
+    the values Dask does not take yet are refused (NotImplementedError), as their rows in
+    ``nytro.options`` (``DASK_NYTRO``) say.
     """
     values = _options(opt.DASK_NYTRO, options, locals())
     method, solver, n_threads, metric = values["method"], values["solver"], values["n_threads"], values["metric"]
     patience = chk.check_patience(n_iter_no_change)
+    chk.check_progress(progress)
+    report = progress or (lambda stage, done, total: None)
     # storage="float32" changes a float64 computation only, as in memory.
     low = (chk.check_storage(values["storage"], chk.NYTRO_STORAGES) == "float32" and isinstance(X, da.Array)
            and chk.compute_dtype(dtype, np.empty(0, X.dtype)) == np.float64)
     data, kern, fraction, seed, C, rows, R, n_train, n_val, scales = _setup(
         X, y, sigma, values, n_centers, centers, center_selection, validation_fraction, seed, dtype, sample_weight,
-        estimator)
+        estimator, progress)
     exponents = _exponents(scales)
     k, q = R.shape[1], data.Y.shape[1]
     kern = dataclasses.replace(kern, low=low)
     # gd's Lanczos iterates where the core's would take them (the mode decides "auto"'s
     # last condition): "direct" then costs tens of products, not max_iter.
     applies = _lanczos_applies(values["iterates"], method, data.dtype, max_iter)
-    mode = _auto_mode(solver, method, n_train, k, _lanczos_products(max_iter, k) if applies else max_iter, data,
-                      C.shape[0], split_every, itemsize=4 if low else None)
+    planned = _lanczos_products(max_iter, k) if applies else max_iter
+    mode = _auto_mode(solver, method, n_train, k, planned, data, C.shape[0], split_every,
+                      itemsize=4 if low else None)
     if mode == "direct":
         operator = _DirectOperator(data, fraction, seed, C, R, kern, n_threads, split_every, exponents)
-        H, c = operator, operator.rhs()
+        H, c = (_Reported(operator, progress, planned) if progress else operator), operator.rhs()
     else:
         H, c = _normal_equations(data, fraction, seed, C, R, kern, n_threads, split_every, exponents, n_train)
+        report("gram", 1, 1)
         if low:  # the core's gram solver keeps A^T A in float32 and widens it in each product
             H = H.astype(np.float32).astype(H.dtype)
     # As nytro.nytro_path: the tasks divide Y's columns by their powers of two (exact), the
@@ -1476,6 +1510,7 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
             alphas = R @ np.hstack(betas)
             errors = _holdout_errors(data, fraction, seed, C, alphas, kern, n_threads, split_every, exponents,
                                      metric)
+            report("validation", 1, 1)
             path = errors if metric == "error" else _pooled_rmse(errors, scales, n_val)
             selected, stopped = reference._select(path, stopping, rule_tol, window, patience, metric)
             coef, path = alphas[:, (selected - 1) * q:selected * q], path[:stopped]
@@ -1489,26 +1524,30 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
 def nkrls_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5, centers=None,
                center_selection="uniform", lambdas=None, validation_fraction=0.2, seed=0, factor="pivoted",
                rank_tol=None, jitter=1e-10, solver="eigh", storage=None, n_threads=None, options=None, dtype=None,
-               metric="rmse", sample_weight=None, split_every=None, estimator=None) -> DaskFit:
+               metric="rmse", sample_weight=None, split_every=None, estimator=None, progress=None) -> DaskFit:
     """Nystrom KRLS along a lambda grid on a Dask array X, with the split, centres and
     weights of :func:`nytro_path`: alpha(lambda) = R (A^T A + lambda n_train I)^+ A^T y
     from one eigendecomposition of A^T A (eigenvalues clipped at 0, as the core's "eigh"),
-    the hold-out errors of every lambda in one pass. The parameters are those of
-    ``nytro.nkrls_path`` (the rows of ``nytro.options.DASK_NKRLS``)."""
+    the hold-out errors of every lambda in one pass. progress: as :func:`nytro_path`'s
+    ("split", "centres", the factor's stages, "gram", "validation"). The other parameters
+    are those of ``nytro.nkrls_path`` (the rows of ``nytro.options.DASK_NKRLS``)."""
     values = _options(opt.DASK_NKRLS, options, locals())
     lambdas = chk.check_lambdas(lambdas)
     if validation_fraction is None and len(lambdas) != 1:
         raise ValueError(f"without a hold-out set exactly one lambda is needed, got {len(lambdas)}")
     n_threads, metric = values["n_threads"], values["metric"]
+    chk.check_progress(progress)
+    report = progress or (lambda stage, done, total: None)
     # storage="float32" changes a float64 computation only, as in memory.
     low = (chk.check_storage(values["storage"], chk.STORAGES) == "float32" and isinstance(X, da.Array)
            and chk.compute_dtype(dtype, np.empty(0, X.dtype)) == np.float64)
     data, kern, fraction, seed, C, rows, R, n_train, n_val, scales = _setup(
         X, y, sigma, values, n_centers, centers, center_selection, validation_fraction, seed, dtype, sample_weight,
-        estimator)
+        estimator, progress)
     exponents = _exponents(scales)
     kern = dataclasses.replace(kern, low=low)
     H, c = _normal_equations(data, fraction, seed, C, R, kern, n_threads, split_every, exponents, n_train)
+    report("gram", 1, 1)
     w, V = np.linalg.eigh(H)
     w = np.maximum(w.astype(np.float64), 0)
     projected = V.T @ c
@@ -1520,6 +1559,7 @@ def nkrls_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     else:
         errors = _holdout_errors(data, fraction, seed, C, alphas, kern, n_threads, split_every, exponents,
                                  metric)
+        report("validation", 1, 1)
         path = errors if metric == "error" else _pooled_rmse(errors, scales, n_val)
         best = _best_lambda(path, lambdas, metric)
     coef, path = _unscaled(alphas[:, best * q:(best + 1) * q], path, scales, metric)
@@ -1587,7 +1627,8 @@ def fit_estimator(est, X, y, sample_weight=None):
     seed = int(rng.randint(0, 2**63 - 1, dtype=np.int64))
     common = dict(n_centers=est.n_centers, kernel=est.kernel, matern_nu=est.matern_nu, centers=est.centers,
                   center_selection=est.center_selection, validation_fraction=est.validation_fraction, seed=seed,
-                  options=est._options(), dtype=est.dtype, sample_weight=sample_weight, estimator=name)
+                  options=est._options(), dtype=est.dtype, sample_weight=sample_weight, estimator=name,
+                  progress=est._progress())
     if isinstance(est, NytroRegressor):
         shared = dict(method=est.method, nu=est.nu, step_size=est.step_size)
         fit = nytro_path(X, y, est.sigma, max_iter=est.max_iter, stopping=est.stopping, tol=est.tol,
