@@ -485,20 +485,20 @@ def _pause_for(seconds, dask_worker):
 
 
 class _BlockReaders(distributed.diagnostics.plugin.SchedulerPlugin):
-    """On the scheduler: for each task that reads a kept block (_direct_rhs,
-    _direct_product), whether it may run only on the worker that holds (or will compute)
-    the block."""
+    """On the scheduler: for each task that reads a kept block, whether it may run only on
+    the worker that holds (or will compute) the block; and how many product tasks came."""
 
     name = "nytro-block-readers"
 
     def __init__(self):
-        self.pinned = []
+        self.pinned, self.products = [], 0
 
     def update_graph(self, scheduler, *, tasks, **kwargs):
         for key in tasks:
             ts = scheduler.tasks.get(key)
             if ts is None or ts.prefix.name not in ("direct_rhs", "direct_product"):  # key_split drops the "_"
                 continue
+            self.products += ts.prefix.name == "direct_product"
             block = next(d for d in ts.dependencies if d.prefix.name == "direct_block")
             where = {w.address for w in block.who_has or ()} or block.worker_restrictions
             self.pinned.append(bool(where) and ts.worker_restrictions == set(where) and not ts.loose_restrictions)
@@ -510,25 +510,31 @@ def _blocks_moved(dask_worker):
             if str(key).startswith("_direct_block")]
 
 
-def test_direct_products_run_where_their_blocks_are(client, monkeypatch):
-    """Every task that reads a kept K_i block may run only on the worker that computed it,
-    and waits for it while it is paused (the other worker free), with no block moved. The
-    code that left the placement to the scheduler pinned none: its work stealing moved
-    product tasks to an idle worker, which fetched their blocks (a GB each at the 10^6-row
+def test_direct_products_run_where_their_blocks_are(client):
+    """No K_i block moves: the tasks that compute a block and its A^T y share may run only
+    on the worker chosen for it (they wait while it is paused, the other worker free),
+    and the products are no tasks: each worker sums its own blocks' shares. The code that
+    left the placement to the scheduler pinned nothing: its work stealing moved product
+    tasks to an idle worker, which fetched their blocks (a GB each at the 10^6-row
     benchmark's size, at every product)."""
-    def pause_a_holder(operator):  # for longer than a product waits before checking its workers
-        holder = sorted(client.who_has(list(operator.blocks)).values())[0][0]
-        client.run(_pause_for, 4 * getattr(nd._DirectOperator, "_patience", 0.5), workers=[holder])
-
+    X, y, sigma = data()
+    Xd, yd = da.from_array(X, chunks=40), da.from_array(y, chunks=40)
+    options = dict(method="cg", max_iter=8, solver="direct")
     client.register_plugin(_BlockReaders())
     client.run(lambda dask_worker: dask_worker.transfer_incoming_log.clear())
+    # Paused for longer than the blocks' computation waits before checking its workers.
+    client.run(_pause_for, 4 * getattr(nd._DirectOperator, "_patience", 0.5), workers=[sorted(client.has_what())[0]])
     try:
-        _direct_fit_disturbed(monkeypatch, pause_a_holder)
-        pinned = client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.plugins[_BlockReaders.name].pinned)
+        fit = nd.nytro_path(Xd, yd, sigma, n_centers=40, seed=SEED, validation_fraction=FRACTION, **options)
+        pinned, products = client.run_on_scheduler(
+            lambda dask_scheduler: (dask_scheduler.plugins[_BlockReaders.name].pinned,
+                                    dask_scheduler.plugins[_BlockReaders.name].products))
     finally:
         client.unregister_scheduler_plugin(_BlockReaders.name)
-    assert len(pinned) == 9 * 7 and all(pinned)  # A^T y and 8 products, over 7 chunks
+    assert fit.result.products == 8 and products == 0
+    assert len(pinned) == 7 and all(pinned)  # A^T y's shares, over 7 chunks
     assert not any(client.run(_blocks_moved).values())
+    check_path(fit, in_memory_path(X, y, sigma, fit, **options), X.dtype)
 
 
 class _Messages:
@@ -552,18 +558,18 @@ class _Messages:
 
 @pytest.mark.parametrize("solver", ["gram", "direct"])
 def test_a_fit_takes_one_round_trip_per_pass(client, monkeypatch, solver):
-    """A fit sends one graph per pass and nothing else: the split counts, the centres, the
-    normal equations (direct: the kept blocks with their A^T y), each direct product, the
-    hold-out errors; the small centres, R and coefficients travel inside the graphs. The
-    code before scattered them first (two more round trips a fit) and took A^T y in a
-    pass of its own."""
+    """A fit sends four graphs and nothing else: the split counts, the centres, the normal
+    equations (direct: the kept blocks with their A^T y), the hold-out errors; the small
+    centres, R and coefficients travel inside the graphs, and the direct products ask the
+    workers directly. The code before scattered the arrays first (two more round trips
+    a fit), took A^T y in a pass of its own and sent a graph per product (13 graphs here)."""
     X, y, sigma = data()
     Xd, yd = da.from_array(X, chunks=60), da.from_array(y, chunks=60)
     messages = _Messages(monkeypatch)
     fit = nd.nytro_path(Xd, yd, sigma, n_centers=40, seed=SEED, validation_fraction=FRACTION, method="cg",
                         max_iter=8, solver=solver)
-    products = fit.result.products if solver == "direct" else 0
-    assert (messages.graphs, messages.scatters) == (4 + products, 0)
+    assert (messages.graphs, messages.scatters) == (4, 0)
+    assert fit.result.products == 8
     check_path(fit, in_memory_path(X, y, sigma, fit, solver=solver, method="cg", max_iter=8), X.dtype)
 
 
