@@ -10,15 +10,15 @@ chunks:
    (``nytro.sample_centers`` over n_train, or the leverage sampler's), gathered m x d
    from the chunks holding them (or the given centres: points, or row indices gathered
    alike); the factor R of K_mm is computed on the client by the C++ core;
-2. the normal equations: C and R are scattered to every worker once; each chunk's
-   training rows give K_i = k(X_i, C) (C++ core, in row blocks), A_i = K_i R and the
-   partial sums A_i^T A_i and A_i^T y, added up by Dask's tree reduction (``split_every``);
+2. the normal equations: C and R are sent to the workers once (see _broadcast); each
+   chunk's training rows give K_i = k(X_i, C) (C++ core, in row blocks), A_i = K_i R and
+   the partial sums A_i^T A_i and A_i^T y, added up by a tree of sums (``split_every``);
    in float64, where the in-memory gram solver's rule finds it accurate, the chunks sum
    K_i^T K_i and K_i^T y instead and the client forms R^T (K^T K) R (the core's
    kernel-first route: no K_i R, a third of the flops);
 3. the hold-out errors: the path (gd, nu, cg iterates, or NKRLS's lambda grid through one
    eigendecomposition of A^T A) is computed on the client in m dimensions; the m x T
-   matrix of coefficients alpha_t = R beta_t is scattered, and each chunk's hold-out rows
+   matrix of coefficients alpha_t = R beta_t is sent alike, and each chunk's hold-out rows
    give the squared errors of the predictions k(X_val_i, C) alpha_t, formed explicitly,
    summed over rows by the same tree reduction. Method "hybrid" grows its Lanczos bases
    V on the client; each chunk's hold-out rows give the triangular factor of
@@ -33,10 +33,12 @@ and the split differs from the in-memory estimators' permutation.
 
 The "direct" mode (solver="direct", or "auto" by the cost model of the solver row,
 ``nytro.options.DASK_SOLVER``, which charges each product's round trip to the scheduler)
-replaces step 2: each chunk's K_i (training rows) is computed once and persisted on its
-worker, and every product A^T A v = R^T K^T K R v of the path (of "cg"'s and "hybrid"'s
-Lanczos too, one per step for all outputs) is a map over the chunks and a tree sum of
-m-vectors, R applied on the client.
+replaces step 2: each chunk's K_i (training rows) is computed once and kept on a worker,
+and every product A^T A v = R^T K^T K R v of the path (of "cg"'s and "hybrid"'s Lanczos
+too, one per step for all outputs) is each worker's sum over its blocks, asked of the
+workers directly (no task), R applied on the client (see _DirectOperator).
+
+Each pass over the chunks is one graph sent to the scheduler, one round trip.
 
 Every kernel of ``nytro.kernel_matrix`` (one bandwidth or one per feature) is evaluated by
 the C++ core in the tasks. Sample weights travel with y's chunks: the training rows'
@@ -777,10 +779,10 @@ def _holdout_errors(data, fraction, seed, C, alphas, kern, n_threads, split_ever
 
 
 class _DirectOperator:
-    """A^T A and A^T Y (A = K R) from the chunks' (K_i, Y_i), persisted where they were
+    """A^T A and A^T Y (A = K R) from the chunks' (K_i, Y_i), kept where they were
     computed (on the workers with a distributed client): each product A^T A B =
-    R^T (sum_i K_i^T (K_i (R B))) is one map over the chunks and a tree sum of m x p
-    matrices, R applied on the client.
+    R^T (sum_i K_i^T (K_i (R B))) is a sum over the chunks of m x p matrices, R applied
+    on the client.
 
     Each block is computed on a worker chosen here (the workers in turn, as many blocks in
     a round as each has threads), and its A^T Y share is pinned to that worker; the blocks
