@@ -448,6 +448,27 @@ def test_a_worker_killed_mid_fit_changes_nothing(client, tmp_path):
     assert_close(result.coef, expected.coef, X.dtype, "coef")
 
 
+def _direct_fit_disturbed(monkeypatch, disturb):
+    """A direct "cg" fit of data() (8 products) with disturb(operator) called once, before
+    its fourth product; checked against the in-memory direct fit."""
+    X, y, sigma = data()
+    Xd, yd = da.from_array(X, chunks=40), da.from_array(y, chunks=40)
+    options = dict(method="cg", max_iter=8, solver="direct")
+    product = nd._DirectOperator.__call__
+    disturbed = []
+
+    def disturbed_before_the_fourth(self, B):
+        if self.products == 3 and not disturbed:
+            disturb(self)
+            disturbed.append(True)
+        return product(self, B)
+
+    monkeypatch.setattr(nd._DirectOperator, "__call__", disturbed_before_the_fourth)
+    fit = nd.nytro_path(Xd, yd, sigma, n_centers=40, seed=SEED, validation_fraction=FRACTION, **options)
+    assert disturbed and fit.result.products == 8
+    check_path(fit, in_memory_path(X, y, sigma, fit, **options), X.dtype)
+
+
 def test_a_worker_killed_between_direct_products_changes_nothing(client, monkeypatch):
     """solver="direct": a worker holding persisted K_i blocks dies between two products
     of the path (its nanny restarts it empty); the scheduler recomputes the lost blocks
@@ -455,26 +476,111 @@ def test_a_worker_killed_between_direct_products_changes_nothing(client, monkeyp
     repeated, never summed from the surviving workers' parts). On the code without the
     rebuild, the product failed with distributed's FutureCancelledError."""
     import os
+
+    def kill_a_holder(operator):
+        holders = {w for ws in client.who_has(list(operator.blocks)).values() for w in ws}
+        victim = sorted(holders)[0]
+        pid = client.run(os.getpid, workers=[victim])[victim]
+        os.kill(pid, 9)  # no goodbye: the scheduler learns of it from the broken connection
+
+    _direct_fit_disturbed(monkeypatch, kill_a_holder)
+    client.wait_for_workers(2, timeout=60)  # the nanny's new worker, for the tests after this one
+
+
+def _pause_for(seconds, dask_worker):
+    """Pause this worker (no new tasks start on it) for `seconds` (run on its event loop)."""
+    from distributed.core import Status
+    dask_worker.status = Status.paused
+    dask_worker.loop.call_later(seconds, setattr, dask_worker, "status", Status.running)
+
+
+class _BlockReaders(distributed.diagnostics.plugin.SchedulerPlugin):
+    """On the scheduler: for each task that reads a kept block, whether it may run only on
+    the worker that holds (or will compute) the block; and how many product tasks came."""
+
+    name = "nytro-block-readers"
+
+    def __init__(self):
+        self.pinned, self.products = [], 0
+
+    def update_graph(self, scheduler, *, tasks, **kwargs):
+        for key in tasks:
+            ts = scheduler.tasks.get(key)
+            if ts is None or ts.prefix.name not in ("direct_rhs", "direct_product"):  # key_split drops the "_"
+                continue
+            self.products += ts.prefix.name == "direct_product"
+            block = next(d for d in ts.dependencies if d.prefix.name == "direct_block")
+            where = {w.address for w in block.who_has or ()} or block.worker_restrictions
+            self.pinned.append(bool(where) and ts.worker_restrictions == set(where) and not ts.loose_restrictions)
+
+
+def _blocks_moved(dask_worker):
+    """The _direct_block results this worker has fetched from another (its transfer log)."""
+    return [key for entry in dask_worker.transfer_incoming_log for key in entry["keys"]
+            if str(key).startswith("_direct_block")]
+
+
+def test_direct_products_run_where_their_blocks_are(client):
+    """No K_i block moves: the tasks that compute a block and its A^T y share may run only
+    on the worker chosen for it (they wait while it is paused, the other worker free),
+    and the products are no tasks: each worker sums its own blocks' shares. The code that
+    left the placement to the scheduler pinned nothing: its work stealing moved product
+    tasks to an idle worker, which fetched their blocks (a GB each at the 10^6-row
+    benchmark's size, at every product)."""
     X, y, sigma = data()
     Xd, yd = da.from_array(X, chunks=40), da.from_array(y, chunks=40)
     options = dict(method="cg", max_iter=8, solver="direct")
-    product = nd._DirectOperator.__call__
-    killed = []
-
-    def kill_before_the_fourth(self, B):
-        if self.products == 3 and not killed:
-            holders = {w for ws in client.who_has(list(self.blocks)).values() for w in ws}
-            victim = sorted(holders)[0]
-            pid = client.run(os.getpid, workers=[victim])[victim]
-            os.kill(pid, 9)  # no goodbye: the scheduler learns of it from the broken connection
-            killed.append(victim)
-        return product(self, B)
-
-    monkeypatch.setattr(nd._DirectOperator, "__call__", kill_before_the_fourth)
-    fit = nd.nytro_path(Xd, yd, sigma, n_centers=40, seed=SEED, validation_fraction=FRACTION, **options)
-    assert killed and fit.result.products == 8
+    client.register_plugin(_BlockReaders())
+    client.run(lambda dask_worker: dask_worker.transfer_incoming_log.clear())
+    # Paused for longer than the blocks' computation waits before checking its workers.
+    client.run(_pause_for, 4 * getattr(nd._DirectOperator, "_patience", 0.5), workers=[sorted(client.has_what())[0]])
+    try:
+        fit = nd.nytro_path(Xd, yd, sigma, n_centers=40, seed=SEED, validation_fraction=FRACTION, **options)
+        pinned, products = client.run_on_scheduler(
+            lambda dask_scheduler: (dask_scheduler.plugins[_BlockReaders.name].pinned,
+                                    dask_scheduler.plugins[_BlockReaders.name].products))
+    finally:
+        client.unregister_scheduler_plugin(_BlockReaders.name)
+    assert fit.result.products == 8 and products == 0
+    assert len(pinned) == 7 and all(pinned)  # A^T y's shares, over 7 chunks
+    assert not any(client.run(_blocks_moved).values())
     check_path(fit, in_memory_path(X, y, sigma, fit, **options), X.dtype)
-    client.wait_for_workers(2, timeout=60)  # the nanny's new worker, for the tests after this one
+
+
+class _Messages:
+    """Counts the client's graphs sent to the scheduler and its scatters."""
+
+    def __init__(self, monkeypatch):
+        self.graphs = self.scatters = 0
+        graph, scatter = distributed.Client._graph_to_futures, distributed.Client.scatter
+
+        def counted_graph(*args, **kwargs):
+            self.graphs += 1
+            return graph(*args, **kwargs)
+
+        def counted_scatter(*args, **kwargs):
+            self.scatters += 1
+            return scatter(*args, **kwargs)
+
+        monkeypatch.setattr(distributed.Client, "_graph_to_futures", counted_graph)
+        monkeypatch.setattr(distributed.Client, "scatter", counted_scatter)
+
+
+@pytest.mark.parametrize("solver", ["gram", "direct"])
+def test_a_fit_takes_one_round_trip_per_pass(client, monkeypatch, solver):
+    """A fit sends four graphs and nothing else: the split counts, the centres, the normal
+    equations (direct: the kept blocks with their A^T y), the hold-out errors; the small
+    centres, R and coefficients travel inside the graphs, and the direct products ask the
+    workers directly. The code before scattered the arrays first (two more round trips
+    a fit), took A^T y in a pass of its own and sent a graph per product (13 graphs here)."""
+    X, y, sigma = data()
+    Xd, yd = da.from_array(X, chunks=60), da.from_array(y, chunks=60)
+    messages = _Messages(monkeypatch)
+    fit = nd.nytro_path(Xd, yd, sigma, n_centers=40, seed=SEED, validation_fraction=FRACTION, method="cg",
+                        max_iter=8, solver=solver)
+    assert (messages.graphs, messages.scatters) == (4, 0)
+    assert fit.result.products == 8
+    check_path(fit, in_memory_path(X, y, sigma, fit, solver=solver, method="cg", max_iter=8), X.dtype)
 
 
 def test_without_holdout_equals_in_memory(client):

@@ -10,15 +10,15 @@ chunks:
    (``nytro.sample_centers`` over n_train, or the leverage sampler's), gathered m x d
    from the chunks holding them (or the given centres: points, or row indices gathered
    alike); the factor R of K_mm is computed on the client by the C++ core;
-2. the normal equations: C and R are scattered to every worker once; each chunk's
-   training rows give K_i = k(X_i, C) (C++ core, in row blocks), A_i = K_i R and the
-   partial sums A_i^T A_i and A_i^T y, added up by Dask's tree reduction (``split_every``);
+2. the normal equations: C and R are sent to the workers once (see _broadcast); each
+   chunk's training rows give K_i = k(X_i, C) (C++ core, in row blocks), A_i = K_i R and
+   the partial sums A_i^T A_i and A_i^T y, added up by a tree of sums (``split_every``);
    in float64, where the in-memory gram solver's rule finds it accurate, the chunks sum
    K_i^T K_i and K_i^T y instead and the client forms R^T (K^T K) R (the core's
    kernel-first route: no K_i R, a third of the flops);
 3. the hold-out errors: the path (gd, nu, cg iterates, or NKRLS's lambda grid through one
    eigendecomposition of A^T A) is computed on the client in m dimensions; the m x T
-   matrix of coefficients alpha_t = R beta_t is scattered, and each chunk's hold-out rows
+   matrix of coefficients alpha_t = R beta_t is sent alike, and each chunk's hold-out rows
    give the squared errors of the predictions k(X_val_i, C) alpha_t, formed explicitly,
    summed over rows by the same tree reduction (metric="error": the weights of the rows
    each alpha_t misclassifies, and of all of them). Method "hybrid" grows its Lanczos bases
@@ -35,10 +35,12 @@ and the split differs from the in-memory estimators' permutation.
 
 The "direct" mode (solver="direct", or "auto" by the cost model of the solver row,
 ``nytro.options.DASK_SOLVER``, which charges each product's round trip to the scheduler)
-replaces step 2: each chunk's K_i (training rows) is computed once and persisted on its
-worker, and every product A^T A v = R^T K^T K R v of the path (of "cg"'s and "hybrid"'s
-Lanczos too, one per step for all outputs) is a map over the chunks and a tree sum of
-m-vectors, R applied on the client.
+replaces step 2: each chunk's K_i (training rows) is computed once and kept on a worker,
+and every product A^T A v = R^T K^T K R v of the path (of "cg"'s and "hybrid"'s Lanczos
+too, one per step for all outputs) is each worker's sum over its blocks, asked of the
+workers directly (no task), R applied on the client (see _DirectOperator).
+
+Each pass over the chunks is one graph sent to the scheduler, one round trip.
 
 Every kernel of ``nytro.kernel_matrix`` (one bandwidth or one per feature) is evaluated by
 the C++ core in the tasks. Sample weights travel with y's chunks: the training rows'
@@ -100,6 +102,11 @@ _MASK64 = np.uint64((1 << 64) - 1)
 # Kernel rows per block inside a chunk: about 32 MiB of float64 kernel, as the core's
 # streamed gram solver uses, so a chunk of any size costs O(block x m) memory on a worker.
 _BLOCK_ELEMENTS = 1 << 22
+# Rows of a kept K_i per block of a direct product K_i^T (K_i B): about 1 MiB of float64,
+# so that the second read of the block (K_b^T after K_b B) finds it in cache. A product
+# is bound by reading K_i from memory; with 32 MiB blocks it reads it twice (about half
+# the rate on a 2-core Zen 5 worker, measured on 200000 x 500).
+_PRODUCT_BLOCK_ELEMENTS = 1 << 17
 # One C++ / BLAS call at a time per worker process, each with all the worker's threads:
 # the worker may run several tasks at once, and their threads must not add up past the
 # worker's share of the cores. The BLAS pool itself is left as the worker set it
@@ -309,20 +316,43 @@ def _client():
         return None
 
 
+# An array up to this size travels inside the pass's graph (one copy, which the workers
+# fetch from each other), saving the scatter's round trip to the scheduler; a larger one is
+# scattered to every worker once (a graph of many MiB is slow to send, and Dask warns).
+_IN_GRAPH_BYTES = 1 << 20
+
+
 def _broadcast(*arrays):
-    """The arrays sent to every worker once (scatter), to be passed to the tasks; as they
+    """The arrays as the tasks of a pass take them, each sent to the workers once: a small
+    one as a single value of the graph, a larger one scattered to every worker; as they
     are without a distributed client (the local scheduler shares memory)."""
     client = _client()
     if client is None:
         return arrays
-    return tuple(client.scatter(list(arrays), broadcast=True, hash=False))
+    large = [a for a in arrays if np.asarray(a).nbytes > _IN_GRAPH_BYTES]
+    scattered = iter(client.scatter(large, broadcast=True, hash=False) if large else ())
+    return tuple(next(scattered) if np.asarray(a).nbytes > _IN_GRAPH_BYTES else dask.delayed(a) for a in arrays)
+
+
+def _add(*parts):
+    """The sum of the partial sums `parts` in float64, added in their order."""
+    total = np.array(parts[0], dtype=np.float64)
+    for part in parts[1:]:
+        total += part
+    return total
 
 
 def _tree_sum(parts, shape, split_every):
-    """The sum of the delayed arrays `parts` (each of `shape`, float64), by Dask's tree
-    reduction: at most split_every partial sums meet in a task."""
-    stacked = da.stack([da.from_delayed(p, shape=shape, dtype=np.float64) for p in parts])
-    return stacked.sum(axis=0, split_every=split_every)
+    """The sum of the delayed arrays `parts` (each of `shape`, float64) as one delayed
+    value: a tree of _add tasks in which at most split_every partial sums meet (Dask's
+    reductions' default fan-in for None). Plain tasks, not a dask.array reduction, whose
+    graph takes several times as long to build and schedule (the direct mode builds one
+    per product)."""
+    fan_in = split_every or dask.config.get("split_every", 4)
+    level = list(parts) or [dask.delayed(np.zeros)(shape)]
+    while len(level) > 1:
+        level = [dask.delayed(_add)(*level[i:i + fan_in]) for i in range(0, len(level), fan_in)]
+    return level[0]
 
 
 # -------------------------------------------------------------- tasks (on workers)
@@ -364,8 +394,8 @@ def _pick_rows(X, start, stop, fraction, seed, ordinals):
     return train + start, np.asarray(X)[train]
 
 
-def _row_blocks(rows: int, width: int):
-    step = max(1, _BLOCK_ELEMENTS // max(1, width))
+def _row_blocks(rows: int, width: int, elements=None):
+    step = max(1, (elements or _BLOCK_ELEMENTS) // max(1, width))
     return [(r, min(r + step, rows)) for r in range(0, rows, step)]
 
 
@@ -435,10 +465,10 @@ def _direct_block(X, Y, start, stop, fraction, seed, C, kern, dtype, estimator, 
     return K, Y
 
 
-def _widened_rows(K, dtype):
-    """K's row blocks in dtype (views of K where it has it): a K kept in float32 for
-    float64 computation is widened a block at a time, never whole."""
-    for r0, r1 in _row_blocks(len(K), K.shape[1]):
+def _widened_rows(K, dtype, elements=None):
+    """K's row blocks (of about `elements` values) in dtype (views of K where it has it): a
+    K kept in float32 for float64 computation is widened a block at a time, never whole."""
+    for r0, r1 in _row_blocks(len(K), K.shape[1], elements):
         yield r0, r1, K[r0:r1].astype(dtype, copy=False)
 
 
@@ -458,7 +488,7 @@ def _direct_product(block, B, n_threads):
     B = B.astype(Y.dtype)
     out = np.zeros((K.shape[1], B.shape[1]), Y.dtype)
     with _CORE_LOCK:
-        for _, _, Kb in _widened_rows(K, Y.dtype):
+        for _, _, Kb in _widened_rows(K, Y.dtype, _PRODUCT_BLOCK_ELEMENTS):
             out += Kb.T @ (Kb @ B)
     return out.astype(np.float64)
 
@@ -792,17 +822,32 @@ def _holdout_errors(data, fraction, seed, C, alphas, kern, n_threads, split_ever
 
 
 class _DirectOperator:
-    """A^T A and A^T Y (A = K R) from the chunks' (K_i, Y_i), persisted where they were
+    """A^T A and A^T Y (A = K R) from the chunks' (K_i, Y_i), kept where they were
     computed (on the workers with a distributed client): each product A^T A B =
-    R^T (sum_i K_i^T (K_i (R B))) is one map over the chunks and a tree sum of m x p
-    matrices, R applied on the client.
+    R^T (sum_i K_i^T (K_i (R B))) is a sum over the chunks of m x p matrices, R applied
+    on the client.
 
-    A worker that dies takes its blocks with it. Where the scheduler cannot recompute them
-    itself (it forgets persisted results whose inputs, the scattered centres, went with
-    the worker), the product is cancelled; the blocks are then computed again from the
-    chunks (centres scattered anew) and the product repeated, once: the same numbers as
-    before, so the path goes on unchanged. A second loss in the same product is reported
-    as a RuntimeError, never answered with a partial sum."""
+    Each block is computed on a worker chosen here (the workers in turn, as many blocks in
+    a round as each has threads), and its A^T Y share is pinned to that worker; the blocks
+    and their shares are one graph, one round trip to the scheduler. A product is then no
+    task at all: each worker is asked directly (``client.run``, about 2 ms on a
+    LocalCluster, where a graph of tasks and their tree sum takes 20-50 ms) for the sum of
+    K_i^T (K_i B) over the blocks it holds, computed in its thread pool, and the client
+    adds the workers' sums (in the order of their addresses). No block ever moves: left
+    to the scheduler, work stealing handed product tasks to an idle worker, which fetched
+    their blocks (n_i x m values, a GB at 250000 x 500) at every product.
+
+    A worker that dies takes its blocks with it (as does one that restarts: its blocks are
+    no longer there), and tasks pinned to it would wait for it for ever: a wait that lasts
+    checks that the blocks' workers are still there (the scheduler may also cancel the
+    computation, when it forgets persisted results whose inputs went with the worker).
+    Either way the blocks are then computed again from the chunks, on the workers now
+    present, and the product repeated, once: the same numbers as before, so the path goes
+    on unchanged. A second loss in the same product is reported as a RuntimeError, never
+    answered with a partial sum."""
+
+    # Seconds a product may run before the blocks' workers are checked (then again as often).
+    _patience = 0.5
 
     def __init__(self, data, fraction, seed, C, R, kern, n_threads, split_every, exponents):
         self._recipe = (data, fraction, seed, C, kern, n_threads, exponents)
@@ -812,32 +857,90 @@ class _DirectOperator:
         self.shape = (R.shape[1], R.shape[1])
         self.n_threads, self.split_every = n_threads, split_every
         self.products = 0
-        self._persist()
+        self._client = _client()
+        self.blocks = None
+        self._run(lambda: None)
 
     def _persist(self):
+        """The blocks (kept: futures on their workers, or values without a client) and
+        their summed A^T Y, in one computation."""
         data, fraction, seed, C, kern, n_threads, exponents = self._recipe
         (C_b,) = _broadcast(C)
-        blocks = [dask.delayed(_direct_block)(x, y, start, stop, fraction, seed, C_b, kern, data.dtype,
-                                              data.estimator, n_threads, exponents)
-                  for x, y, start, stop in _blocks(data)]
-        self.blocks = dask.persist(*blocks, optimize_graph=False)
+        chunks = _blocks(data)
+        self._homes = _homes(self._client, len(chunks))
+        blocks = [_pinned(home, _direct_block, x, y, start, stop, fraction, seed, C_b, kern, data.dtype,
+                          data.estimator, n_threads, exponents)
+                  for home, (x, y, start, stop) in zip(self._homes, chunks)]
+        rhs = _tree_sum([_pinned(home, _direct_rhs, b) for home, b in zip(self._homes, blocks)], (self.m, self.q),
+                        self.split_every)
+        if self._client is None:
+            *blocks, rhs = dask.persist(*blocks, rhs, optimize_graph=False)
+            self.blocks, self._rhs = blocks, rhs.compute()
+            return
+        *futures, rhs = self._client.compute(blocks + [rhs], optimize_graph=False)
+        self.blocks = futures
+        self._rhs = self._wait(rhs)
 
-    def _sum(self, task, shape, *args):
-        """The tree sum of task(block, *args) over the blocks (float64), rebuilding the
-        blocks once if a lost worker took some of them."""
+    def _wait(self, future):
+        """The future's result; _WorkerLost once a worker holding blocks has left."""
+        while True:
+            try:
+                return future.result(timeout=self._patience)
+            except TimeoutError:
+                try:
+                    self._check_homes()
+                except _WorkerLost:
+                    self._client.cancel([future])
+                    raise
+
+    def _run(self, step):
+        """step() with the blocks in place, computing them again (and repeating step) once
+        where a lost worker took some of them."""
         from concurrent.futures import CancelledError
         for attempt in (0, 1):
-            parts = [dask.delayed(task)(b, *args) for b in self.blocks]
             try:
-                return _tree_sum(parts, shape, self.split_every).compute(optimize_graph=False)
-            except CancelledError as error:
+                if self.blocks is None:
+                    self._persist()
+                return step()
+            except (CancelledError, _WorkerLost) as error:
                 if attempt:
                     raise RuntimeError("solver='direct': the workers holding the kernel blocks were lost twice in "
                                        f"one product ({error}); no result was formed from partial sums") from error
-                self._persist()
+                self.blocks = None
+
+    def _sum(self, task, shape, *args):
+        """The sum of task(block, *args) over the blocks (float64): on each block's worker
+        (with a client), or by the local scheduler."""
+        def step():
+            if self._client is not None:
+                return self._asked(task, args)
+            parts = [dask.delayed(task)(b, *args) for b in self.blocks]
+            return _tree_sum(parts, shape, self.split_every).compute(optimize_graph=False)
+        return self._run(step)
+
+    def _asked(self, task, args):
+        """The sum over the workers of their _held_sum(task, their blocks, args)."""
+        keys = {}
+        for home, block in zip(self._homes, self.blocks):
+            keys.setdefault(home, []).append(block.key)
+        try:
+            sums = self._client.run(_held_sum, task, keys, args, workers=sorted(keys))
+        except Exception:
+            self._check_homes()
+            raise
+        if any(isinstance(value, _Missing) for value in sums.values()):
+            raise _WorkerLost("a worker no longer holds its blocks")
+        return _add(*(sums[address] for address in sorted(keys)))
+
+    def _check_homes(self):
+        """_WorkerLost where a worker holding blocks has left the cluster."""
+        present = set(self._client.scheduler_info(n_workers=-1)["workers"])
+        gone = sorted(set(self._homes) - present)
+        if gone:
+            raise _WorkerLost(f"worker {gone[0]} left")
 
     def rhs(self):
-        return self.R.T @ self._sum(_direct_rhs, (self.m, self.q)).astype(self.dtype)
+        return self.R.T @ self._rhs.astype(self.dtype)
 
     def __call__(self, B):
         """A^T A B for B of shape (k,) or (k, p)."""
@@ -869,27 +972,69 @@ class _Reported:
         return out
 
 
-def _zero_part():
-    return np.zeros(1)
+class _WorkerLost(Exception):
+    """A worker that holds blocks has left the cluster, or no longer holds them."""
 
 
-# (scheduler address, chunks, split_every) -> seconds of one round trip of a product's shape.
+class _Missing:
+    """What a worker answers for blocks it does not hold."""
+
+
+async def _held_sum(task, keys, args, dask_worker=None):
+    """On a worker (client.run): the sum, in float64 and in the order of keys[its
+    address], of task(block, *args) over the blocks it holds under those keys, computed in
+    its thread pool (not on its event loop, which must keep answering the scheduler);
+    a _Missing where it lacks one."""
+    import asyncio
+    mine = keys[dask_worker.address]
+    if not all(key in dask_worker.data for key in mine):
+        return _Missing()
+    blocks = [dask_worker.data[key] for key in mine]  # read here: the data store is the event loop's
+    return await asyncio.get_running_loop().run_in_executor(
+        dask_worker.executors["default"], lambda: _add(*(task(block, *args) for block in blocks)))
+
+
+def _homes(client, count) -> list:
+    """The worker each of `count` blocks is computed and read on: the workers (by address)
+    in turn, each as many times in a round as it has threads; None each without a client."""
+    if client is None:
+        return [None] * count
+    workers = client.scheduler_info(n_workers=-1)["workers"]
+    slots = [address for address in sorted(workers) for _ in range(max(1, int(workers[address].get("nthreads") or 1)))]
+    return [slots[i % len(slots)] for i in range(count)]
+
+
+def _pinned(home, task, *args):
+    """dask.delayed(task)(*args), to be run on the worker `home` and no other (None: anywhere)."""
+    if home is None:
+        return dask.delayed(task)(*args)
+    with dask.annotate(workers=[home], allow_other_workers=False):
+        return dask.delayed(task)(*args)
+
+
+def _no_work(block):
+    return np.zeros(1)  # never called: _round_trip_seconds's workers hold no blocks under its keys
+
+
+# (scheduler address, chunks) -> seconds of one round trip of a product's shape.
 _ROUND_TRIPS: dict = {}
 
 
-def _round_trip_seconds(client, chunks, split_every) -> float:
-    """The wall time of a direct product's map-reduce that does no work (`chunks` tasks and
-    their tree sum, computed and gathered): the scheduler's share of every product. The
-    best of three (the first may import on the workers), measured once per client and
-    graph shape."""
+def _round_trip_seconds(client, chunks, split_every=None) -> float:
+    """The wall time of a direct product that does no work (each worker asked for its sum
+    over `chunks` blocks spread as the blocks are, which it finds it does not hold): the
+    round trip of every product. The best of three (the first may import on the workers),
+    measured once per client and number of chunks."""
     import time
-    key = (client.scheduler.address, chunks, split_every)
+    key = (client.scheduler.address, chunks)
     if key not in _ROUND_TRIPS:
+        held = {}
+        for i, home in enumerate(_homes(client, chunks)):
+            held.setdefault(home, []).append(f"nytro-no-block-{i}")
         times = []
         for _ in range(3):
             begin = time.perf_counter()
-            _tree_sum([dask.delayed(_zero_part)(pure=False) for _ in range(chunks)], (1,),
-                      split_every).compute(optimize_graph=False)
+            client.run(_held_sum, _no_work, held, (), workers=sorted(held))  # no blocks there: nothing read
             times.append(time.perf_counter() - begin)
         _ROUND_TRIPS[key] = min(times)
     return _ROUND_TRIPS[key]
