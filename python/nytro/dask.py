@@ -81,6 +81,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import threading
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -907,6 +908,26 @@ class _DirectOperator:
                     raise RuntimeError("solver='direct': the workers holding the kernel blocks were lost twice in "
                                        f"one product ({error}); no result was formed from partial sums") from error
                 self.blocks = None
+                self._settle()
+
+    # Seconds the scheduler gets to drop a worker whose connection broke, before the blocks
+    # are placed again (on a worker it still lists, pinned tasks would wait for it).
+    _removal = 10.0
+
+    def _settle(self):
+        """After a loss: wait until the scheduler has dropped a lost holder (or the
+        _removal seconds have passed: a holder restarted under its own address has lost
+        its blocks without leaving) and lists a worker to place the blocks on."""
+        if self._client is None:
+            return
+        deadline = time.monotonic() + self._removal
+        while time.monotonic() < deadline:
+            try:
+                self._check_homes()
+            except _WorkerLost:
+                break
+            time.sleep(0.05)
+        self._client.wait_for_workers(1, timeout=_WORKER_WAIT)
 
     def _sum(self, task, shape, *args):
         """The sum of task(block, *args) over the blocks (float64): on each block's worker
@@ -925,6 +946,8 @@ class _DirectOperator:
             keys.setdefault(home, []).append(block.key)
         try:
             sums = self._client.run(_held_sum, task, keys, args, workers=sorted(keys))
+        except OSError as error:  # distributed's CommClosedError: a holder's connection broke mid-run
+            raise _WorkerLost(f"a worker holding blocks stopped answering ({error})") from error
         except Exception:
             self._check_homes()
             raise
@@ -972,6 +995,10 @@ class _Reported:
         return out
 
 
+# Seconds to wait for a worker when the cluster has none (a TimeoutError after them).
+_WORKER_WAIT = 60.0
+
+
 class _WorkerLost(Exception):
     """A worker that holds blocks has left the cluster, or no longer holds them."""
 
@@ -1000,6 +1027,9 @@ def _homes(client, count) -> list:
     if client is None:
         return [None] * count
     workers = client.scheduler_info(n_workers=-1)["workers"]
+    if not workers:  # all restarting (their nannies bring them back) or not started yet
+        client.wait_for_workers(1, timeout=_WORKER_WAIT)
+        workers = client.scheduler_info(n_workers=-1)["workers"]
     slots = [address for address in sorted(workers) for _ in range(max(1, int(workers[address].get("nthreads") or 1)))]
     return [slots[i % len(slots)] for i in range(count)]
 
