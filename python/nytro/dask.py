@@ -1055,7 +1055,6 @@ def _round_trip_seconds(client, chunks, split_every=None) -> float:
     over `chunks` blocks spread as the blocks are, which it finds it does not hold): the
     round trip of every product. The best of three (the first may import on the workers),
     measured once per client and number of chunks."""
-    import time
     key = (client.scheduler.address, chunks)
     if key not in _ROUND_TRIPS:
         held = {}

@@ -737,11 +737,12 @@ solver : {"auto", "direct", "gram"}
     distributed client runs and the kernel blocks (in float32 with storage="float32") fit
     in half of each worker's memory_limit, and "gram" otherwise. The costs are in flops, a
     product 4 n k and A^T A 2 n k^2 + k^3 (n training rows, rank k), and every round trip
-    to the scheduler (one per product, one for A^T A) adds its seconds times the workers'
-    flop/s: the seconds of a product's map-reduce without work over the data's chunks
-    (the best of three, measured once per client and number of chunks), the flop/s the
-    client's ``nytro.machine_rates`` per thread times the workers' threads. A round
-    trip weighs as much as a pass over millions of kernel values, whatever n: "direct"
+    (one per product, one for A^T A) adds its seconds times the workers' flop/s: the
+    seconds of a product without work (the workers holding the data's chunks asked for
+    their sums, as a product asks them; the best of three, measured once per client and
+    number of chunks), the flop/s the client's ``nytro.machine_rates`` per thread times
+    the workers' threads. A round trip weighs as much as a pass over millions of kernel
+    values, whatever n: "direct"
     needs its products below k / 2 and n large enough for A^T A to outweigh their round
     trips. "spectral" is refused (NotImplementedError).""")
 DASK_NYTRO_STORAGE = _dask_refusing(NYTRO_STORAGE, (None, "float32"), """\
