@@ -13,6 +13,7 @@
 #include "bench/timing.hpp"
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 namespace py = pybind11;
@@ -200,6 +201,41 @@ void define(py::module_& m, const std::string& suffix) {
           },
           py::kw_only(), py::arg("X"), py::arg("centers"), py::arg("coef"), py::arg("kernel"),
           py::arg("n_threads"), py::arg("progress") = py::none());
+
+    // nytro/normal_equations.hpp, for nytro.dask's gram mode: (H, C) = (A^T A, A^T Y) over
+    // these rows, A = diag(row_scale) k(X, centers) R with R dense (m x k, all the centres
+    // its support); R None: (K^T K, K^T Y). row_scale None: no row scales.
+    m.def(("_normal_equations_" + suffix).c_str(),
+          [](const Array<T>& X, const Array<T>& Y, const Array<T>& centers, std::optional<Array<T>> R,
+             const nytro::KernelSpec& kernel, std::optional<Array<T>> row_scale, bool kernel_first,
+             bool low_precision, int n_threads, py::object progress) {
+              auto x = view(X), y = view(Y), c = view(centers);
+              nytro::NormalEquationsOptions options;
+              options.kernel_first = kernel_first;
+              options.low_precision = low_precision;
+              options.n_threads = n_threads;
+              options.callback = make_callback(std::move(progress));
+              std::optional<nytro::NystromFactor<T>> factor;
+              if (R) {
+                  factor.emplace();
+                  factor->R = view(*R);
+                  for (Index i = 0; i < factor->R.rows(); ++i) factor->support.push_back(i);
+              }
+              nytro::Vector<T> scale;
+              if (row_scale) {
+                  if (row_scale->ndim() != 1) throw std::invalid_argument("row_scale must be 1-D");
+                  scale = Eigen::Map<const nytro::Vector<T>>(row_scale->data(), row_scale->shape(0));
+              }
+              nytro::NormalEquationsResult<T> out;
+              {
+                  py::gil_scoped_release release;
+                  out = nytro::normal_equations<T>(x, y, c, factor ? &*factor : nullptr, kernel, scale, options);
+              }
+              return py::make_tuple(to_numpy<T>(std::move(out.H)), to_numpy<T>(std::move(out.C)));
+          },
+          py::kw_only(), py::arg("X"), py::arg("Y"), py::arg("centers"), py::arg("R"), py::arg("kernel"),
+          py::arg("row_scale"), py::arg("kernel_first"), py::arg("low_precision"), py::arg("n_threads"),
+          py::arg("progress") = py::none());
 
     // Benchmark hook (benchmarks/bench_kernels.py): median seconds of `repeats` fused passes
     // K^T (K a - y) over a stored kernel, the inner loop of the direct solver; K may be

@@ -3,7 +3,10 @@
 #include "check.hpp"
 #include "support.hpp"
 
+#include <cmath>
+#include <limits>
 #include <stdexcept>
+#include <string>
 
 using namespace support;
 using nytro::FactorMethod;
@@ -207,4 +210,38 @@ NYTRO_TEST(cholesky_factors_and_reports_indefinite) {
     CHECK(nytro::has_lapack_potrf());
     cholesky_factors<double>(1e-14);
     nytro::set_lapack_potrf(nullptr, nullptr);
+}
+
+// normal_equations (nytro/normal_equations.hpp) with the factors nystrom_factor returns
+// (upper triangular; the pivoted one's support a subset of the centres, duplicates
+// dropped), by both routes, against A = S K R formed from the definition: the A route's
+// error ~eps (n + m) and the kernel-first route's ~eps cond(K_mm) (relative to max|H|).
+NYTRO_TEST(normal_equations_match_direct_products) {
+    support::Problem p = make_problem(300, 4, 40, 1, 2);
+    p.centers.row(7) = p.centers.row(3);  // a duplicate: the pivoted support leaves one out
+    const Index n = p.X.rows(), m = p.centers.rows();
+    VectorD scale(n);
+    for (Index i = 0; i < n; ++i) scale[i] = 0.5 + double(i % 7) / 4;
+    const MatrixD K_mm = direct_kernel(p.centers, p.centers, p.sigma);
+    for (FactorMethod method : {FactorMethod::pivoted, FactorMethod::cholesky}) {
+        const auto factor = nytro::nystrom_factor<double>(K_mm, {method, -1.0, kJitter});
+        const MatrixD R = factor.dense(m);
+        const MatrixD A = scale.asDiagonal() * direct_kernel(p.X, p.centers, p.sigma) * R;
+        const MatrixD SY = scale.asDiagonal() * p.Y;
+        const MatrixD H = A.transpose() * A, C = A.transpose() * SY;
+        const double eps = std::numeric_limits<double>::epsilon();
+        const double cond = double(R.cols()) * largest_eigenvalue(R.transpose() * R);  // k ||R||^2 >= cond
+        for (bool kernel_first : {false, true}) {
+            nytro::NormalEquationsOptions options;
+            options.kernel_first = kernel_first;
+            const auto got = nytro::normal_equations<double>(p.X, SY, p.centers, &factor, p.sigma, scale, options);
+            const double tol = 16 * eps * (double(n + m) + (kernel_first ? cond : std::sqrt(cond)));
+            const std::string what = std::string(name(method)) + (kernel_first ? " kernel-first" : " A route");
+            CHECK(got.H == got.H.transpose());
+            expect_close(got.H, H, tol, what + " H");
+            expect_close(got.C, C, tol, what + " C");
+        }
+    }
+    CHECK_THROWS_WITH(nytro::normal_equations<double>(p.X, p.Y.topRows(5), p.centers, nullptr, p.sigma, VectorD()),
+                      std::invalid_argument, "Y");
 }

@@ -184,6 +184,22 @@ def kernel_predict(X, centers, coef, sigma, *, kernel="gaussian", matern_nu=1.5,
     return out[:, 0] if one_d else out
 
 
+
+def _block_normal_equations(X, Y, centers, R, kernel, sigma, matern_nu, row_scale=None, *, kernel_first=False,
+                            low_precision=False, n_threads=None):
+    """(A^T A, A^T Y) over these rows, A = diag(row_scale) k(X, centers) R, by the core's
+    streamed Gram pass (nytro/normal_equations.hpp), in X's dtype (float32 or float64; Y,
+    centers, R and row_scale taken in it); R None: (K^T K, K^T Y). Y comes already
+    multiplied by row_scale. kernel_first: K^T K summed first and R applied once (R None
+    takes it always). low_precision (float64): the core's float32 accumulation, as for
+    storage="float32". For nytro.dask's chunks: the arrays are the caller's, unchecked."""
+    dt = np.dtype(X.dtype)
+    as_dt = lambda a: None if a is None else np.ascontiguousarray(a, dtype=dt)  # noqa: E731
+    spec = chk.check_kernel(kernel, sigma, matern_nu, X.shape[1])
+    return _native("_normal_equations", dt)(X=as_dt(X), Y=as_dt(Y), centers=as_dt(centers), R=as_dt(R),
+                                            kernel=spec, row_scale=as_dt(row_scale), kernel_first=kernel_first,
+                                            low_precision=low_precision, n_threads=chk.check_n_threads(n_threads))
+
 def sample_centers(n, m, seed):
     """m distinct indices drawn uniformly from range(n) (SplitMix64 + partial Fisher-Yates)."""
     n = chk.check_int("n", n, 1)

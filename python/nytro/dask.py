@@ -93,7 +93,8 @@ import dask.array as da
 from . import _checks as chk
 from . import options as opt
 from . import reference
-from ._api import _scaled_coef, kernel_matrix, kernel_predict, nystrom_factor, sample_centers
+from ._api import (_block_normal_equations, _scaled_coef, kernel_matrix, kernel_predict, nystrom_factor,
+                   sample_centers)
 from .centers import CENTER_SELECTIONS, check_centers
 from ._results import PathResult, TikhonovResult
 
@@ -431,22 +432,11 @@ def _gram_part(X, Y, start, stop, fraction, seed, C, R, kern, dtype, estimator, 
     X, Y, scale = _chunk_rows(X, Y, start, stop, fraction, seed, dtype, estimator, exponents, False)
     if scale is not None:
         Y = Y * scale[:, None]
-    k, q = (C.shape[0] if R is None else R.shape[1]), Y.shape[1]
-    H, c = np.zeros((k, k), dtype), np.zeros((k, q), dtype)
-    if kern.low:  # the core rounds S Y (computed in float64), S and R to float32
-        Y = Y.astype(np.float32)
-        scale = None if scale is None else scale.astype(np.float32)
-        R = None if R is None else R.astype(np.float32)
-    threads = _task_threads(n_threads)
+    # The core's streamed Gram pass (the in-memory gram solver's), whose low_precision is
+    # the accumulation above; the route is the caller's, decided for the whole training set.
     with _CORE_LOCK:
-        for r0, r1 in _row_blocks(len(X), max(C.shape[0], k)):
-            A = kern(X[r0:r1], C, threads)
-            if scale is not None:
-                A *= scale[r0:r1, None]
-            if R is not None:
-                A = A @ R
-            H += A.T @ A  # NumPy takes a product of a matrix with its own transpose as a rank update
-            c += A.T @ Y[r0:r1]
+        H, c = _block_normal_equations(X, Y, C, R, kern.kernel, kern.sigma, kern.matern_nu, scale,
+                                       low_precision=kern.low, n_threads=_task_threads(n_threads))
     return np.hstack([H, c]).astype(np.float64)
 
 

@@ -9,6 +9,7 @@
 #include "nytro/isa.hpp"
 #include "nytro/kernel.hpp"
 #include "nytro/lapack.hpp"
+#include "nytro/normal_equations.hpp"
 #include "nytro/nystrom.hpp"
 #include "nytro/pivoted_qr.hpp"
 #include "nytro/options.hpp"

@@ -68,6 +68,13 @@ Matrix<T> kernel_predict(const MatrixCRef<T>& X, const MatrixCRef<T>& centers, c
 }
 
 template <class T>
+NormalEquationsResult<T> normal_equations(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const MatrixCRef<T>& centers,
+                                          const NystromFactor<T>* factor, const KernelSpec& kernel,
+                                          const Vector<T>& row_scale, const NormalEquationsOptions& options) {
+    return NYTRO_ENTRY(T, normal_equations)(X, Y, centers, factor, kernel, row_scale, options);
+}
+
+template <class T>
 NystromFactor<T> nystrom_factor(const MatrixCRef<T>& K_mm, const FactorOptions& options, int n_threads,
                                 const Callback& callback) {
     return NYTRO_ENTRY(T, nystrom_factor)(K_mm, options, n_threads, callback);
@@ -191,6 +198,10 @@ void set_machine_rates(const MachineRates& rates) {
                                         MatrixRef<T>, int, const Callback&);                                    \
     template Matrix<T> kernel_predict<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, const MatrixCRef<T>&,      \
                                          const KernelSpec&, int, const Callback&);                                        \
+    template NormalEquationsResult<T> normal_equations<T>(const MatrixCRef<T>&, const MatrixCRef<T>&,             \
+                                                          const MatrixCRef<T>&, const NystromFactor<T>*,           \
+                                                          const KernelSpec&, const Vector<T>&,                     \
+                                                          const NormalEquationsOptions&);                          \
     template NystromFactor<T> nystrom_factor<T>(const MatrixCRef<T>&, const FactorOptions&, int, const Callback&); \
     template Matrix<T> NystromFactor<T>::dense(Index) const;                                                    \
     template PathResult<T> nytro_path<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, const MatrixCRef<T>&,     \

@@ -42,6 +42,8 @@ constexpr EigenInterruptible<T> eigen_interruptible(EigenInterruptible<T> f) { r
     X(parse_kernel_type, &nytro::parse_kernel_type)                                              \
     X(kernel_predict_f, &nytro::kernel_predict<float>)                                           \
     X(kernel_predict_d, &nytro::kernel_predict<double>)                                          \
+    X(normal_equations_f, &nytro::normal_equations<float>)                                       \
+    X(normal_equations_d, &nytro::normal_equations<double>)                                      \
     X(nystrom_factor_f, &nytro::nystrom_factor<float>)                                           \
     X(nystrom_factor_d, &nytro::nystrom_factor<double>)                                          \
     X(factor_dense_f, &nytro::NystromFactor<float>::dense)                                       \
