@@ -184,6 +184,71 @@ NYTRO_TEST(pipelined_row_kernels_equal_separate_sweeps) {
     pipelined_kernels_equal_separate_sweeps<double, float>();
 }
 
+namespace {
+
+// The row kernels sweep whole cache lines (one prefetch per line and row), then single
+// packets, then a scalar tail. Over column ranges [c0, c1) that start and end anywhere
+// in a line they must still take every column of the range once and no other: each dot
+// against its sum in long double, within the rounding of a sum of that many terms; each
+// weighted column of dst the same, and dst outside the range untouched. The merged sweep
+// (the symmetric pass's, on such ranges) gives the separate kernels' bits.
+template <class T, class S>
+void row_kernels_cover_ranges() {
+    namespace rows = nytro::detail::rows;
+    const long double eps = std::numeric_limits<T>::epsilon();
+    const Index k = 300;
+    for (Index n_rows : {1, 5, 8, 13})
+        for (Index c0 : {0, 1, 3, 7, 17})
+            for (Index length : {0, 1, 5, 16, 33, 250}) {
+                const Index c1 = c0 + length;
+                const Matrix<S> block = normal(n_rows, k, 21 + n_rows).cast<S>();
+                const Matrix<T> x = normal(1, k, 22).cast<T>(), w = normal(1, n_rows, 23).cast<T>();
+                const T sentinel = T(0.5);
+                Matrix<T> out = Matrix<T>::Zero(1, n_rows), dst = Matrix<T>::Constant(1, k, sentinel);
+                rows::dots<T, S>(block.data(), k, n_rows, x.data(), c0, c1, out.data());
+                rows::add_weighted<T, S>(block.data(), k, n_rows, w.data(), dst.data(), c0, c1);
+                const std::string label = "rows=" + check::str(n_rows) + " c0=" + check::str(c0) +
+                                          " c1=" + check::str(c1);
+                for (Index i = 0; i < n_rows; ++i) {
+                    long double exact = 0, bound = 0;
+                    for (Index c = c0; c < c1; ++c) {
+                        const long double term = (long double)T(block(i, c)) * x(0, c);
+                        exact += term;
+                        bound += std::abs(term);
+                    }
+                    CHECK_MSG(std::abs(out(0, i) - exact) <= (length + 1) * eps * bound, label + ": dot of row " +
+                                                                                            check::str(i));
+                }
+                for (Index c = 0; c < k; ++c) {
+                    if (c < c0 || c >= c1) {
+                        CHECK_MSG(dst(0, c) == sentinel, label + ": column " + check::str(c) + " outside written");
+                        continue;
+                    }
+                    long double exact = sentinel, bound = sentinel;
+                    for (Index i = 0; i < n_rows; ++i) {
+                        const long double term = (long double)T(block(i, c)) * w(0, i);
+                        exact += term;
+                        bound += std::abs(term);
+                    }
+                    CHECK_MSG(std::abs(dst(0, c) - exact) <= (n_rows + 1) * eps * bound,
+                              label + ": weighted column " + check::str(c));
+                }
+                Matrix<T> merged_out = Matrix<T>::Zero(1, n_rows), merged_dst = Matrix<T>::Constant(1, k, sentinel);
+                rows::dots_and_add_weighted<T, S>(block.data(), k, n_rows, w.data(), x.data(), merged_dst.data(), c0,
+                                                  c1, merged_out.data());
+                CHECK_MSG(check::bitwise_equal(merged_out, out), label + ": merged sweep, dots");
+                CHECK_MSG(check::bitwise_equal(merged_dst, dst), label + ": merged sweep, sums");
+            }
+}
+
+}  // namespace
+
+NYTRO_TEST(row_kernels_cover_column_ranges) {
+    row_kernels_cover_ranges<double, double>();
+    row_kernels_cover_ranges<float, float>();
+    row_kernels_cover_ranges<double, float>();
+}
+
 // rank_update works on register tiles of B's columns in depth chunks: sizes below, at and
 // across a tile and a task block, depths below and across a chunk (128 for doubles on
 // AVX-512), both triangles. The other triangle is never written (a sentinel, finite so

@@ -56,8 +56,11 @@ void update_chunk(const MatrixCRef<T>& B, MatrixRef<T> G, T scale, bool upper, i
     const double flops = double(depth) * size * size;
     namespace ei = Eigen::internal;
     using Packet = typename Tile::Packet;
-    const Packet s = ei::pset1<Packet>(scale);
     auto update_block = [&](Index task) {
+        // The scale made here, not captured: a captured packet is read from the caller's
+        // frame at every use, the pointer to it reloaded after each store to G (which the
+        // compiler cannot tell apart from the frame); in a register it costs nothing.
+        const Packet s = ei::pset1<Packet>(scale);
         const auto [r0, c0] = blocks[std::size_t(task)];
         const Index r1 = std::min(size, r0 + kTaskRows), c1 = std::min(size, c0 + task_cols);
         Tile tile;

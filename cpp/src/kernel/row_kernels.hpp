@@ -93,6 +93,35 @@ EIGEN_STRONG_INLINE void group_weights(const T* w, Index g0, Index count, T (&we
     for (Index i = 0; i < group; ++i) weight[i] = i < count ? w[g0 + i] : T(0);
 }
 
+// How far ahead of the sweeps the rows they stream are prefetched. One thread's sweep
+// waits on memory: it has only as many lines on their way as its out-of-order window
+// holds loads for, and AVX2's packets, half AVX-512's, put twice the instructions between
+// two lines, so without prefetches its fused pass read K well below the bandwidth that
+// AVX-512's reached (docs/design.md, "Prefetching the streamed rows"). A prefetch a few
+// lines ahead of each of the group's rows keeps more lines coming whatever the width.
+constexpr Index kPrefetchBytes = 512;
+
+// body(c) for c = c0, c0 + width, ... while c + width <= c1, in that order, a cache line
+// of S at a time with a prefetch of each of the group's streamed rows; returns the first
+// column left for the scalar tail. The packets and their order are those of a plain loop,
+// so the bits are too.
+template <class T, class S, class Body>
+EIGEN_STRONG_INLINE Index sweep_packets(const S* (&streamed)[group], Index c0, Index c1, Body&& body) {
+    constexpr Index line = Index(64 / sizeof(S));  // a whole number of packets of T
+    static_assert(line % width<T> == 0, "a cache line holds whole packets");
+    Index c = c0;
+    for (; c + line <= c1; c += line) {
+#if defined(__GNUC__)
+        if constexpr (kPrefetchBytes > 0)
+            for (Index i = 0; i < group; ++i)
+                __builtin_prefetch(reinterpret_cast<const char*>(streamed[i] + c) + kPrefetchBytes, 0, 3);
+#endif
+        for (Index u = 0; u < line; u += width<T>) body(c + u);
+    }
+    for (; c + width<T> <= c1; c += width<T>) body(c);
+    return c;
+}
+
 // dots[i] += sum_{c in [c0, c1)} block(i, c) x[c] for i < rows.
 template <class T, class S>
 void dots(const S* block, Index stride, Index rows, const T* x, Index c0, Index c1, T* out) {
@@ -102,11 +131,10 @@ void dots(const S* block, Index stride, Index rows, const T* x, Index c0, Index 
         group_rows(block, stride, g0, count, row);
         Packet<T> sum[group];
         for (Index i = 0; i < group; ++i) sum[i] = ei::pset1<Packet<T>>(T(0));
-        Index c = c0;
-        for (; c + width<T> <= c1; c += width<T>) {
+        Index c = sweep_packets<T>(row, c0, c1, [&](Index c) {
             const Packet<T> xc = ei::ploadu<Packet<T>>(x + c);
             for (Index i = 0; i < group; ++i) sum[i] = ei::pmadd(load<T>(row[i] + c), xc, sum[i]);
-        }
+        });
         T tail[group] = {};
         for (; c < c1; ++c)
             for (Index i = 0; i < group; ++i) tail[i] = fused(T(row[i][c]), x[c], tail[i]);
@@ -125,12 +153,11 @@ void add_weighted(const S* block, Index stride, Index rows, const T* w, T* dst, 
         Packet<T> scale[group];
         group_weights(w, g0, count, weight);
         for (Index i = 0; i < group; ++i) scale[i] = ei::pset1<Packet<T>>(weight[i]);
-        Index c = c0;
-        for (; c + width<T> <= c1; c += width<T>) {
+        Index c = sweep_packets<T>(row, c0, c1, [&](Index c) {
             Packet<T> t = ei::ploadu<Packet<T>>(dst + c);
             for (Index i = 0; i < group; ++i) t = ei::pmadd(load<T>(row[i] + c), scale[i], t);
             ei::pstoreu(dst + c, t);
-        }
+        });
         for (; c < c1; ++c) {
             T t = dst[c];
             for (Index i = 0; i < group; ++i) t = fused(T(row[i][c]), weight[i], t);
@@ -151,15 +178,14 @@ void dots2(const S* block, Index stride, Index rows, const T* x0, const T* x1, I
         group_rows(block, stride, g0, count, row);
         Packet<T> sum0[group], sum1[group];
         for (Index i = 0; i < group; ++i) sum0[i] = sum1[i] = ei::pset1<Packet<T>>(T(0));
-        Index c = c0;
-        for (; c + width<T> <= c1; c += width<T>) {
+        Index c = sweep_packets<T>(row, c0, c1, [&](Index c) {
             const Packet<T> a = ei::ploadu<Packet<T>>(x0 + c), b = ei::ploadu<Packet<T>>(x1 + c);
             for (Index i = 0; i < group; ++i) {
                 const Packet<T> h = load<T>(row[i] + c);
                 sum0[i] = ei::pmadd(h, a, sum0[i]);
                 sum1[i] = ei::pmadd(h, b, sum1[i]);
             }
-        }
+        });
         T tail0[group] = {}, tail1[group] = {};
         for (; c < c1; ++c)
             for (Index i = 0; i < group; ++i) {
@@ -190,8 +216,7 @@ void add_weighted2(const S* block, Index stride, Index rows, const T* w0, const 
             scale0[i] = ei::pset1<Packet<T>>(weight0[i]);
             scale1[i] = ei::pset1<Packet<T>>(weight1[i]);
         }
-        Index c = c0;
-        for (; c + width<T> <= c1; c += width<T>) {
+        Index c = sweep_packets<T>(row, c0, c1, [&](Index c) {
             Packet<T> t0 = ei::ploadu<Packet<T>>(dst0 + c), t1 = ei::ploadu<Packet<T>>(dst1 + c);
             for (Index i = 0; i < group; ++i) {
                 const Packet<T> h = load<T>(row[i] + c);
@@ -200,7 +225,7 @@ void add_weighted2(const S* block, Index stride, Index rows, const T* w0, const 
             }
             ei::pstoreu(dst0 + c, t0);
             ei::pstoreu(dst1 + c, t1);
-        }
+        });
         for (; c < c1; ++c) {
             T t0 = dst0[c], t1 = dst1[c];
             for (Index i = 0; i < group; ++i) {
@@ -232,8 +257,7 @@ void dots_and_add_weighted_sweep(const S* dotted, const S* weighted, Index strid
             scale[i] = ei::pset1<Packet<T>>(weight[i]);
             sum[i] = ei::pset1<Packet<T>>(T(0));
         }
-        Index c = c0;
-        for (; c + width<T> <= c1; c += width<T>) {
+        Index c = sweep_packets<T>(row_dotted, c0, c1, [&](Index c) {
             const Packet<T> xc = ei::ploadu<Packet<T>>(x + c);
             Packet<T> t = ei::ploadu<Packet<T>>(dst + c);
             for (Index i = 0; i < group; ++i) {
@@ -242,7 +266,7 @@ void dots_and_add_weighted_sweep(const S* dotted, const S* weighted, Index strid
                 t = ei::pmadd(kSame ? h : load<T>(row_weighted[i] + c), scale[i], t);
             }
             ei::pstoreu(dst + c, t);
-        }
+        });
         T tail[group] = {};
         for (; c < c1; ++c) {
             T t = dst[c];
@@ -293,8 +317,7 @@ void dots2_next_add2_previous(const S* next, const S* prev, Index stride, Index 
         group_weights(w0, g0, count, weight0);
         group_weights(w1, g0, count, weight1);
         for (Index i = 0; i < group; ++i) sum0[i] = sum1[i] = ei::pset1<Packet<T>>(T(0));
-        Index c = c0;
-        for (; c + width<T> <= c1; c += width<T>) {
+        Index c = sweep_packets<T>(row_next, c0, c1, [&](Index c) {
             const Packet<T> a = ei::ploadu<Packet<T>>(x0 + c), b = ei::ploadu<Packet<T>>(x1 + c);
             Packet<T> t0 = ei::ploadu<Packet<T>>(dst0 + c), t1 = ei::ploadu<Packet<T>>(dst1 + c);
             for (Index i = 0; i < group; ++i) {
@@ -307,7 +330,7 @@ void dots2_next_add2_previous(const S* next, const S* prev, Index stride, Index 
             }
             ei::pstoreu(dst0 + c, t0);
             ei::pstoreu(dst1 + c, t1);
-        }
+        });
         T tail0[group] = {}, tail1[group] = {};
         for (; c < c1; ++c) {
             T t0 = dst0[c], t1 = dst1[c];
