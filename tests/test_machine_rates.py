@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import platform
 import subprocess
 import sys
 
@@ -33,6 +34,20 @@ def test_the_tests_run_on_pinned_rates():
     assert rates["threads"] == 1
     assert nytro.machine_rates()["threads"] == nytro.default_n_threads()
     assert rates["key"].endswith("| 1 threads")
+
+
+def test_the_cache_key_names_the_instructions_compiled_for():
+    """Rates are cached per CPU model, instruction set and threads: a build without
+    dispatch is keyed by the widest vectors its -march allowed (an AVX2 build and an
+    AVX-512 build on one machine must not share rates), a dispatched one by its variant."""
+    info = nytro._config.isa_info()
+    variant = nytro.machine_rates(1)["key"].split(" | ")[1]
+    if info["dispatch"]:
+        assert variant == info["selected"]
+    elif platform.machine() in ("x86_64", "AMD64"):
+        assert variant in ("native avx512", "native avx2", "native baseline"), variant
+        needs = {"native avx512": "avx512f", "native avx2": "avx2"}.get(variant)
+        assert needs is None or needs in info["cpu_features"]  # the build runs here
 
 
 def test_show_config_reports_the_rates():

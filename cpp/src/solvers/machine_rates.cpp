@@ -40,8 +40,17 @@
 
 #define NYTRO_RATES_TEXT_INNER(x) #x
 #define NYTRO_RATES_TEXT(x) NYTRO_RATES_TEXT_INNER(x)
+// The cache keys rates by the instructions the products were compiled for: a dispatched
+// variant by its name; a build without dispatch by the widest vectors its -march allowed,
+// so that an AVX2 build and an AVX-512 build on one machine do not read each other's rates.
 #ifdef NYTRO_ISA_NAME
 #define NYTRO_RATES_VARIANT NYTRO_RATES_TEXT(NYTRO_ISA_NAME)
+#elif defined(__AVX512F__)
+#define NYTRO_RATES_VARIANT "native avx512"
+#elif defined(__AVX2__) && defined(__FMA__)
+#define NYTRO_RATES_VARIANT "native avx2"
+#elif defined(__x86_64__)
+#define NYTRO_RATES_VARIANT "native baseline"
 #else
 #define NYTRO_RATES_VARIANT "native"
 #endif
