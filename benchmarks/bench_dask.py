@@ -220,8 +220,8 @@ def out_of_core(args) -> dict:
     R = nytro.nystrom_factor(nytro.gaussian_kernel(C, C, args.sigma)).astype(np.float32)
     def task():
         start = time.perf_counter()
-        nd._gram_part(X1, y1[:, None], 0, len(X1), args.fraction, args.seed, C, R, args.sigma,
-                      np.dtype(np.float32), None, 1, None)
+        nd._gram_part(X1, y1[:, None], 0, len(X1), args.fraction, args.seed, C, R,
+                      nd._Kernel("gaussian", args.sigma, 1.5), np.dtype(np.float32), None, 1, None)
         return time.perf_counter() - start
 
     from threadpoolctl import threadpool_limits
