@@ -1114,11 +1114,17 @@ def _choose_solver(solver, method, n_train, k, max_iter, itemsize, limits=None, 
     return "direct" if all(limit == 0 or share <= limit / 2 for limit in limits) else "gram"
 
 
+def _reporter(progress):
+    """progress (checked), or a callable that reports nothing."""
+    chk.check_progress(progress)
+    return progress or (lambda stage, done, total: None)
+
+
 def _setup(X, y, sigma, values, n_centers, centers, center_selection, validation_fraction, seed, dtype,
            sample_weight, estimator, progress=None):
     """The passes shared by both paths: data, split, centres, factor. values: the
     family's parameters (kernel, matern_nu, factor, rank_tol, jitter)."""
-    report = progress or (lambda stage, done, total: None)
+    report = _reporter(progress)
     data = _as_dask_data(X, y, dtype, estimator)
     chk.check_kernel(values["kernel"], sigma, values["matern_nu"], int(data.X.shape[1]))  # ValueError by name
     kern = _Kernel(values["kernel"], np.asarray(sigma, dtype=np.float64) if np.ndim(sigma) else sigma,
@@ -1599,8 +1605,7 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     values = _options(opt.DASK_NYTRO, options, locals())
     method, solver, n_threads, metric = values["method"], values["solver"], values["n_threads"], values["metric"]
     patience = chk.check_patience(n_iter_no_change)
-    chk.check_progress(progress)
-    report = progress or (lambda stage, done, total: None)
+    report = _reporter(progress)
     # storage="float32" changes a float64 computation only, as in memory.
     low = (chk.check_storage(values["storage"], chk.NYTRO_STORAGES) == "float32" and isinstance(X, da.Array)
            and chk.compute_dtype(dtype, np.empty(0, X.dtype)) == np.float64)
@@ -1700,8 +1705,7 @@ def nkrls_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     if validation_fraction is None and len(lambdas) != 1:
         raise ValueError(f"without a hold-out set exactly one lambda is needed, got {len(lambdas)}")
     n_threads, metric = values["n_threads"], values["metric"]
-    chk.check_progress(progress)
-    report = progress or (lambda stage, done, total: None)
+    report = _reporter(progress)
     # storage="float32" changes a float64 computation only, as in memory.
     low = (chk.check_storage(values["storage"], chk.STORAGES) == "float32" and isinstance(X, da.Array)
            and chk.compute_dtype(dtype, np.empty(0, X.dtype)) == np.float64)
