@@ -484,16 +484,23 @@ def _direct_product(block, B, n_threads):
     return out.astype(np.float64)
 
 
-def _holdout_part(X, Y, start, stop, fraction, seed, C, alphas, kern, dtype, estimator, n_threads, exponents,
-                  metric="rmse"):
-    """Squared hold-out errors of this chunk, per output column, for each of the L
-    coefficient sets alphas[:, l q:(l + 1) q] ((L, q)), from the predictions
+def _holdout_rows(X, Y, start, stop, fraction, seed, dtype, estimator, exponents):
+    """The chunk's hold-out rows as the hold-out errors read them: X, Y (float64, its
+    columns scaled by the fit's powers of two) and their row scales sqrt(w') (None without
+    weights). The direct mode keeps them on the worker that holds the chunk's kernel
+    block (n_val x d values, beside its n_train x m)."""
+    X, Y, scale = _chunk_rows(X, Y, start, stop, fraction, seed, dtype, estimator, exponents, True)
+    return X, Y.astype(np.float64), scale
+
+
+def _holdout_sums(rows, C, alphas, kern, n_threads, metric="rmse"):
+    """Squared hold-out errors of the rows (_holdout_rows), per output column, for each of
+    the L coefficient sets alphas[:, l q:(l + 1) q] ((L, q)), from the predictions
     k(X_val, C) alpha_l against Y's scaled columns, each row's weighted by its w'. For
     metric "error" ((L + 1,)): the summed w' (1 without weights) of the rows each set
     misclassifies (reference._classes of the predictions against the targets'), then the
-    summed w' of all the chunk's hold-out rows."""
-    X, Y, scale = _chunk_rows(X, Y, start, stop, fraction, seed, dtype, estimator, exponents, True)
-    Y = Y.astype(np.float64)
+    summed w' of all the rows."""
+    X, Y, scale = rows
     q = Y.shape[1]
     L = alphas.shape[1] // q
     errors = np.zeros((L, q))
@@ -516,6 +523,13 @@ def _holdout_part(X, Y, start, stop, fraction, seed, C, alphas, kern, dtype, est
     if metric == "error":
         return np.append(wrong, np.sum(weights))
     return errors
+
+
+def _holdout_part(X, Y, start, stop, fraction, seed, C, alphas, kern, dtype, estimator, n_threads, exponents,
+                  metric="rmse"):
+    """_holdout_sums of the chunk's hold-out rows."""
+    return _holdout_sums(_holdout_rows(X, Y, start, stop, fraction, seed, dtype, estimator, exponents), C, alphas,
+                         kern, n_threads, metric)
 
 
 def _images_part(X, Y, start, stop, fraction, seed, C, bases, sizes, kern, dtype, estimator, n_threads,
@@ -800,16 +814,23 @@ def _holdout_errors(data, fraction, seed, C, alphas, kern, n_threads, split_ever
     """Summed squared hold-out errors of each coefficient set (alphas m x L q), per
     output column: (L, q); for metric "error", the weighted error rate of each set (L,),
     sum_v w_v [row v wrong] / sum_v w_v over all the hold-out rows."""
-    q = data.Y.shape[1]
-    L = alphas.shape[1] // q
     C_b, alphas_b = _broadcast(C, alphas)
     parts = [dask.delayed(_holdout_part)(x, y, start, stop, fraction, seed, C_b, alphas_b, kern, data.dtype,
                                          data.estimator, n_threads, exponents, metric)
              for x, y, start, stop in _blocks(data)]
-    if metric == "error":
-        summed = _tree_sum(parts, (L + 1,), split_every).compute(optimize_graph=False)
-        return summed[:L] / summed[L]
-    return _tree_sum(parts, (L, q), split_every).compute(optimize_graph=False)
+    shape = _holdout_shape(data.Y.shape[1], alphas, metric)
+    return _holdout_result(_tree_sum(parts, shape, split_every).compute(optimize_graph=False), metric)
+
+
+def _holdout_shape(q, alphas, metric):
+    """The shape of a chunk's _holdout_sums."""
+    L = alphas.shape[1] // q
+    return (L + 1,) if metric == "error" else (L, q)
+
+
+def _holdout_result(summed, metric):
+    """_holdout_errors's value from the chunks' summed _holdout_sums."""
+    return summed[:-1] / summed[-1] if metric == "error" else summed
 
 
 class _DirectOperator:
@@ -835,13 +856,18 @@ class _DirectOperator:
     Either way the blocks are then computed again from the chunks, on the workers now
     present, and the product repeated, once: the same numbers as before, so the path goes
     on unchanged. A second loss in the same product is reported as a RuntimeError, never
-    answered with a partial sum."""
+    answered with a partial sum.
+
+    With a hold-out split, each block's worker also keeps the chunk's hold-out rows
+    (_holdout_rows: n_val x d values), so that the hold-out errors too are asked of the
+    workers (the kernel of those rows formed there), not sent as a graph."""
 
     # Seconds a product may run before the blocks' workers are checked (then again as often).
     _patience = 0.5
 
     def __init__(self, data, fraction, seed, C, R, kern, n_threads, split_every, exponents):
         self._recipe = (data, fraction, seed, C, kern, n_threads, exponents)
+        self.C, self.kern = C, kern
         self.R, self.m, self.q, self.dtype = R, C.shape[0], data.Y.shape[1], data.dtype
         # shape and @ as A^T A's matrix has them in "gram" mode: "hybrid"'s Lanczos takes
         # either (each product here a pass over the workers' blocks).
@@ -849,12 +875,12 @@ class _DirectOperator:
         self.n_threads, self.split_every = n_threads, split_every
         self.products = 0
         self._client = _client()
-        self.blocks = None
+        self.blocks = self.held = None
         self._run(lambda: None)
 
     def _persist(self):
-        """The blocks (kept: futures on their workers, or values without a client) and
-        their summed A^T Y, in one computation."""
+        """The blocks and hold-out rows (kept: futures on their workers, or values without
+        a client) and the blocks' summed A^T Y, in one computation."""
         data, fraction, seed, C, kern, n_threads, exponents = self._recipe
         (C_b,) = _broadcast(C)
         chunks = _blocks(data)
@@ -862,15 +888,18 @@ class _DirectOperator:
         blocks = [_pinned(home, _direct_block, x, y, start, stop, fraction, seed, C_b, kern, data.dtype,
                           data.estimator, n_threads, exponents)
                   for home, (x, y, start, stop) in zip(self._homes, chunks)]
+        held = [] if fraction is None else [
+            _pinned(home, _holdout_rows, x, y, start, stop, fraction, seed, data.dtype, data.estimator, exponents)
+            for home, (x, y, start, stop) in zip(self._homes, chunks)]
         rhs = _tree_sum([_pinned(home, _direct_rhs, b) for home, b in zip(self._homes, blocks)], (self.m, self.q),
                         self.split_every)
         if self._client is None:
-            *blocks, rhs = dask.persist(*blocks, rhs, optimize_graph=False)
-            self.blocks, self._rhs = blocks, rhs.compute()
-            return
-        *futures, rhs = self._client.compute(blocks + [rhs], optimize_graph=False)
-        self.blocks = futures
-        self._rhs = self._wait(rhs)
+            *kept, rhs = dask.persist(*blocks, *held, rhs, optimize_graph=False)
+            self._rhs = rhs.compute()
+        else:
+            *kept, rhs = self._client.compute(blocks + held + [rhs], optimize_graph=False)
+            self._rhs = self._wait(rhs)
+        self.blocks, self.held = kept[:len(blocks)], kept[len(blocks):]
 
     def _wait(self, future):
         """The future's result; _WorkerLost once a worker holding blocks has left."""
@@ -897,7 +926,7 @@ class _DirectOperator:
                 if attempt:
                     raise RuntimeError("solver='direct': the workers holding the kernel blocks were lost twice in "
                                        f"one product ({error}); no result was formed from partial sums") from error
-                self.blocks = None
+                self.blocks = self.held = None
                 self._settle()
 
     # Seconds the scheduler gets to drop a worker whose connection broke, before the blocks
@@ -919,20 +948,21 @@ class _DirectOperator:
             time.sleep(0.05)
         self._client.wait_for_workers(1, timeout=_WORKER_WAIT)
 
-    def _sum(self, task, shape, *args):
-        """The sum of task(block, *args) over the blocks (float64): on each block's worker
-        (with a client), or by the local scheduler."""
+    def _sum(self, task, shape, *args, held=False):
+        """The sum of task(block, *args) over the blocks (float64), or over the hold-out
+        rows for held: on each chunk's worker (with a client), or by the local scheduler."""
         def step():
+            kept = self.held if held else self.blocks
             if self._client is not None:
-                return self._asked(task, args)
-            parts = [dask.delayed(task)(b, *args) for b in self.blocks]
+                return self._asked(task, args, kept)
+            parts = [dask.delayed(task)(b, *args) for b in kept]
             return _tree_sum(parts, shape, self.split_every).compute(optimize_graph=False)
         return self._run(step)
 
-    def _asked(self, task, args):
-        """The sum over the workers of their _held_sum(task, their blocks, args)."""
+    def _asked(self, task, args, kept):
+        """The sum over the workers of their _held_sum(task, their futures in kept, args)."""
         keys = {}
-        for home, block in zip(self._homes, self.blocks):
+        for home, block in zip(self._homes, kept):
             keys.setdefault(home, []).append(block.key)
         try:
             sums = self._client.run(_held_sum, task, keys, args, workers=sorted(keys))
@@ -954,6 +984,13 @@ class _DirectOperator:
 
     def rhs(self):
         return self.R.T @ self._rhs.astype(self.dtype)
+
+    def holdout_errors(self, alphas, metric="rmse"):
+        """_holdout_errors's value, from the hold-out rows the workers keep."""
+        C, alphas = self.C, np.asarray(alphas)
+        shape = _holdout_shape(self.q, alphas, metric)
+        return _holdout_result(self._sum(_holdout_sums, shape, C, alphas, self.kern, self.n_threads, metric,
+                                         held=True), metric)
 
     def __call__(self, B):
         """A^T A B for B of shape (k,) or (k, p)."""
@@ -1677,8 +1714,8 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
             coef, path, selected, stopped = R @ betas[-1], np.zeros(0), max_iter, max_iter
         else:
             alphas = R @ np.hstack(betas)
-            errors = _holdout_errors(data, fraction, seed, C, alphas, kern, n_threads, split_every, exponents,
-                                     metric)
+            errors = (operator.holdout_errors(alphas, metric) if mode == "direct" else
+                      _holdout_errors(data, fraction, seed, C, alphas, kern, n_threads, split_every, exponents, metric))
             report("validation", 1, 1)
             path = errors if metric == "error" else _pooled_rmse(errors, scales, n_val)
             selected, stopped = reference._select(path, stopping, rule_tol, window, patience, metric)
