@@ -237,6 +237,29 @@ void define(py::module_& m, const std::string& suffix) {
           py::arg("row_scale"), py::arg("kernel_first"), py::arg("low_precision"), py::arg("n_threads"),
           py::arg("progress") = py::none());
 
+    // nytro/normal_equations.hpp, for nytro.dask's "direct" mode: K^T (K B) over a kernel
+    // block a worker keeps, read in place (K may be float32 for a float64 computation).
+    auto block_product = [](const auto& K, const Array<T>& B, int n_threads) {
+        using S = typename std::decay_t<decltype(K)>::value_type;
+        auto k = view(K);
+        auto b = view(B);
+        Matrix<T> out;
+        {
+            py::gil_scoped_release release;
+            out = nytro::block_normal_product<T, S>(k, b, n_threads);
+        }
+        return to_numpy<T>(std::move(out));
+    };
+    m.def(("_block_normal_product_" + suffix).c_str(),
+          [block_product](const Array<T>& K, const Array<T>& B, int n_threads) { return block_product(K, B, n_threads); },
+          py::kw_only(), py::arg("K").noconvert(), py::arg("B"), py::arg("n_threads"));
+    if constexpr (std::is_same_v<T, double>)
+        m.def("_block_normal_product_float64_from_float32",
+              [block_product](const Array<float>& K, const Array<T>& B, int n_threads) {
+                  return block_product(K, B, n_threads);
+              },
+              py::kw_only(), py::arg("K").noconvert(), py::arg("B"), py::arg("n_threads"));
+
     // Benchmark hook (benchmarks/bench_kernels.py): median seconds of `repeats` fused passes
     // K^T (K a - y) over a stored kernel, the inner loop of the direct solver; K may be
     // float32 for a float64 computation (storage="float32").

@@ -566,6 +566,29 @@ class _Messages:
         monkeypatch.setattr(distributed.Client, "scatter", counted_scatter)
 
 
+def _threads_of_a_product(block, B, n_threads):
+    """A direct product's stand-in: the threads its C++ call would take, and the product."""
+    return np.array([nd._task_threads(n_threads), float(np.sum(nd._direct_product(block, B, n_threads)))])
+
+
+def test_direct_products_use_each_workers_own_threads(client):
+    """The direct products run in each worker's thread pool outside any task, where
+    distributed's get_worker finds no worker: they must still take the worker's nthreads
+    (1 here), not every core of the machine (the two workers' C++ calls would then share
+    the cores twice over). Their sum is K^T (K B) over the training rows."""
+    X, y, sigma = data()
+    Xd, yd = da.from_array(X, chunks=60), da.from_array(y, chunks=60)
+    d = nd._as_dask_data(Xd, yd, None)
+    C = X[:20]
+    op = nd._DirectOperator(d, FRACTION, SEED, C, np.eye(20), nd._Kernel("gaussian", sigma, 1.5), None, None, None)
+    B = np.linspace(-1, 1, 20)[:, None]
+    threads, total = op._sum(_threads_of_a_product, (2,), B, None)
+    assert threads == len(op.blocks)  # one thread per block's product
+    held = nd.holdout_mask(np.arange(len(X)), FRACTION, SEED)
+    K = nytro.kernel_matrix(X[~held], C, sigma=sigma)
+    assert total == pytest.approx(float(np.sum(K.T @ (K @ B))), rel=1e-12)
+
+
 @pytest.mark.parametrize("solver", ["gram", "direct"])
 def test_a_fit_takes_one_round_trip_per_pass(client, monkeypatch, solver):
     """A fit sends these graphs and nothing else: the split counts, the centres, the normal

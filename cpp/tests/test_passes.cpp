@@ -136,6 +136,34 @@ void fused_pass_shapes(double tolerance) {
 
 }  // namespace
 
+// The public entry for kept blocks (nytro.dask's direct mode): the fused pass's bits on
+// a view of the caller's memory, for every storage; zero rows give zeros; a B of the wrong
+// height and a K whose rows are not contiguous are refused by name.
+template <class T, class S>
+void block_normal_product_is_the_fused_pass() {
+    const Matrix<S> K = normal(300, 31, 17).cast<S>();
+    const Matrix<T> B = normal(31, 3, 18).cast<T>();
+    const Eigen::Map<const Matrix<S>> kept(K.data(), K.rows(), K.cols());
+    const auto product = [](const nytro::MatrixCRef<S>& k, const nytro::MatrixCRef<T>& b, int threads) {
+        return nytro::block_normal_product<T, S>(k, b, threads);
+    };
+    for (int threads : {1, 2}) {
+        nytro::detail::FusedPass<T, S> pass(K, threads);
+        CHECK(check::bitwise_equal(product(kept, B, threads), pass.normal(B)));
+    }
+    CHECK(product(K.topRows(0), B, 1).isZero());
+    CHECK_EQ(product(K.topRows(0), B, 1).rows(), Index(31));
+    CHECK_THROWS_WITH(product(K, B.topRows(30), 1), std::invalid_argument, "B must");
+    const Matrix<S> wide = normal(300, 40, 19).cast<S>();
+    CHECK_THROWS_WITH(product(wide.leftCols(31), B, 1), std::invalid_argument, "K's rows");
+}
+
+NYTRO_TEST(block_normal_product_double) { block_normal_product_is_the_fused_pass<double, double>(); }
+NYTRO_TEST(block_normal_product_float) { block_normal_product_is_the_fused_pass<float, float>(); }
+NYTRO_TEST(block_normal_product_float_storage_double_compute) {
+    block_normal_product_is_the_fused_pass<double, float>();
+}
+
 NYTRO_TEST(fused_pass_double) { fused_pass_shapes<double, double>(1e-12); }
 NYTRO_TEST(fused_pass_float) { fused_pass_shapes<float, float>(1e-4); }
 NYTRO_TEST(fused_pass_float_storage_double_compute) { fused_pass_shapes<double, float>(1e-12); }

@@ -200,6 +200,23 @@ def _block_normal_equations(X, Y, centers, R, kernel, sigma, matern_nu, row_scal
                                             kernel=spec, row_scale=as_dt(row_scale), kernel_first=kernel_first,
                                             low_precision=low_precision, n_threads=chk.check_n_threads(n_threads))
 
+def _block_normal_product(K, B, n_threads=None):
+    """K^T (K B) by the core's fused pass (nytro/normal_equations.hpp's
+    block_normal_product), K read in place: K (n x k) C-ordered float32 or float64, B
+    (k x p) of the computation's dtype (float64 with a float32 K: storage="float32"'s
+    widened product). For nytro.dask's kept blocks: the arrays are the caller's,
+    unchecked beyond the core's shape check."""
+    dt = np.dtype(B.dtype)
+    B = np.ascontiguousarray(B)
+    if K.dtype == dt:
+        return _native("_block_normal_product", dt)(K=np.ascontiguousarray(K), B=B,
+                                                    n_threads=chk.check_n_threads(n_threads))
+    if dt == np.float64 and K.dtype == np.float32:
+        return _core._block_normal_product_float64_from_float32(K=np.ascontiguousarray(K), B=B,
+                                                                n_threads=chk.check_n_threads(n_threads))
+    raise ValueError(f"K of dtype {K.dtype} cannot be multiplied in {dt}")
+
+
 def sample_centers(n, m, seed):
     """m distinct indices drawn uniformly from range(n) (SplitMix64 + partial Fisher-Yates)."""
     n = chk.check_int("n", n, 1)

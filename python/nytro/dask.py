@@ -93,8 +93,8 @@ import dask.array as da
 from . import _checks as chk
 from . import options as opt
 from . import reference
-from ._api import (_block_normal_equations, _scaled_coef, kernel_matrix, kernel_predict, nystrom_factor,
-                   sample_centers)
+from ._api import (_block_normal_equations, _block_normal_product, _scaled_coef, kernel_matrix, kernel_predict,
+                   nystrom_factor, sample_centers)
 from .centers import CENTER_SELECTIONS, check_centers
 from ._results import PathResult, TikhonovResult
 
@@ -104,11 +104,6 @@ _MASK64 = np.uint64((1 << 64) - 1)
 # Kernel rows per block inside a chunk: about 32 MiB of float64 kernel, as the core's
 # streamed gram solver uses, so a chunk of any size costs O(block x m) memory on a worker.
 _BLOCK_ELEMENTS = 1 << 22
-# Rows of a kept K_i per block of a direct product K_i^T (K_i B): about 1 MiB of float64,
-# so that the second read of the block (K_b^T after K_b B) finds it in cache. A product
-# is bound by reading K_i from memory; with 32 MiB blocks it reads it twice (about half
-# the rate on a 2-core Zen 5 worker, measured on 200000 x 500).
-_PRODUCT_BLOCK_ELEMENTS = 1 << 17
 # One C++ / BLAS call at a time per worker process, each with all the worker's threads:
 # the worker may run several tasks at once, and their threads must not add up past the
 # worker's share of the cores. The BLAS pool itself is left as the worker set it
@@ -297,15 +292,24 @@ def _validated_block(X, Y, dtype, estimator):
     return chk.as_matrix(X, "X", dtype), chk.as_matrix(Y, "y", dtype)
 
 
+# The worker's nthreads while _held_sum computes on it: in the thread pool it runs in,
+# outside a task, distributed's get_worker finds no worker.
+_HELD = threading.local()
+
+
 def _task_threads(requested: int | None) -> int:
     """The threads a C++ call on this worker may use: the worker's own (its nthreads),
     never more than the cores this process may run on, nor than the caller asked."""
     n = chk.available_cores()
-    try:
-        from distributed import get_worker
-        n = min(n, get_worker().state.nthreads)
-    except (ImportError, ValueError):  # not on a distributed worker: the local scheduler
-        pass
+    held = getattr(_HELD, "nthreads", None)
+    if held:
+        n = min(n, held)
+    else:
+        try:
+            from distributed import get_worker
+            n = min(n, get_worker().state.nthreads)
+        except (ImportError, ValueError):  # not on a distributed worker: the local scheduler
+            pass
     return max(1, min(n, requested) if requested else n)
 
 
@@ -474,13 +478,11 @@ def _direct_rhs(block):
 
 def _direct_product(block, B, n_threads):
     """This chunk's K_i^T (K_i B) (float64 for the reduction), in Y_i's dtype (the
-    computation's)."""
+    computation's): the core's fused pass, which reads K_i once, in place (widening a
+    float32 K_i in registers), on the worker's threads."""
     K, Y = block
-    B = B.astype(Y.dtype)
-    out = np.zeros((K.shape[1], B.shape[1]), Y.dtype)
     with _CORE_LOCK:
-        for _, _, Kb in _widened_rows(K, Y.dtype, _PRODUCT_BLOCK_ELEMENTS):
-            out += Kb.T @ (Kb @ B)
+        out = _block_normal_product(K, B.astype(Y.dtype), n_threads=_task_threads(n_threads))
     return out.astype(np.float64)
 
 
@@ -1044,8 +1046,15 @@ async def _held_sum(task, keys, args, dask_worker=None):
     if not all(key in dask_worker.data for key in mine):
         return _Missing()
     blocks = [dask_worker.data[key] for key in mine]  # read here: the data store is the event loop's
-    return await asyncio.get_running_loop().run_in_executor(
-        dask_worker.executors["default"], lambda: _add(*(task(block, *args) for block in blocks)))
+    nthreads = dask_worker.state.nthreads
+
+    def held_sum():
+        _HELD.nthreads = nthreads
+        try:
+            return _add(*(task(block, *args) for block in blocks))
+        finally:
+            _HELD.nthreads = None
+    return await asyncio.get_running_loop().run_in_executor(dask_worker.executors["default"], held_sum)
 
 
 def _homes(client, count) -> list:

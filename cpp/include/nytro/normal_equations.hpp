@@ -45,4 +45,14 @@ NormalEquationsResult<T> normal_equations(const MatrixCRef<T>& X, const MatrixCR
                                           const KernelSpec& kernel, const Vector<T>& row_scale,
                                           const NormalEquationsOptions& options = {});
 
+// K^T (K B) for a block of kernel rows K (n x k) that the caller keeps in memory (the
+// blocks of nytro.dask's "direct" mode, one product of the path's iterations): the
+// in-memory direct solver's fused pass, which reads K from memory once, on n_threads
+// threads (0: all), the same bits for any thread count. S = float with T = double: K
+// kept in float32, each entry widened in a register (storage="float32"). K's rows must be
+// contiguous (a row-major matrix or a C-ordered array). Throws std::invalid_argument
+// naming the argument when B does not have k rows or K's rows are not contiguous.
+template <class T, class S = T>
+Matrix<T> block_normal_product(const MatrixCRef<S>& K, const MatrixCRef<T>& B, int n_threads = 0);
+
 }  // namespace nytro

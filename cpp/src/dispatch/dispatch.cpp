@@ -74,6 +74,11 @@ NormalEquationsResult<T> normal_equations(const MatrixCRef<T>& X, const MatrixCR
     return NYTRO_ENTRY(T, normal_equations)(X, Y, centers, factor, kernel, row_scale, options);
 }
 
+template <class T, class S>
+Matrix<T> block_normal_product(const MatrixCRef<S>& K, const MatrixCRef<T>& B, int n_threads) {
+    return NYTRO_STORAGE_ENTRY(T, S, block_normal_product)(K, B, n_threads);
+}
+
 template <class T>
 NystromFactor<T> nystrom_factor(const MatrixCRef<T>& K_mm, const FactorOptions& options, int n_threads,
                                 const Callback& callback) {
@@ -233,5 +238,10 @@ NYTRO_INSTANTIATE(double)
 template double fused_pass_seconds<double, float>(const Matrix<float>&, const MatrixCRef<double>&,
                                                   const MatrixCRef<double>&, int, int);
 template double symmetric_pass_seconds<double, float>(const Matrix<float>&, const MatrixCRef<double>&, int, int);
+template Matrix<float> block_normal_product<float, float>(const MatrixCRef<float>&, const MatrixCRef<float>&, int);
+template Matrix<double> block_normal_product<double, double>(const MatrixCRef<double>&, const MatrixCRef<double>&,
+                                                             int);
+template Matrix<double> block_normal_product<double, float>(const MatrixCRef<float>&, const MatrixCRef<double>&,
+                                                            int);
 
 }  // namespace nytro

@@ -44,6 +44,9 @@ constexpr EigenInterruptible<T> eigen_interruptible(EigenInterruptible<T> f) { r
     X(kernel_predict_d, &nytro::kernel_predict<double>)                                          \
     X(normal_equations_f, &nytro::normal_equations<float>)                                       \
     X(normal_equations_d, &nytro::normal_equations<double>)                                      \
+    X(block_normal_product_ff, (&nytro::block_normal_product<float, float>))                     \
+    X(block_normal_product_dd, (&nytro::block_normal_product<double, double>))                   \
+    X(block_normal_product_df, (&nytro::block_normal_product<double, float>))                    \
     X(nystrom_factor_f, &nytro::nystrom_factor<float>)                                           \
     X(nystrom_factor_d, &nytro::nystrom_factor<double>)                                          \
     X(factor_dense_f, &nytro::NystromFactor<float>::dense)                                       \

@@ -12,8 +12,11 @@
 namespace nytro::detail {
 
 template <class T, class S>
-FusedPass<T, S>::FusedPass(const Matrix<S>& K, int n_threads)
+FusedPass<T, S>::FusedPass(const MatrixCRef<S>& K, int n_threads)
     : K_(K), threads_(threads_for(4.0 * K.rows() * K.cols(), resolve_threads(n_threads))) {
+    // The row kernels step from row to row by the column count.
+    if (K.rows() > 1 && K.outerStride() != K.cols())
+        throw std::logic_error("nytro internal error: fused pass over a kernel whose rows are not contiguous");
     const Index n = K.rows(), k = std::max<Index>(K.cols(), 1);
     // Blocks of 16 rows (8 where 16 would pass 512 KiB): read from memory by the first
     // product, from L2 by the second. Multiples of 8, the row kernels' group.

@@ -18,7 +18,9 @@ namespace nytro::detail {
 template <class T, class S = T>
 class FusedPass {
 public:
-    FusedPass(const Matrix<S>& K, int n_threads);
+    // K (an owned matrix, or a contiguous view of the caller's memory) must outlive the
+    // pass; its rows must be contiguous (outer stride = its column count).
+    FusedPass(const MatrixCRef<S>& K, int n_threads);
 
     // K^T (K a - Y); the reference stays valid until the next call.
     const Matrix<T>& normal_residual(const MatrixCRef<T>& a, const MatrixCRef<T>& Y);
@@ -30,7 +32,7 @@ private:
     // The rows [begin, end) of one slot through the row kernels, into share (q x k).
     void rows_of_slot(Index begin, Index end, const MatrixCRef<T>* Y, Matrix<T>& share, int thread);
 
-    const Matrix<S>& K_;
+    MatrixCRef<S> K_;
     int threads_;
     Index slots_, block_rows_;
     std::vector<Matrix<T>> partial_;   // one gradient share per slot
