@@ -106,6 +106,40 @@ def test_sample_centers_depends_on_seed():
     assert not np.array_equal(nytro.sample_centers(300, 30, 0), nytro.sample_centers(300, 30, 1))
 
 
+def _dense_fisher_yates(n, m, seed):
+    """The partial Fisher-Yates shuffle of an explicit arange(n), SplitMix64-driven."""
+    stream = ref._splitmix64(seed)
+    order = list(range(n))
+    for i in range(m):
+        bound = n - i
+        limit = ((2**64 - 1) // bound) * bound
+        x = next(stream)
+        while x >= limit:
+            x = next(stream)
+        j = i + x % bound
+        order[i], order[j] = order[j], order[i]
+    return np.array(order[:m])
+
+
+@pytest.mark.parametrize("n, m, seed", [(1, 1, 0), (7, 7, 3), (300, 30, 1), (1000, 999, 2**64 - 1)])
+def test_sample_centers_is_the_dense_shuffle(n, m, seed):
+    """The draw keeps only the positions its swaps touched, with the same result as the
+    shuffle of an explicit arange(n); a shorter draw is a prefix of a longer one."""
+    expected = _dense_fisher_yates(n, m, seed)
+    np.testing.assert_array_equal(nytro.sample_centers(n, m, seed), expected)
+    np.testing.assert_array_equal(ref.sample_centers(n, m, seed), expected)
+    np.testing.assert_array_equal(nytro.sample_centers(n, max(1, m // 2), seed), expected[:max(1, m // 2)])
+
+
+def test_sample_centers_among_more_rows_than_memory():
+    """Drawing 50 of 10^15 rows costs what drawing 50 of 100 does: a Dask fit's client
+    draws its centres among all the training rows, and a shuffle of an explicit index
+    array (8 bytes a row) would not fit in memory past about 10^9 of them."""
+    idx = nytro.sample_centers(10**15, 50, 3)
+    assert len(np.unique(idx)) == 50 and idx.min() >= 0 and idx.max() < 10**15
+    np.testing.assert_array_equal(idx, ref.sample_centers(10**15, 50, 3))
+
+
 # ------------------------------------------------------------------- Nystrom factor
 def kernel_of_centers(problem):
     return nytro.gaussian_kernel(problem.centers, problem.centers, problem.sigma)

@@ -95,9 +95,11 @@ def _splitmix64(state: int):
 
 
 def sample_centers(n, m, seed):
-    """m distinct indices from range(n): partial Fisher-Yates driven by SplitMix64."""
+    """m distinct indices from range(n): partial Fisher-Yates driven by SplitMix64, the
+    shuffled positions kept in a dict (O(m) memory, the same swaps as a dense shuffle)."""
     stream = _splitmix64(int(seed))
-    order = np.arange(n, dtype=np.int64)
+    moved = {}
+    drawn = np.empty(m, dtype=np.int64)
     for i in range(m):
         bound = n - i
         limit = (_MASK64 // bound) * bound  # reject the top so no value is favoured
@@ -105,8 +107,9 @@ def sample_centers(n, m, seed):
         while x >= limit:
             x = next(stream)
         j = i + x % bound
-        order[i], order[j] = order[j], order[i]
-    return order[:m].copy()
+        drawn[i] = moved.get(j, j)
+        moved[j] = moved.get(i, i)
+    return drawn
 
 
 # ----------------------------------------------------------------- Nystrom factor

@@ -2,7 +2,7 @@
 
 #include "nytro/errors.hpp"
 
-#include <numeric>
+#include <unordered_map>
 #include <string>
 
 namespace nytro {
@@ -32,15 +32,25 @@ std::vector<Index> sample_centers(Index n, Index m, std::uint64_t seed) {
     require(n >= 1, "n must be >= 1, got " + std::to_string(n));
     require(m >= 1 && m <= n, "n_centers must be between 1 and n = " + std::to_string(n) +
                                   ", got " + std::to_string(m));
-    std::vector<Index> order(static_cast<std::size_t>(n));
-    std::iota(order.begin(), order.end(), Index(0));
+    // The shuffle of [0, n) kept sparse: only the positions a swap has touched are stored
+    // (at most 2m), so the draw costs O(m) memory whatever n (a Dask fit draws its centres
+    // among 10^9 rows on the client). The swaps, and so the draw, are those of the dense
+    // shuffle.
+    std::unordered_map<Index, Index> moved;
+    moved.reserve(static_cast<std::size_t>(2 * m));
+    const auto at = [&](Index i) {
+        const auto found = moved.find(i);
+        return found == moved.end() ? i : found->second;
+    };
+    std::vector<Index> drawn(static_cast<std::size_t>(m));
     SplitMix64 rng{seed};
     for (Index i = 0; i < m; ++i) {
         const Index j = i + static_cast<Index>(rng.below(static_cast<std::uint64_t>(n - i)));
-        std::swap(order[i], order[j]);
+        const Index value_i = at(i), value_j = at(j);
+        moved[j] = value_i;  // position i is never read again
+        drawn[static_cast<std::size_t>(i)] = value_j;
     }
-    order.resize(static_cast<std::size_t>(m));
-    return order;
+    return drawn;
 }
 
 }  // namespace nytro
