@@ -36,9 +36,10 @@ and the split differs from the in-memory estimators' permutation.
 The "direct" mode (solver="direct", or "auto" by the cost model of the solver row,
 ``nytro.options.DASK_SOLVER``, which charges each product's round trip to the scheduler)
 replaces step 2: each chunk's K_i (training rows) is computed once and kept on a worker,
-and every product A^T A v = R^T K^T K R v of the path (of "cg"'s and "hybrid"'s Lanczos
-too, one per step for all outputs) is each worker's sum over its blocks, asked of the
-workers directly (no task), R applied on the client (see _DirectOperator).
+with its hold-out rows, and every product A^T A v = R^T K^T K R v of the path (of "cg"'s
+and "hybrid"'s Lanczos too, one per step for all outputs) is each worker's sum over its
+blocks, asked of the workers directly (no task), R applied on the client; so are the
+hold-out errors of step 3 (see _DirectOperator).
 
 Each pass over the chunks is one graph sent to the scheduler, one round trip.
 
