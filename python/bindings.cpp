@@ -12,6 +12,7 @@
 
 #include "bench/timing.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -203,12 +204,15 @@ void define(py::module_& m, const std::string& suffix) {
           py::arg("n_threads"), py::arg("progress") = py::none());
 
     // nytro/normal_equations.hpp, for nytro.dask's gram mode: (H, C) = (A^T A, A^T Y) over
-    // these rows, A = diag(row_scale) k(X, centers) R with R dense (m x k, all the centres
-    // its support); R None: (K^T K, K^T Y). row_scale None: no row scales.
+    // these rows, A = diag(row_scale) k(X, centers[support]) R, R (len(support) x k) upper
+    // triangular when upper_triangular (its strict lower part then unread); support None:
+    // every centre, in order. R None: (K^T K, K^T Y) on all the centres, no factor.
+    // row_scale None: no row scales.
     m.def(("_normal_equations_" + suffix).c_str(),
           [](const Array<T>& X, const Array<T>& Y, const Array<T>& centers, std::optional<Array<T>> R,
-             const nytro::KernelSpec& kernel, std::optional<Array<T>> row_scale, bool kernel_first,
-             bool low_precision, int n_threads, py::object progress) {
+             std::optional<Array<Index>> support, bool upper_triangular, const nytro::KernelSpec& kernel,
+             std::optional<Array<T>> row_scale, bool kernel_first, bool low_precision, int n_threads,
+             py::object progress) {
               auto x = view(X), y = view(Y), c = view(centers);
               nytro::NormalEquationsOptions options;
               options.kernel_first = kernel_first;
@@ -216,10 +220,20 @@ void define(py::module_& m, const std::string& suffix) {
               options.n_threads = n_threads;
               options.callback = make_callback(std::move(progress));
               std::optional<nytro::NystromFactor<T>> factor;
+              if (!R && (support || upper_triangular))
+                  throw std::invalid_argument("support and upper_triangular describe a factor R, but R is None");
               if (R) {
                   factor.emplace();
                   factor->R = view(*R);
-                  for (Index i = 0; i < factor->R.rows(); ++i) factor->support.push_back(i);
+                  factor->upper_triangular = upper_triangular;
+                  if (support) {
+                      if (support->ndim() != 1)
+                          throw std::invalid_argument("support must be 1-D, got " + std::to_string(support->ndim()) +
+                                                      "-D");
+                      factor->support.assign(support->data(), support->data() + support->shape(0));
+                  } else {
+                      for (Index i = 0; i < factor->R.rows(); ++i) factor->support.push_back(i);
+                  }
               }
               nytro::Vector<T> scale;
               if (row_scale) {
@@ -233,8 +247,8 @@ void define(py::module_& m, const std::string& suffix) {
               }
               return py::make_tuple(to_numpy<T>(std::move(out.H)), to_numpy<T>(std::move(out.C)));
           },
-          py::kw_only(), py::arg("X"), py::arg("Y"), py::arg("centers"), py::arg("R"), py::arg("kernel"),
-          py::arg("row_scale"), py::arg("kernel_first"), py::arg("low_precision"), py::arg("n_threads"),
+          py::kw_only(), py::arg("X"), py::arg("Y"), py::arg("centers"), py::arg("R"), py::arg("support"),
+          py::arg("upper_triangular"), py::arg("kernel"), py::arg("row_scale"), py::arg("kernel_first"), py::arg("low_precision"), py::arg("n_threads"),
           py::arg("progress") = py::none());
 
     // nytro/normal_equations.hpp, for nytro.dask's "direct" mode: K^T (K B) over a kernel
@@ -325,6 +339,26 @@ void define(py::module_& m, const std::string& suffix) {
                   R = f.dense(k.rows());
               }
               return to_numpy<T>(std::move(R));
+          },
+          py::kw_only(), py::arg("K_mm"), py::arg("options"), py::arg("n_threads"), py::arg("progress") = py::none());
+
+    // The factor as the core holds it (nytro/nystrom.hpp), for nytro.dask's gram mode:
+    // (support, R, upper_triangular), R (len(support) x k) the rows of nystrom_factor's R
+    // at the centres in support (its other rows are zero), its strict lower part zero when
+    // upper_triangular.
+    m.def(("_nystrom_factor_parts_" + suffix).c_str(),
+          [](const Array<T>& K_mm, const nytro::FactorOptions& options, int n_threads, py::object progress) {
+              auto k = view(K_mm);
+              const auto interrupt = make_callback(std::move(progress));
+              nytro::NystromFactor<T> f;
+              {
+                  py::gil_scoped_release release;
+                  f = nytro::nystrom_factor<T>(k, options, n_threads, interrupt);
+                  if (f.upper_triangular) f.R.template triangularView<Eigen::StrictlyLower>().setZero();
+              }
+              Array<Index> support(py::ssize_t(f.support.size()));
+              std::copy(f.support.begin(), f.support.end(), support.mutable_data());
+              return py::make_tuple(support, to_numpy<T>(std::move(f.R)), f.upper_triangular);
           },
           py::kw_only(), py::arg("K_mm"), py::arg("options"), py::arg("n_threads"), py::arg("progress") = py::none());
 

@@ -1,6 +1,8 @@
 """nytro.dask against the in-memory fit for what issue 28 added: storage="float32" in
-"gram" mode and for NKRLS, metric="error" (the weighted hold-out error rate), and
-iterates="auto" choosing gd's Lanczos iterates where the core does. The same problems,
+"gram" mode and for NKRLS, metric="error" (the weighted hold-out error rate),
+iterates="auto" choosing gd's Lanczos iterates where the core does, and the gram mode's
+chunks doing the in-memory gram solver's work (the kernel on the factor's support, R as a
+triangle, or no factor on the kernel-first route). The same problems,
 split, cluster and tolerances as tests/test_dask.py (float64 1e-10 relative, float32
 1e-4; a float32 storage fit in "gram" mode sums A^T A's float32 products in another
 order than the core, so its coefficients are also held to float32's own distance from
@@ -231,3 +233,79 @@ def test_lanczos_gd_estimates_the_step_in_the_bases_products():
     stepped = list(nytro.reference._iterates(lambda B: H @ B, c, "gd", step, 1.0, 300))
     for t in (0, 9, 299):
         assert relative_error(betas[t], stepped[t]) < 1e-12
+
+
+# ------------------------------------------- the gram mode's chunks: the factor's support
+# (dtype, storage, kernel-first route): float64 takes the kernel-first route on these
+# well-conditioned problems; storage="float32" and float32 compute take the A route.
+ROUTES = [(np.float64, None, True), (np.float64, "float32", False), (np.float32, None, False)]
+ROUTE_IDS = ["kernel-first", "float32-storage", "float32"]
+
+
+def duplicated_centers(X):
+    """40 centres of which the last 10 repeat earlier ones: K_mm of rank 30."""
+    return np.vstack([X[:30], X[5:15]])
+
+
+def assert_route_close(fit, expected, dtype, storage):
+    if storage is None:
+        check_path(fit, expected, dtype)
+    else:  # the float32 products summed in another order than the core's
+        assert (fit.result.n_iter, fit.result.iterations_run) == (expected.n_iter, expected.iterations_run)
+        assert_close(fit.result.validation_rmse, expected.validation_rmse, np.float32, "validation path")
+        assert_close(fit.result.coef, expected.coef, np.float32, "coef")
+
+
+@pytest.mark.parametrize("dtype, storage, kernel_first", ROUTES, ids=ROUTE_IDS)
+def test_gram_chunks_evaluate_the_kernel_on_the_factors_support(monkeypatch, dtype, storage, kernel_first):
+    """Centres with duplicates (m = 40, rank k = 30), the tasks run in this process: each
+    chunk hands the core the k support centres only, and either the k x k triangle of R
+    flagged upper triangular (the A route) or no factor (the kernel-first route, R then
+    applied on the client), as the in-memory gram solver evaluates the kernel and applies
+    R; and the fit is the in-memory one. (The code before sent all m centres and the dense
+    m x k R to every chunk: on the kernel-first route the m x m K^T K.)"""
+    X, y, sigma = data(dtype=dtype)
+    seen = []
+    core = nd._block_normal_equations
+
+    def spy(X, Y, C, R, *args, **kwargs):
+        seen.append((C.shape[0], None if R is None else R.shape, kwargs.get("upper_triangular", False)))
+        return core(X, Y, C, R, *args, **kwargs)
+
+    monkeypatch.setattr(nd, "_block_normal_equations", spy)
+    monkeypatch.setattr(nd, "_client", lambda: None)  # no distributed client: the local scheduler
+    args = dict(method="nu", max_iter=30, solver="gram", storage=storage)
+    with dask.config.set(scheduler="sync"):
+        fit = nd.nytro_path(da.from_array(X, chunks=70), da.from_array(y, chunks=70), sigma,
+                            centers=duplicated_centers(X), seed=SEED, validation_fraction=FRACTION, **args)
+    assert len(seen) == 4  # one call per chunk
+    assert set(seen) == {(30, None, False) if kernel_first else (30, (30, 30), True)}
+    expected = in_memory_fit(X, y, sigma, fit, **args)
+    assert fit.result.rank == expected.rank == 30
+    assert_route_close(fit, expected, dtype, storage)
+
+
+@pytest.mark.parametrize("dtype, storage, kernel_first", ROUTES, ids=ROUTE_IDS)
+def test_duplicated_centres_equal_in_memory(client, dtype, storage, kernel_first):
+    """The same rank-deficient centres on the cluster, NYTRO's gram mode (two outputs,
+    weighted) and NKRLS, by each route: the in-memory fits."""
+    X, y, sigma = data(dtype=dtype, n_outputs=2)
+    w = weights(len(X))
+    Xd, yd = da.from_array(X, chunks=70), da.from_array(y, chunks=(70, 2))
+    centers = duplicated_centers(X)
+    args = dict(method="cg", max_iter=8, solver="gram", storage=storage)
+    fit = nd.nytro_path(Xd, yd, sigma, centers=centers, seed=SEED, validation_fraction=FRACTION, sample_weight=w,
+                        **args)
+    factor = nd._Factor(*nytro._api._nystrom_factor_parts(nytro.kernel_matrix(centers, centers, sigma=sigma)))
+    rule = nd._kernel_first_is_accurate(fit.n_train, factor, np.dtype(dtype))
+    assert (rule and storage is None) is kernel_first  # the route this case exercises
+    expected = in_memory_fit(X, y, sigma, fit, w, **args)
+    assert fit.result.rank == expected.rank == 30
+    assert_route_close(fit, expected, dtype, storage)
+    fit = nd.nkrls_path(Xd, yd, sigma, centers=centers, seed=SEED, validation_fraction=FRACTION, sample_weight=w,
+                        storage=storage)
+    expected = in_memory_fit(X, y, sigma, fit, w, function=nytro.nkrls_path, storage=storage)
+    assert fit.result.rank == expected.rank == 30 and fit.result.selected == expected.selected
+    tol = np.float32 if storage else dtype
+    assert_close(fit.result.validation_rmse, expected.validation_rmse, tol, "NKRLS validation path")
+    assert_close(fit.result.coef, expected.coef, tol, "NKRLS coef")

@@ -620,6 +620,39 @@ NYTRO_TEST(normal_equations_by_both_routes) {
     }
 }
 
+// The route without a factor (nytro::normal_equations with a null factor, nytro.dask's
+// kernel-first chunks): K^T K and K^T Y on all the given centres, duplicates included,
+// against the kernel from its definition; and the in-memory kernel-first route is those
+// sums on the factor's support with R applied after them, bit for bit (one accumulation).
+NYTRO_TEST(normal_equations_without_a_factor) {
+    const Problem p = make_problem(400, 4, 30, 10, 2);
+    MatrixD centers(40, 4);
+    centers << p.centers, p.centers.topRows(10);
+    nytro::NormalEquationsOptions options;
+    options.n_threads = 2;
+    const MatrixD K = direct_kernel(p.X, centers, p.sigma);
+    const auto none = nytro::normal_equations<double>(p.X, p.Y, centers, nullptr, p.sigma, {}, options);
+    CHECK_CLOSE(none.H, (K.transpose() * K).eval(), 1e-13);
+    CHECK_BITWISE(none.H, none.H.transpose().eval());
+    CHECK_CLOSE(none.C, (K.transpose() * p.Y).eval(), 1e-13);
+
+    const auto factor = nytro::nystrom_factor<double>(direct_kernel(centers, centers, p.sigma));
+    CHECK_EQ(factor.rank(), Index(30));
+    CHECK(factor.upper_triangular);
+    MatrixD used(30, 4);
+    for (Index i = 0; i < 30; ++i) used.row(i) = centers.row(factor.support[std::size_t(i)]);
+    CHECK(nytro::detail::kernel_first_is_accurate<double>(p.X.rows(), factor, 2));
+    const auto first = nytro::detail::stream_normal_equations<double>(p.X, p.Y, used, factor, p.sigma, 2, {});
+    const auto sums = nytro::normal_equations<double>(p.X, p.Y, used, nullptr, p.sigma, {}, options);
+    MatrixD GR(30, 30), H(30, 30), C(30, 2);
+    nytro::detail::multiply_right<double>(sums.H, factor.R, true, GR, 2);
+    nytro::detail::multiply_left_transposed<double>(factor.R, true, GR, H, 2);
+    nytro::detail::multiply_left_transposed<double>(factor.R, true, sums.C, C, 2);
+    nytro::detail::mirror_lower<double>(H);
+    CHECK_BITWISE(first.H, H);
+    CHECK_BITWISE(first.C, C);
+}
+
 // A deferred hold-out kernel is recomputed for its first calls and stored at the call
 // after store_after_ (2 for d = 4: a first touch of 8 bytes per entry against a
 // recomputation at 2 (4 + 50) flops per entry), with the same RMSEs and predictions

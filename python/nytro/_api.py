@@ -185,18 +185,28 @@ def kernel_predict(X, centers, coef, sigma, *, kernel="gaussian", matern_nu=1.5,
 
 
 
-def _block_normal_equations(X, Y, centers, R, kernel, sigma, matern_nu, row_scale=None, *, kernel_first=False,
-                            low_precision=False, n_threads=None):
-    """(A^T A, A^T Y) over these rows, A = diag(row_scale) k(X, centers) R, by the core's
-    streamed Gram pass (nytro/normal_equations.hpp), in X's dtype (float32 or float64; Y,
-    centers, R and row_scale taken in it); R None: (K^T K, K^T Y). Y comes already
-    multiplied by row_scale. kernel_first: K^T K summed first and R applied once (R None
-    takes it always). low_precision (float64): the core's float32 accumulation, as for
-    storage="float32". For nytro.dask's chunks: the arrays are the caller's, unchecked."""
+def _block_normal_equations(X, Y, centers, R, kernel, sigma, matern_nu, row_scale=None, *, support=None,
+                            upper_triangular=False, kernel_first=False, low_precision=False, n_threads=None):
+    """(A^T A, A^T Y) over these rows, A = diag(row_scale) k(X, centers[support]) R, by the
+    core's streamed Gram pass (nytro/normal_equations.hpp), in X's dtype (float32 or
+    float64; Y, centers, R and row_scale taken in it): R (len(support) x k) as the core
+    holds it (see _nystrom_factor_parts), upper triangular when upper_triangular (its
+    strict lower part then unread); support None: every centre, in order. R None:
+    (K^T K, K^T Y) on all the centres, summed as the kernel-first route sums them, no
+    factor applied. Y comes already multiplied by row_scale. kernel_first: K^T K summed
+    first and R applied once. low_precision (float64): the core's float32 accumulation, as
+    for storage="float32". For nytro.dask's chunks: the arrays are the caller's; shapes and
+    indices are checked by the core (ValueError naming the argument)."""
     dt = np.dtype(X.dtype)
     as_dt = lambda a: None if a is None else np.ascontiguousarray(a, dtype=dt)  # noqa: E731
     spec = chk.check_kernel(kernel, sigma, matern_nu, X.shape[1])
+    if support is not None:
+        support = np.asarray(support)
+        if support.dtype.kind not in "iu":
+            raise ValueError(f"support must hold integer indices into the centres, got dtype {support.dtype}")
+        support = np.ascontiguousarray(support, dtype=np.intp)
     return _native("_normal_equations", dt)(X=as_dt(X), Y=as_dt(Y), centers=as_dt(centers), R=as_dt(R),
+                                            support=support, upper_triangular=bool(upper_triangular),
                                             kernel=spec, row_scale=as_dt(row_scale), kernel_first=kernel_first,
                                             low_precision=low_precision, n_threads=chk.check_n_threads(n_threads))
 
@@ -233,6 +243,23 @@ def nystrom_factor(K_mm, *, method="pivoted", rank_tol=None, jitter=1e-10, n_thr
     progress: None, or a callable progress(stage, done, total) called between blocks of
     the long stages ("factor", "inverse", ...); an exception from it aborts the call."""
     opt.check_parameters(opt.NYSTROM_FACTOR, locals(), ())  # each by its row, before any work
+    return _factor_call("nystrom_factor", K_mm, method, rank_tol, jitter, n_threads, progress)
+
+
+def _nystrom_factor_parts(K_mm, *, method="pivoted", rank_tol=None, jitter=1e-10, n_threads=None, progress=None):
+    """The factor of nystrom_factor as the core holds it (nytro/nystrom.hpp): (support, R,
+    upper_triangular), support the indices (int64) of the centres R acts on, R
+    (len(support) x k) nystrom_factor's rows there (its other rows are zero), upper
+    triangular when upper_triangular (strict lower part zero): for "pivoted" the k pivots
+    and a k x k triangle. nytro.dask's gram mode evaluates the kernel on those centres only
+    and applies R as a triangle, as the in-memory gram solver does."""
+    opt.check_parameters(opt.NYSTROM_FACTOR, locals(), ())  # each by its row, before any work
+    return _factor_call("_nystrom_factor_parts", K_mm, method, rank_tol, jitter, n_threads, progress)
+
+
+def _factor_call(name, K_mm, method, rank_tol, jitter, n_threads, progress):
+    """The core's factor function `name` (nystrom_factor: the dense R; _nystrom_factor_parts:
+    (support, R, upper_triangular)) on K_mm, checked."""
     dt = chk.compute_dtype(None, K_mm)
     K_mm = chk.as_matrix(K_mm, "K_mm", dt)
     if K_mm.shape[0] != K_mm.shape[1]:
@@ -250,10 +277,11 @@ def nystrom_factor(K_mm, *, method="pivoted", rank_tol=None, jitter=1e-10, n_thr
         i = int(np.argmin(diagonal))
         raise ValueError(f"K_mm must be positive semidefinite (a kernel matrix), but K_mm[{i}, {i}] = "
                          f"{float(diagonal[i]):.6g} < 0")
-    R = _native("nystrom_factor", dt)(K_mm=K_mm, options=factor, n_threads=n_threads, progress=progress)
+    out = _native(name, dt)(K_mm=K_mm, options=factor, n_threads=n_threads, progress=progress)
+    R = out if isinstance(out, np.ndarray) else out[1]
     if K_mm.shape[0] > 0 and R.shape[1] == 0 and np.any(K_mm != 0):
         raise ValueError("K_mm has no positive pivot: it is not positive semidefinite (not a kernel matrix)")
-    return R
+    return out
 
 
 def nytro_path(X, y, centers, sigma, *, kernel="gaussian", matern_nu=1.5, X_val=None, y_val=None, method="gd",

@@ -10,12 +10,15 @@ chunks:
    (``nytro.sample_centers`` over n_train, or the leverage sampler's), gathered m x d
    from the chunks holding them (or the given centres: points, or row indices gathered
    alike); the factor R of K_mm is computed on the client by the C++ core;
-2. the normal equations: C and R are sent to the workers once (see _broadcast); each
-   chunk's training rows give K_i = k(X_i, C) (C++ core, in row blocks), A_i = K_i R and
-   the partial sums A_i^T A_i and A_i^T y, added up by a tree of sums (``split_every``);
-   in float64, where the in-memory gram solver's rule finds it accurate, the chunks sum
-   K_i^T K_i and K_i^T y instead and the client forms R^T (K^T K) R (the core's
-   kernel-first route: no K_i R, a third of the flops);
+2. the normal equations: the centres R acts on (the factor's support: for "pivoted",
+   its k pivots) and R as the core holds it (for the triangular factors, a k x k upper
+   triangle) are sent to the workers once (see _broadcast); each chunk's training rows
+   give K_i = k(X_i, C_support) (C++ core, in row blocks), A_i = K_i R (R applied as a
+   triangle) and the partial sums A_i^T A_i and A_i^T y, added up by a tree of sums
+   (``split_every``), the in-memory gram solver's work; in float64, where its rule finds
+   it accurate, the chunks sum K_i^T K_i and K_i^T y instead (no factor) and the client
+   forms R^T (K^T K) R with R's triangle (the core's kernel-first route: no K_i R, half
+   the flops);
 3. the hold-out errors: the path (gd, nu, cg iterates, or NKRLS's lambda grid through one
    eigendecomposition of A^T A) is computed on the client in m dimensions; the m x T
    matrix of coefficients alpha_t = R beta_t is sent alike, and each chunk's hold-out rows
@@ -94,8 +97,8 @@ import dask.array as da
 from . import _checks as chk
 from . import options as opt
 from . import reference
-from ._api import (_block_normal_equations, _block_normal_product, _scaled_coef, kernel_matrix, kernel_predict,
-                   nystrom_factor, sample_centers)
+from ._api import (_block_normal_equations, _block_normal_product, _nystrom_factor_parts, _scaled_coef,
+                   kernel_matrix, kernel_predict, sample_centers)
 from .centers import CENTER_SELECTIONS, check_centers
 from ._results import PathResult, TikhonovResult
 
@@ -212,6 +215,24 @@ class _Kernel:
             A, B = A.astype(np.float32), B.astype(np.float32)
         return kernel_matrix(A, B, kernel=self.kernel, sigma=self.sigma, matern_nu=self.matern_nu,
                              n_threads=n_threads)
+
+
+@dataclass(frozen=True)
+class _Factor:
+    """The Nystrom factor as the core holds it (nytro/nystrom.hpp): R (len(support) x k)
+    acting on the centres C[support] (for "pivoted", the k pivots), upper triangular when
+    `upper` (its strict lower part zero). The gram mode's chunks take it so, as the
+    in-memory gram solver does: the kernel on the support only, R applied as a triangle.
+    The other passes apply the dense m x k factor (zero rows outside the support)."""
+
+    support: np.ndarray
+    R: np.ndarray
+    upper: bool
+
+    def dense(self, m: int) -> np.ndarray:
+        full = np.zeros((m, self.R.shape[1]), dtype=self.R.dtype)
+        full[self.support] = self.R
+        return full
 
 
 def _as_dask_weights(sample_weight, X) -> da.Array | None:
@@ -426,14 +447,16 @@ def _chunk_rows(X, Y, start, stop, fraction, seed, dtype, estimator, exponents, 
     return X[rows], _scaled_columns(Y[rows], exponents), scale
 
 
-def _gram_part(X, Y, start, stop, fraction, seed, C, R, kern, dtype, estimator, n_threads, exponents):
+def _gram_part(X, Y, start, stop, fraction, seed, C, R, kern, dtype, estimator, n_threads, exponents, upper=False):
     """This chunk's share of [A^T A, A^T Y] (k x (k + q), float64 after summing in dtype)
     over its training rows, A = S k(X_train, C) R and S Y with S the rows' weight scales
-    (the identity without weights), Y's columns scaled by the fit's powers of two; for R
-    None (the kernel-first route), the share of [K^T K, K^T Y] (m x (m + q)) with
-    K = S k(X_train, C). With kern.low (storage="float32", float64 compute), as the core's
-    low-precision accumulation: the kernel block (rows and centres rounded to float32), S,
-    R, S Y and the products A = K R, A^T A and A^T (S Y) in float32, summed in float64."""
+    (the identity without weights), Y's columns scaled by the fit's powers of two: C the
+    centres R acts on (the factor's support), R applied as an upper triangle when `upper`;
+    for R None (the kernel-first route), the share of [K^T K, K^T Y]
+    (len(C) x (len(C) + q)) with K = S k(X_train, C), no factor. With kern.low
+    (storage="float32", float64 compute), as the core's low-precision accumulation: the
+    kernel block (rows and centres rounded to float32), S, R, S Y and the products
+    A = K R, A^T A and A^T (S Y) in float32, summed in float64."""
     X, Y, scale = _chunk_rows(X, Y, start, stop, fraction, seed, dtype, estimator, exponents, False)
     if scale is not None:
         Y = Y * scale[:, None]
@@ -441,7 +464,8 @@ def _gram_part(X, Y, start, stop, fraction, seed, C, R, kern, dtype, estimator, 
     # the accumulation above; the route is the caller's, decided for the whole training set.
     with _CORE_LOCK:
         H, c = _block_normal_equations(X, Y, C, R, kern.kernel, kern.sigma, kern.matern_nu, scale,
-                                       low_precision=kern.low, n_threads=_task_threads(n_threads))
+                                       upper_triangular=upper and R is not None, low_precision=kern.low,
+                                       n_threads=_task_threads(n_threads))
     return np.hstack([H, c]).astype(np.float64)
 
 
@@ -781,13 +805,15 @@ def _centers(data: _Data, counts, n_centers, fraction, seed, center_seed, select
     return _checked_centers(C, data), rows
 
 
-def _kernel_first_is_accurate(n_train, R, dtype) -> bool:
+def _kernel_first_is_accurate(n_train, factor: _Factor, dtype) -> bool:
     """Whether A^T A may be formed as R^T (K^T K) R (K^T K summed over the chunks), the
-    in-memory gram solver's rule: float64, n_train >= 4k, and k ||R||_2^2 (k cond(K_mm)
-    for unit kernel diagonals) within 1 / sqrt(k eps), where its error stays within the
-    A route's worst case. It saves the chunks' K R (2 n m k flops) and half the squaring."""
+    in-memory gram solver's rule: float64, an upper triangular factor, n_train >= 4k, and
+    k ||R||_2^2 (k cond(K_mm) for unit kernel diagonals) within 1 / sqrt(k eps), where its
+    error stays within the A route's worst case. It saves the chunks' K R (n k^2 flops) and
+    half the squaring."""
+    R = factor.R
     k = R.shape[1]
-    if dtype != np.float64 or n_train < 4 * k:
+    if dtype != np.float64 or not factor.upper or n_train < 4 * k:
         return False
     limit = 1.0 / math.sqrt(k * np.finfo(np.float64).eps)
     if k * float(np.max(np.sum(R * R, axis=0))) > limit:  # a column norm bounds ||R||_2 below
@@ -796,19 +822,29 @@ def _kernel_first_is_accurate(n_train, R, dtype) -> bool:
     return k * 1.25 * float(top) <= limit
 
 
-def _normal_equations(data, fraction, seed, C, R, kern, n_threads, split_every, exponents, n_train):
-    k, q = R.shape[1], data.Y.shape[1]
+def _normal_equations(data, fraction, seed, C, factor: _Factor, kern, n_threads, split_every, exponents, n_train):
+    """A^T A and A^T Y (A = K R) summed over the chunks as the in-memory gram solver forms
+    them: the chunks evaluate the kernel on the factor's support only, and either apply R
+    (as a triangle where it is one), or (the kernel-first route) sum K^T K and K^T Y there,
+    R then applied on the client, as a triangle, in k dimensions."""
+    R, q = factor.R, data.Y.shape[1]
+    k = R.shape[1]
     # storage="float32" (kern.low) takes the A route, in float32, as the core's does.
-    kernel_first = not kern.low and _kernel_first_is_accurate(n_train, R, data.dtype)
-    width = C.shape[0] if kernel_first else k
-    C_b, R_b = _broadcast(C, R)
-    parts = [dask.delayed(_gram_part)(x, y, start, stop, fraction, seed, C_b, None if kernel_first else R_b, kern,
-                                      data.dtype, data.estimator, n_threads, exponents)
+    kernel_first = not kern.low and _kernel_first_is_accurate(n_train, factor, data.dtype)
+    used = np.ascontiguousarray(C[factor.support])
+    width = len(used) if kernel_first else k
+    C_b, R_b = _broadcast(used) + (None,) if kernel_first else _broadcast(used, R)
+    parts = [dask.delayed(_gram_part)(x, y, start, stop, fraction, seed, C_b, R_b, kern,
+                                      data.dtype, data.estimator, n_threads, exponents, factor.upper)
              for x, y, start, stop in _blocks(data)]
     total = _tree_sum(parts, (width, width + q), split_every).compute(optimize_graph=False)
     H, c = total[:, :width], total[:, width:]
     if kernel_first:
-        H, c = R.T @ H @ R, R.T @ c
+        # R^T G R and R^T (K^T Y) with R's upper triangle (the rule took only a triangular factor).
+        trmm = scipy.linalg.get_blas_funcs("trmm", (R,))
+        R64 = R.astype(np.float64)
+        H = trmm(1.0, R64, trmm(1.0, R64, H, side=1), trans_a=1)
+        c = trmm(1.0, R64, c, trans_a=1)
         H = (H + H.T) / 2  # exactly symmetric, as the core mirrors its triangle
     return H.astype(data.dtype), c.astype(data.dtype)
 
@@ -1169,8 +1205,9 @@ def _reporter(progress):
 
 def _setup(X, y, sigma, values, n_centers, centers, center_selection, validation_fraction, seed, dtype,
            sample_weight, estimator, progress=None):
-    """The passes shared by both paths: data, split, centres, factor. values: the
-    family's parameters (kernel, matern_nu, factor, rank_tol, jitter)."""
+    """The passes shared by both paths: data, split, centres, factor (dense, m x k; and as
+    the core holds it, a _Factor). values: the family's parameters (kernel, matern_nu,
+    factor, rank_tol, jitter)."""
     report = _reporter(progress)
     data = _as_dask_data(X, y, dtype, estimator)
     chk.check_kernel(values["kernel"], sigma, values["matern_nu"], int(data.X.shape[1]))  # ValueError by name
@@ -1196,9 +1233,11 @@ def _setup(X, y, sigma, values, n_centers, centers, center_selection, validation
         center_seed = (seed + 0x5851F42D4C957F2D) % 2**64
         C, rows = _centers(data, counts, n_centers, fraction, seed, center_seed, center_selection, kern)
     report("centres", 1, 1)
-    R = nystrom_factor(kern(C, C, None), method=values["factor"], rank_tol=values["rank_tol"],
-                       jitter=values["jitter"], progress=progress)
-    return data, kern, fraction, seed, C, rows, R, n_train, n_val, scales
+    # The core's compact factor (for the gram mode's chunks) and the dense one the other
+    # passes apply: the same numbers (nystrom_factor's R is the compact one scattered).
+    factor = _Factor(*_nystrom_factor_parts(kern(C, C, None), method=values["factor"], rank_tol=values["rank_tol"],
+                                            jitter=values["jitter"], progress=progress))
+    return data, kern, fraction, seed, C, rows, factor.dense(C.shape[0]), n_train, n_val, scales, factor
 
 
 def _bound_part(X, Y, start, stop, fraction, seed, dtype, estimator):
@@ -1656,7 +1695,7 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     # storage="float32" changes a float64 computation only, as in memory.
     low = (chk.check_storage(values["storage"], chk.NYTRO_STORAGES) == "float32" and isinstance(X, da.Array)
            and chk.compute_dtype(dtype, np.empty(0, X.dtype)) == np.float64)
-    data, kern, fraction, seed, C, rows, R, n_train, n_val, scales = _setup(
+    data, kern, fraction, seed, C, rows, R, n_train, n_val, scales, factor = _setup(
         X, y, sigma, values, n_centers, centers, center_selection, validation_fraction, seed, dtype, sample_weight,
         estimator, progress)
     exponents = _exponents(scales)
@@ -1672,7 +1711,7 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
         operator = _DirectOperator(data, fraction, seed, C, R, kern, n_threads, split_every, exponents)
         H, c = (_Reported(operator, progress, planned) if progress else operator), operator.rhs()
     else:
-        H, c = _normal_equations(data, fraction, seed, C, R, kern, n_threads, split_every, exponents, n_train)
+        H, c = _normal_equations(data, fraction, seed, C, factor, kern, n_threads, split_every, exponents, n_train)
         report("gram", 1, 1)
         if low:  # the core's gram solver keeps A^T A in float32 and widens it in each product
             H = H.astype(np.float32).astype(H.dtype)
@@ -1756,12 +1795,12 @@ def nkrls_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     # storage="float32" changes a float64 computation only, as in memory.
     low = (chk.check_storage(values["storage"], chk.STORAGES) == "float32" and isinstance(X, da.Array)
            and chk.compute_dtype(dtype, np.empty(0, X.dtype)) == np.float64)
-    data, kern, fraction, seed, C, rows, R, n_train, n_val, scales = _setup(
+    data, kern, fraction, seed, C, rows, R, n_train, n_val, scales, factor = _setup(
         X, y, sigma, values, n_centers, centers, center_selection, validation_fraction, seed, dtype, sample_weight,
         estimator, progress)
     exponents = _exponents(scales)
     kern = dataclasses.replace(kern, low=low)
-    H, c = _normal_equations(data, fraction, seed, C, R, kern, n_threads, split_every, exponents, n_train)
+    H, c = _normal_equations(data, fraction, seed, C, factor, kern, n_threads, split_every, exponents, n_train)
     report("gram", 1, 1)
     w, V = np.linalg.eigh(H)
     w = np.maximum(w.astype(np.float64), 0)

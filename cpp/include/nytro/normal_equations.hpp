@@ -36,9 +36,11 @@ struct NormalEquationsOptions {
 
 // X (n x d) and Y (n x q, the targets already multiplied by row_scale where given),
 // centers (m x d, all the centres: R acts on those in factor.support), row_scale (n
-// entries, or empty for none). factor null: R = I (m x m), H = K^T K and C = K^T Y.
-// Throws std::invalid_argument naming the argument for mismatched shapes, a support
-// index out of range, or kernel_first with a factor that is not upper triangular.
+// entries, or empty for none). factor null: H = K^T K and C = K^T Y on all the centres
+// (m x m), summed as the kernel-first route sums them, R left to the caller (kernel_first
+// has no effect; low_precision still does). Throws std::invalid_argument naming the
+// argument for mismatched shapes, a support index out of range, an upper triangular R
+// that is not square, or kernel_first with a factor that is not upper triangular.
 template <class T>
 NormalEquationsResult<T> normal_equations(const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
                                           const MatrixCRef<T>& centers, const NystromFactor<T>* factor,

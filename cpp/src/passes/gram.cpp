@@ -62,6 +62,47 @@ void accumulate(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const MatrixCRef
     }
 }
 
+// G += K^T K (its lower triangle) and KtY += K^T Y over the row blocks of
+// K = diag(row_scale) k(X, centers), in precision S (T, or float for a double computation,
+// the tile products then summed in T): the kernel-first route's accumulation, which no
+// factor enters (the route without one takes it alone).
+template <class T, class S>
+void accumulate_kernel(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const MatrixCRef<T>& centers,
+                       const KernelSpec& kernel, int n_threads, const Callback& callback, MatrixRef<T> G,
+                       MatrixRef<T> KtY, const Vector<T>* row_scale) {
+    const Index n = X.rows(), m = centers.rows();
+    const Index block = block_rows(n, m, m);
+    Matrix<S> K(block, m);
+    if constexpr (std::is_same_v<S, T>) {
+        const PackedCenters<T> packed(centers, kernel);
+        for (Index r0 = 0; r0 < n; r0 += block) {
+            const Index rows = std::min(block, n - r0);
+            auto K_block = K.topRows(rows);
+            kernel_packed<T>(X.middleRows(r0, rows), packed, K_block, n_threads);
+            if (row_scale) scale_rows<T>(K_block, row_scale->segment(r0, rows));
+            rank_update<T>(K_block, G, T(1), false, n_threads);
+            KtY.noalias() += K_block.transpose() * Y.middleRows(r0, rows);
+            if (callback) callback({"gram", r0 + rows, n});
+        }
+    } else {
+        // As accumulate<T, S, T> with R = I: rows, centres, scales and Y rounded to S.
+        const Matrix<S> centers_s = centers.template cast<S>();
+        const PackedCenters<S> packed(centers_s, kernel);
+        Matrix<S> X_s, Y_s;
+        for (Index r0 = 0; r0 < n; r0 += block) {
+            const Index rows = std::min(block, n - r0);
+            auto K_block = K.topRows(rows);
+            X_s = X.middleRows(r0, rows).template cast<S>();
+            Y_s = Y.middleRows(r0, rows).template cast<S>();
+            kernel_packed<S>(X_s, packed, K_block, n_threads);
+            if (row_scale) scale_rows<S>(K_block, row_scale->segment(r0, rows).template cast<S>());
+            rank_update_widened<T, S>(K_block, G, n_threads);
+            KtY += (K_block.transpose() * Y_s).template cast<T>();
+            if (callback) callback({"gram", r0 + rows, n});
+        }
+    }
+}
+
 // The kernel-first route: G = K_nm^T K_nm and K_nm^T Y accumulated from the blocks, then
 // H = R^T G R and C = R^T (K_nm^T Y) once. It saves the n k^2 flops of A = K R (nearly
 // half the work when n >> k), but its rounding error in H is ~eps cond(K_mm) relative,
@@ -70,19 +111,9 @@ template <class T>
 void accumulate_kernel_first(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const MatrixCRef<T>& centers,
                              const NystromFactor<T>& factor, const KernelSpec& kernel, int n_threads, const Callback& callback,
                              NormalEquations<T>& normal, const Vector<T>* row_scale) {
-    const Index n = X.rows(), k = factor.rank();
-    const Index block = block_rows(n, k, k);
-    Matrix<T> G = Matrix<T>::Zero(k, k), KtY = Matrix<T>::Zero(k, Y.cols()), K(block, k);
-    const PackedCenters<T> packed(centers, kernel);
-    for (Index r0 = 0; r0 < n; r0 += block) {
-        const Index rows = std::min(block, n - r0);
-        auto K_block = K.topRows(rows);
-        kernel_packed<T>(X.middleRows(r0, rows), packed, K_block, n_threads);
-        if (row_scale) scale_rows<T>(K_block, row_scale->segment(r0, rows));
-        rank_update<T>(K_block, G, T(1), false, n_threads);
-        KtY.noalias() += K_block.transpose() * Y.middleRows(r0, rows);
-        if (callback) callback({"gram", r0 + rows, n});
-    }
+    const Index k = factor.rank();
+    Matrix<T> G = Matrix<T>::Zero(k, k), KtY = Matrix<T>::Zero(k, Y.cols());
+    accumulate_kernel<T, T>(X, Y, centers, kernel, n_threads, callback, G, KtY, row_scale);
     mirror_lower<T>(G);
     Matrix<T> GR(k, k);
     multiply_right<T>(G, factor.R, true, GR, n_threads);
@@ -163,6 +194,21 @@ NormalEquations<T, float> stream_float_normal_equations(const MatrixCRef<T>& X, 
     return normal;
 }
 
+template <class T>
+NormalEquations<T> stream_kernel_normal_equations(const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
+                                                  const MatrixCRef<T>& centers, const KernelSpec& kernel,
+                                                  int n_threads, const Callback& callback, bool low_precision,
+                                                  const Vector<T>* row_scale) {
+    const Index m = centers.rows();
+    auto normal = zero_normal_equations<T, T>(m, Y.cols());
+    if (low_precision && !std::is_same_v<T, float>)
+        accumulate_kernel<T, float>(X, Y, centers, kernel, n_threads, callback, normal.H, normal.C, row_scale);
+    else
+        accumulate_kernel<T, T>(X, Y, centers, kernel, n_threads, callback, normal.H, normal.C, row_scale);
+    mirror_lower<T>(normal.H);
+    return normal;
+}
+
 template bool kernel_first_is_accurate<float>(Index, const NystromFactor<float>&, int);
 template bool kernel_first_is_accurate<double>(Index, const NystromFactor<double>&, int);
 template struct NormalEquations<float>;
@@ -174,6 +220,16 @@ template NormalEquations<float, float> stream_float_normal_equations<float>(
 template NormalEquations<double, float> stream_float_normal_equations<double>(
     const MatrixCRef<double>&, const MatrixCRef<double>&, const MatrixCRef<double>&, const NystromFactor<double>&,
     const KernelSpec&, int, const Callback&, const Vector<double>*);
+template NormalEquations<float> stream_kernel_normal_equations<float>(const MatrixCRef<float>&,
+                                                                     const MatrixCRef<float>&,
+                                                                     const MatrixCRef<float>&, const KernelSpec&,
+                                                                     int, const Callback&, bool,
+                                                                     const Vector<float>*);
+template NormalEquations<double> stream_kernel_normal_equations<double>(const MatrixCRef<double>&,
+                                                                       const MatrixCRef<double>&,
+                                                                       const MatrixCRef<double>&, const KernelSpec&,
+                                                                       int, const Callback&, bool,
+                                                                       const Vector<double>*);
 template NormalEquations<float> stream_normal_equations<float>(const MatrixCRef<float>&, const MatrixCRef<float>&,
                                                               const MatrixCRef<float>&, const NystromFactor<float>&,
                                                               const KernelSpec&, int, const Callback&, bool, bool,

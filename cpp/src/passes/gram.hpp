@@ -58,6 +58,17 @@ NormalEquations<T> stream_normal_equations(const MatrixCRef<T>& X, const MatrixC
                                            std::optional<bool> kernel_first = std::nullopt,
                                            const Vector<T>* row_scale = nullptr);
 
+// The route without a factor: H = K^T K (m x m, both triangles) and C = K^T Y with
+// K = diag(row_scale) k(X, centers) on all the given centres, summed over the row blocks
+// as the kernel-first route sums them (no R, so none of its products). low_precision (for
+// T = double): the kernel blocks from the rows and centres rounded to float32, their
+// products in float32 summed in double, as stream_normal_equations' low_precision.
+template <class T>
+NormalEquations<T> stream_kernel_normal_equations(const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
+                                                  const MatrixCRef<T>& centers, const KernelSpec& kernel,
+                                                  int n_threads, const Callback& callback, bool low_precision = false,
+                                                  const Vector<T>* row_scale = nullptr);
+
 // The Gram solver's float32 storage: kernel blocks, A = K R and H in float32 from the
 // start (lower triangle only), C in T. The float32 tile products were already summed in
 // float32 over each block of rows; summing the few blocks in float32 as well adds

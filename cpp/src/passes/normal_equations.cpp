@@ -31,6 +31,9 @@ void check_arguments(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const Matri
     if (Index(factor->support.size()) != factor->R.rows() || factor->R.cols() < 1)
         throw std::invalid_argument("factor: R has " + shape(factor->R.rows(), factor->R.cols()) + " for " +
                                     std::to_string(factor->support.size()) + " support centres");
+    if (factor->upper_triangular && factor->R.rows() != factor->R.cols())
+        throw std::invalid_argument("factor: an upper triangular R must be square, got " +
+                                    shape(factor->R.rows(), factor->R.cols()));
     for (const Index i : factor->support)
         if (i < 0 || i >= centers.rows())
             throw std::invalid_argument("factor: support index " + std::to_string(i) + " out of range for " +
@@ -47,16 +50,15 @@ NormalEquationsResult<T> normal_equations(const MatrixCRef<T>& X, const MatrixCR
                                           const KernelSpec& kernel, const Vector<T>& row_scale,
                                           const NormalEquationsOptions& options) {
     check_arguments<T>(X, Y, centers, factor, kernel, row_scale, options);
-    NystromFactor<T> identity;
-    bool kernel_first = options.kernel_first;
+    const Vector<T>* scale = row_scale.size() ? &row_scale : nullptr;
     if (!factor) {
-        // K^T K by the kernel-first route: R = I is applied once, after the rows.
+        // K^T K and K^T Y on the given centres: the kernel-first route's sums, no factor
+        // (nor an identity in its place: m^3 flops of products with I).
         const Index m = centers.rows();
-        for (Index i = 0; i < m; ++i) identity.support.push_back(i);
-        identity.R = Matrix<T>::Identity(m, m);
-        identity.upper_triangular = true;
-        factor = &identity;
-        kernel_first = true;
+        if (X.rows() == 0) return {Matrix<T>::Zero(m, m), Matrix<T>::Zero(m, Y.cols())};
+        auto normal = detail::stream_kernel_normal_equations<T>(X, Y, centers, kernel, options.n_threads,
+                                                                options.callback, options.low_precision, scale);
+        return {std::move(normal.H), std::move(normal.C)};
     }
     if (X.rows() == 0) {  // a block with no rows (a Dask chunk all held out) adds nothing
         const Index k = factor->rank();
@@ -65,8 +67,7 @@ NormalEquationsResult<T> normal_equations(const MatrixCRef<T>& X, const MatrixCR
     Matrix<T> used(Index(factor->support.size()), centers.cols());
     for (std::size_t i = 0; i < factor->support.size(); ++i) used.row(Index(i)) = centers.row(factor->support[i]);
     auto normal = detail::stream_normal_equations<T>(X, Y, used, *factor, kernel, options.n_threads, options.callback,
-                                                     options.low_precision, true, kernel_first,
-                                                     row_scale.size() ? &row_scale : nullptr);
+                                                     options.low_precision, true, options.kernel_first, scale);
     return {std::move(normal.H), std::move(normal.C)};
 }
 
