@@ -82,8 +82,10 @@ hold-out split is not defined on Dask; nytro_path and nkrls_path take metric="er
 """
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import math
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -114,6 +116,11 @@ _BLOCK_ELEMENTS = 1 << 22
 # (distributed's nanny starts workers with OPENBLAS/MKL/OMP_NUM_THREADS=1): a fit never
 # changes process-wide state.
 _CORE_LOCK = threading.Lock()
+# The client's products in m dimensions up to this many multiply-adds are made without
+# BLAS (einsum's own loop, a fraction of a millisecond at m = 1000): after a threaded BLAS
+# call, OpenBLAS's idle threads spin for about a tenth of a second of a core each, and on a
+# LocalCluster that core is taken from the workers, whose pass is then under way.
+_CLIENT_PRODUCT_MACS = 1 << 22
 
 
 @dataclass
@@ -314,6 +321,37 @@ def _validated_block(X, Y, dtype, estimator):
     return chk.as_matrix(X, "X", dtype), chk.as_matrix(Y, "y", dtype)
 
 
+# distributed's nanny starts its workers with MALLOC_TRIM_THRESHOLD_=65536, which also turns
+# off glibc's dynamic mmap threshold: every allocation past 128 KiB is then a fresh mmap,
+# and a freed block at the heap's top is returned at once. The core's products allocate
+# packing buffers of 0.5-2 MiB (Eigen's, per output tile), each page-faulted anew, so a
+# chunk's normal equations ran 1.3x slower in a worker than in a plain process. Once per
+# worker process, before its first C++ call, nytro lets such buffers come from the heap
+# and stay there between tiles: mmap threshold 4 MiB, trim threshold 8 MiB (a worker keeps
+# up to that much freed memory at a heap's top). Not where the worker was given its own
+# MALLOC_MMAP_THRESHOLD_, or a trim threshold past 8 MiB.
+_MMAP_THRESHOLD = 4 << 20
+_TRIM_THRESHOLD = 8 << 20
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
+_malloc_checked = False
+
+
+def _tune_worker_malloc():
+    global _malloc_checked
+    if _malloc_checked:
+        return
+    _malloc_checked = True
+    trim = os.environ.get("MALLOC_TRIM_THRESHOLD_")
+    if trim is None or not trim.isdigit() or int(trim) >= _TRIM_THRESHOLD or "MALLOC_MMAP_THRESHOLD_" in os.environ:
+        return
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # not glibc
+        return
+    mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
+    mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD)
+
+
 # The worker's nthreads while _held_sum computes on it: in the thread pool it runs in,
 # outside a task, distributed's get_worker finds no worker.
 _HELD = threading.local()
@@ -321,7 +359,10 @@ _HELD = threading.local()
 
 def _task_threads(requested: int | None) -> int:
     """The threads a C++ call on this worker may use: the worker's own (its nthreads),
-    never more than the cores this process may run on, nor than the caller asked."""
+    never more than the cores this process may run on, nor than the caller asked. Called
+    before every C++ call of a task, it also tunes the worker's malloc once
+    (_tune_worker_malloc)."""
+    _tune_worker_malloc()
     n = chk.available_cores()
     held = getattr(_HELD, "nthreads", None)
     if held:
@@ -360,6 +401,15 @@ def _broadcast(*arrays):
     large = [a for a in arrays if np.asarray(a).nbytes > _IN_GRAPH_BYTES]
     scattered = iter(client.scatter(large, broadcast=True, hash=False) if large else ())
     return tuple(next(scattered) if np.asarray(a).nbytes > _IN_GRAPH_BYTES else dask.delayed(a) for a in arrays)
+
+
+def _client_product(A, B):
+    """A @ B on the client (B 1-D or 2-D), without waking BLAS's threads where it is small
+    (_CLIENT_PRODUCT_MACS)."""
+    columns = B.shape[1] if B.ndim == 2 else 1
+    if A.shape[0] * A.shape[1] * columns <= _CLIENT_PRODUCT_MACS:
+        return np.einsum("ij,j...->i...", A, B)
+    return A @ B
 
 
 def _add(*parts):
@@ -1022,7 +1072,7 @@ class _DirectOperator:
             raise _WorkerLost(f"worker {gone[0]} left")
 
     def rhs(self):
-        return self.R.T @ self._rhs.astype(self.dtype)
+        return _client_product(self.R.T, self._rhs.astype(self.dtype))
 
     def holdout_errors(self, alphas, metric="rmse"):
         """_holdout_errors's value, from the hold-out rows the workers keep."""
@@ -1034,9 +1084,10 @@ class _DirectOperator:
     def __call__(self, B):
         """A^T A B for B of shape (k,) or (k, p)."""
         B = np.asarray(B)
-        lifted = self.R @ B.reshape(self.R.shape[1], -1).astype(self.dtype)
+        lifted = _client_product(self.R, B.reshape(self.R.shape[1], -1).astype(self.dtype))
         self.products += 1
-        out = self.R.T @ self._sum(_direct_product, lifted.shape, lifted, self.n_threads).astype(self.dtype)
+        out = _client_product(self.R.T, self._sum(_direct_product, lifted.shape, lifted, self.n_threads).astype(
+            self.dtype))
         return out.reshape(B.shape)
 
     __matmul__ = __call__
@@ -1733,7 +1784,7 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
             n_threads, split_every, scales, grid, krylov_eps, metric)
         products = H.products if mode == "direct" else products
     else:
-        apply = H if mode == "direct" else (lambda b: H @ b)
+        apply = H if mode == "direct" else (lambda b: _client_product(H, b))
         rule = chk.check_step_size(step_size)[0]
         bound = _kernel_bound(data, kern, fraction, seed) if rule == "paper" else 1.0
         lanczos, spent = None, 0
@@ -1760,9 +1811,9 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
             raise RuntimeError(f"the iterations diverged (step_size={step}): a stable step is below "
                                "2 / lambda_max(A^T A)")
         if n_val == 0:
-            coef, path, selected, stopped = R @ betas[-1], np.zeros(0), max_iter, max_iter
+            coef, path, selected, stopped = _client_product(R, betas[-1]), np.zeros(0), max_iter, max_iter
         else:
-            alphas = R @ np.hstack(betas)
+            alphas = _client_product(R, np.hstack(betas))
             errors = (operator.holdout_errors(alphas, metric) if mode == "direct" else
                       _holdout_errors(data, fraction, seed, C, alphas, kern, n_threads, split_every, exponents, metric))
             report("validation", 1, 1)
