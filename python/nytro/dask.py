@@ -199,6 +199,7 @@ class _Data:
     dtype: np.dtype
     offsets: np.ndarray  # global index of each chunk's first row, then n
     estimator: str | None  # validate blocks as this scikit-learn estimator does, or as the functions do
+    q: int = 1  # outputs: Y's columns (a 1-D y is one)
     W: da.Array | None = None  # the sample weights, chunked as X's rows, or None
     # What turns a weight w into its row's w' (training rows: n_train / sum of their w;
     # hold-out rows: n_val / sum of theirs), once the first pass has summed them.
@@ -282,9 +283,11 @@ def _as_dask_data(X, y, dtype, estimator=None) -> _Data:
     if y.shape[0] != X.shape[0]:
         raise ValueError(f"y has {y.shape[0]} rows but X has {X.shape[0]}")
     one_d = y.ndim == 1
-    Y = (y[:, None] if one_d else y).rechunk((X.chunks[0], -1))
+    # y's own chunks where they are X's (a 1-D y is made a column inside the tasks): a
+    # reshaping layer would add a level of tasks, a few milliseconds, to every pass.
+    Y = y.rechunk((X.chunks[0],) if one_d else (X.chunks[0], -1))
     offsets = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
-    return _Data(X, Y, one_d, dt, offsets, estimator)
+    return _Data(X, Y, one_d, dt, offsets, estimator, q=1 if one_d else int(y.shape[1]))
 
 
 def _blocks(data: _Data):
@@ -304,11 +307,13 @@ def _blocks(data: _Data):
 
 
 def _targets(Y):
-    """A task's targets argument: (Y block, weights block or None, (training unit,
-    hold-out unit))."""
+    """A task's targets argument: (Y block (a 1-D y's as a column), weights block or None,
+    (training unit, hold-out unit))."""
+    w, units = None, (None, None)
     if isinstance(Y, tuple):
-        return Y[0], np.asarray(Y[1]), Y[2:]
-    return Y, None, (None, None)
+        Y, w, units = Y[0], np.asarray(Y[1]), Y[2:]
+    Y = np.asarray(Y)
+    return (Y[:, None] if Y.ndim == 1 else Y), w, units
 
 
 def _validated_block(X, Y, dtype, estimator):
@@ -679,7 +684,7 @@ def _split_counts(data: _Data, fraction, seed):
     if data.W is not None:
         data.units = _weight_units(summaries, int(counts.sum()), int(data.X.shape[0]) - int(counts.sum()), fraction)
     peaks = [p for p in peaks if p is not None and p.size]
-    peak = np.max(np.vstack(peaks), axis=0) if peaks else np.zeros(data.Y.shape[1])
+    peak = np.max(np.vstack(peaks), axis=0) if peaks else np.zeros(data.q)
     if not np.all(np.isfinite(peak)):
         peak = np.zeros_like(peak)  # NaN: reported by the normal equations' pass, nothing scaled
     with np.errstate(over="ignore"):
@@ -877,7 +882,7 @@ def _normal_equations(data, fraction, seed, C, factor: _Factor, kern, n_threads,
     them: the chunks evaluate the kernel on the factor's support only, and either apply R
     (as a triangle where it is one), or (the kernel-first route) sum K^T K and K^T Y there,
     R then applied on the client, as a triangle, in k dimensions."""
-    R, q = factor.R, data.Y.shape[1]
+    R, q = factor.R, data.q
     k = R.shape[1]
     # storage="float32" (kern.low) takes the A route, in float32, as the core's does.
     kernel_first = not kern.low and _kernel_first_is_accurate(n_train, factor, data.dtype)
@@ -907,7 +912,7 @@ def _holdout_errors(data, fraction, seed, C, alphas, kern, n_threads, split_ever
     parts = [dask.delayed(_holdout_part)(x, y, start, stop, fraction, seed, C_b, alphas_b, kern, data.dtype,
                                          data.estimator, n_threads, exponents, metric)
              for x, y, start, stop in _blocks(data)]
-    shape = _holdout_shape(data.Y.shape[1], alphas, metric)
+    shape = _holdout_shape(data.q, alphas, metric)
     return _holdout_result(_tree_sum(parts, shape, split_every).compute(optimize_graph=False), metric)
 
 
@@ -957,7 +962,7 @@ class _DirectOperator:
     def __init__(self, data, fraction, seed, C, R, kern, n_threads, split_every, exponents):
         self._recipe = (data, fraction, seed, C, kern, n_threads, exponents)
         self.C, self.kern = C, kern
-        self.R, self.m, self.q, self.dtype = R, C.shape[0], data.Y.shape[1], data.dtype
+        self.R, self.m, self.q, self.dtype = R, C.shape[0], data.q, data.dtype
         # shape and @ as A^T A's matrix has them in "gram" mode: "hybrid"'s Lanczos takes
         # either (each product here a pass over the workers' blocks).
         self.shape = (R.shape[1], R.shape[1])
@@ -1750,7 +1755,7 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
         X, y, sigma, values, n_centers, centers, center_selection, validation_fraction, seed, dtype, sample_weight,
         estimator, progress)
     exponents = _exponents(scales)
-    k, q = R.shape[1], data.Y.shape[1]
+    k, q = R.shape[1], data.q
     kern = dataclasses.replace(kern, low=low)
     # gd's Lanczos iterates where the core's would take them (the mode decides "auto"'s
     # last condition): "direct" then costs tens of products, not max_iter.
