@@ -592,6 +592,26 @@ def test_workers_reuse_buffers_after_a_fit(client):
     assert all(faults < 16 for faults in client.run(_faults_per_buffer).values())
 
 
+def test_direct_blocks_are_sent_before_the_factor(client, monkeypatch):
+    """solver="direct": the kept blocks need the centres only, so their graph goes out
+    before the client factors K_mm, and the workers compute them meanwhile (the third
+    graph of the fit, after the split and the centres); the fit is unchanged."""
+    X, y, sigma = data()
+    messages = _Messages(monkeypatch)
+    sent = []
+    parts = nd._nystrom_factor_parts
+
+    def factor(*args, **kwargs):
+        sent.append(messages.graphs)
+        return parts(*args, **kwargs)
+
+    monkeypatch.setattr(nd, "_nystrom_factor_parts", factor)
+    fit = nd.nytro_path(da.from_array(X, chunks=60), da.from_array(y, chunks=60), sigma, n_centers=40, seed=SEED,
+                        validation_fraction=FRACTION, method="cg", max_iter=8, solver="direct")
+    assert sent == [3] and messages.graphs == 3
+    check_path(fit, in_memory_path(X, y, sigma, fit, solver="direct", method="cg", max_iter=8), X.dtype)
+
+
 def _threads_of_a_product(block, B, n_threads):
     """A direct product's stand-in: the threads its C++ call would take, and the product."""
     return np.array([nd._task_threads(n_threads), float(np.sum(nd._direct_product(block, B, n_threads)))])

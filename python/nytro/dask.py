@@ -960,21 +960,30 @@ class _DirectOperator:
     _patience = 0.5
 
     def __init__(self, data, fraction, seed, C, R, kern, n_threads, split_every, exponents):
+        """Sends the blocks' computation (waited for at the first product or rhs()). The
+        blocks need the centres only: R may come later (set_factor), so that they are
+        computed while the client factors K_mm."""
         self._recipe = (data, fraction, seed, C, kern, n_threads, exponents)
         self.C, self.kern = C, kern
-        self.R, self.m, self.q, self.dtype = R, C.shape[0], data.q, data.dtype
-        # shape and @ as A^T A's matrix has them in "gram" mode: "hybrid"'s Lanczos takes
-        # either (each product here a pass over the workers' blocks).
-        self.shape = (R.shape[1], R.shape[1])
+        self.m, self.q, self.dtype = C.shape[0], data.q, data.dtype
         self.n_threads, self.split_every = n_threads, split_every
         self.products = 0
         self._client = _client()
-        self.blocks = self.held = None
-        self._run(lambda: None)
+        self.blocks = self.held = self._rhs = None
+        if R is not None:
+            self.set_factor(R)
+        self._persist()
+
+    def set_factor(self, R):
+        self.R = R
+        # shape and @ as A^T A's matrix has them in "gram" mode: "hybrid"'s Lanczos takes
+        # either (each product here a pass over the workers' blocks).
+        self.shape = (R.shape[1], R.shape[1])
 
     def _persist(self):
         """The blocks and hold-out rows (kept: futures on their workers, or values without
-        a client) and the blocks' summed A^T Y, in one computation."""
+        a client) and the blocks' summed A^T Y (a future, waited for by _run), in one
+        computation."""
         data, fraction, seed, C, kern, n_threads, exponents = self._recipe
         (C_b,) = _broadcast(C)
         chunks = _blocks(data)
@@ -988,12 +997,10 @@ class _DirectOperator:
         rhs = _tree_sum([_pinned(home, _direct_rhs, b) for home, b in zip(self._homes, blocks)], (self.m, self.q),
                         self.split_every)
         if self._client is None:
-            *kept, rhs = dask.persist(*blocks, *held, rhs, optimize_graph=False)
-            self._rhs = rhs.compute()
+            *kept, self._rhs_future = dask.persist(*blocks, *held, rhs, optimize_graph=False)
         else:
-            *kept, rhs = self._client.compute(blocks + held + [rhs], optimize_graph=False)
-            self._rhs = self._wait(rhs)
-        self.blocks, self.held = kept[:len(blocks)], kept[len(blocks):]
+            *kept, self._rhs_future = self._client.compute(blocks + held + [rhs], optimize_graph=False)
+        self.blocks, self.held, self._rhs = kept[:len(blocks)], kept[len(blocks):], None
 
     def _wait(self, future):
         """The future's result; _WorkerLost once a worker holding blocks has left."""
@@ -1015,6 +1022,9 @@ class _DirectOperator:
             try:
                 if self.blocks is None:
                     self._persist()
+                if self._rhs is None:
+                    future = self._rhs_future
+                    self._rhs = future.compute() if self._client is None else self._wait(future)
                 return step()
             except (CancelledError, _WorkerLost) as error:
                 if attempt:
@@ -1077,6 +1087,7 @@ class _DirectOperator:
             raise _WorkerLost(f"worker {gone[0]} left")
 
     def rhs(self):
+        self._run(lambda: None)
         return _client_product(self.R.T, self._rhs.astype(self.dtype))
 
     def holdout_errors(self, alphas, metric="rmse"):
@@ -1260,10 +1271,12 @@ def _reporter(progress):
 
 
 def _setup(X, y, sigma, values, n_centers, centers, center_selection, validation_fraction, seed, dtype,
-           sample_weight, estimator, progress=None):
+           sample_weight, estimator, progress=None, before_factor=None):
     """The passes shared by both paths: data, split, centres, factor (dense, m x k; and as
     the core holds it, a _Factor). values: the family's parameters (kernel, matern_nu,
-    factor, rank_tol, jitter)."""
+    factor, rank_tol, jitter). before_factor: None, or called as before_factor(data, kern,
+    fraction, seed, C, scales) once the centres are known, before the client factors K_mm
+    (work sent to the workers then runs while it does)."""
     report = _reporter(progress)
     data = _as_dask_data(X, y, dtype, estimator)
     chk.check_kernel(values["kernel"], sigma, values["matern_nu"], int(data.X.shape[1]))  # ValueError by name
@@ -1289,6 +1302,8 @@ def _setup(X, y, sigma, values, n_centers, centers, center_selection, validation
         center_seed = (seed + 0x5851F42D4C957F2D) % 2**64
         C, rows = _centers(data, counts, n_centers, fraction, seed, center_seed, center_selection, kern)
     report("centres", 1, 1)
+    if before_factor is not None:
+        before_factor(data, kern, fraction, seed, C, scales)
     # The core's compact factor (for the gram mode's chunks) and the dense one the other
     # passes apply: the same numbers (nystrom_factor's R is the compact one scattered).
     factor = _Factor(*_nystrom_factor_parts(kern(C, C, None), method=values["factor"], rank_tol=values["rank_tol"],
@@ -1751,9 +1766,17 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     # storage="float32" changes a float64 computation only, as in memory.
     low = (chk.check_storage(values["storage"], chk.NYTRO_STORAGES) == "float32" and isinstance(X, da.Array)
            and chk.compute_dtype(dtype, np.empty(0, X.dtype)) == np.float64)
+    started = []
+
+    def start_blocks(data, kern, fraction, seed, C, scales):
+        # solver="direct": the kept blocks need the centres only, so they are computed on
+        # the workers while the client factors K_mm.
+        started.append(_DirectOperator(data, fraction, seed, C, None, dataclasses.replace(kern, low=low), n_threads,
+                                       split_every, _exponents(scales)))
+
     data, kern, fraction, seed, C, rows, R, n_train, n_val, scales, factor = _setup(
         X, y, sigma, values, n_centers, centers, center_selection, validation_fraction, seed, dtype, sample_weight,
-        estimator, progress)
+        estimator, progress, before_factor=start_blocks if solver == "direct" and isinstance(X, da.Array) else None)
     exponents = _exponents(scales)
     k, q = R.shape[1], data.q
     kern = dataclasses.replace(kern, low=low)
@@ -1764,7 +1787,9 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     mode = _auto_mode(solver, method, n_train, k, planned, data, C.shape[0], split_every,
                       itemsize=4 if low else None)
     if mode == "direct":
-        operator = _DirectOperator(data, fraction, seed, C, R, kern, n_threads, split_every, exponents)
+        operator = started[0] if started else _DirectOperator(data, fraction, seed, C, None, kern, n_threads,
+                                                              split_every, exponents)
+        operator.set_factor(R)
         H, c = (_Reported(operator, progress, planned) if progress else operator), operator.rhs()
     else:
         H, c = _normal_equations(data, fraction, seed, C, factor, kern, n_threads, split_every, exponents, n_train)
