@@ -41,6 +41,7 @@ import numpy as np
 
 import nytro
 import nytro.dask as nd
+from nytro._api import _nystrom_factor_parts
 from bench_kernels import interleaved_times, machine, write_report  # a sibling script: benchmarks/ is on sys.path
 
 
@@ -132,14 +133,19 @@ def format_overhead(args, report) -> str:
 
 
 # -------------------------------------------------------------------- cost model
-def flops_per_row(m, k, d, q, kernel_first):
-    """Flops per training row of the gram pass: the kernel row (distances 2 m d, the
-    exponential counted as a few flops per entry, 4 m), then K R (2 m k) and the rank
-    update (k^2 with symmetry), or, kernel first, the rank update of K (m^2); and K^T y."""
-    kernel = 2 * m * d + 4 * m
+def flops_per_row(m, k, d, q, kernel_first, triangular=True):
+    """Flops per training row of the gram pass. With a triangular factor (pivoted or
+    Cholesky: R on its k support centres, k = m at full rank): the kernel row on the
+    support (distances 2 k d, the exponential counted as a few flops per entry, 4 k), then
+    K R as a triangle (k^2) and the rank update (k^2 with symmetry), or, kernel first, the
+    rank update of K alone (k^2); and K^T y (2 k q). A dense R (the qr factor) acts on all
+    m centres: the kernel row on m, K R (2 m k) and the rank update (k^2)."""
+    if not triangular:
+        return 2 * m * d + 4 * m + 2 * m * k + k * k + 2 * k * q
+    kernel = 2 * k * d + 4 * k
     if kernel_first:
-        return kernel + m * m + 2 * m * q
-    return kernel + 2 * m * k + k * k + 2 * k * q
+        return kernel + k * k + 2 * k * q
+    return kernel + 2 * k * k + 2 * k * q
 
 
 def model(n, m, d, nodes, cores, core_flops, read_rate, *, q=1, itemsize=4, kernel_first=False, split_every=4,
@@ -217,11 +223,14 @@ def out_of_core(args) -> dict:
     # The core's rate on one chunk, in this process, one thread (the gram task itself).
     X1, y1 = synthetic(min(args.chunk, args.n), args.d, args.seed, np.float32)
     C = X1[:args.m].astype(np.float32)
-    R = nytro.nystrom_factor(nytro.gaussian_kernel(C, C, args.sigma)).astype(np.float32)
+    # The factor as the fit's chunks take it: its support centres and triangle.
+    support, R, upper = _nystrom_factor_parts(nytro.gaussian_kernel(C, C, args.sigma))
+    C, R = C[support], R.astype(np.float32)
+
     def task():
         start = time.perf_counter()
         nd._gram_part(X1, y1[:, None], 0, len(X1), args.fraction, args.seed, C, R,
-                      nd._Kernel("gaussian", args.sigma, 1.5), np.dtype(np.float32), None, 1, None)
+                      nd._Kernel("gaussian", args.sigma, 1.5), np.dtype(np.float32), None, 1, None, upper)
         return time.perf_counter() - start
 
     from threadpoolctl import threadpool_limits
@@ -229,7 +238,7 @@ def out_of_core(args) -> dict:
         task()  # warm-up: the first call pays the BLAS pool's start and fresh pages
         task_s = statistics.median(task() for _ in range(3))
     train_rows = len(X1) * (1 - args.fraction)
-    per_row = flops_per_row(args.m, R.shape[1], args.d, 1, False)
+    per_row = flops_per_row(args.m, R.shape[1], args.d, 1, False, upper)
     report["core"] = dict(chunk_task_s=task_s, rows_per_s=train_rows / task_s,
                           flops_per_s=train_rows * per_row / task_s)
     client_base = _peak_rss()
