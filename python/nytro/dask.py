@@ -84,6 +84,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import functools
 import math
 import os
 import threading
@@ -338,14 +339,10 @@ def _validated_block(X, Y, dtype, estimator):
 _MMAP_THRESHOLD = 4 << 20
 _TRIM_THRESHOLD = 8 << 20
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
-_malloc_checked = False
 
 
+@functools.cache
 def _tune_worker_malloc():
-    global _malloc_checked
-    if _malloc_checked:
-        return
-    _malloc_checked = True
     trim = os.environ.get("MALLOC_TRIM_THRESHOLD_")
     if trim is None or not trim.isdigit() or int(trim) >= _TRIM_THRESHOLD or "MALLOC_MMAP_THRESHOLD_" in os.environ:
         return
@@ -521,7 +518,7 @@ def _gram_part(X, Y, start, stop, fraction, seed, C, R, kern, dtype, estimator, 
         H, c = _block_normal_equations(X, Y, C, R, kern.kernel, kern.sigma, kern.matern_nu, scale,
                                        upper_triangular=upper and R is not None, low_precision=kern.low,
                                        n_threads=_task_threads(n_threads))
-    return np.hstack([H, c]).astype(np.float64)
+    return np.hstack([H, c]).astype(np.float64, copy=False)
 
 
 def _direct_block(X, Y, start, stop, fraction, seed, C, kern, dtype, estimator, n_threads, exponents):
@@ -553,7 +550,7 @@ def _direct_rhs(block):
     out = np.zeros((K.shape[1], Y.shape[1]), Y.dtype)
     for r0, r1, Kb in _widened_rows(K, Y.dtype):
         out += Kb.T @ Y[r0:r1]
-    return out.astype(np.float64)
+    return out.astype(np.float64, copy=False)
 
 
 def _direct_product(block, B, n_threads):
@@ -563,7 +560,7 @@ def _direct_product(block, B, n_threads):
     K, Y = block
     with _CORE_LOCK:
         out = _block_normal_product(K, B.astype(Y.dtype), n_threads=_task_threads(n_threads))
-    return out.astype(np.float64)
+    return out.astype(np.float64, copy=False)
 
 
 def _holdout_rows(X, Y, start, stop, fraction, seed, dtype, estimator, exponents):
@@ -591,7 +588,7 @@ def _holdout_sums(rows, C, alphas, kern, n_threads, metric="rmse"):
     threads = _task_threads(n_threads)
     with _CORE_LOCK:
         for r0, r1 in _row_blocks(len(X), max(C.shape[0], alphas.shape[1])):
-            predictions = (kern(X[r0:r1], C, threads) @ alphas).astype(np.float64)
+            predictions = (kern(X[r0:r1], C, threads) @ alphas).astype(np.float64, copy=False)
             if metric == "error":
                 truth = reference._classes(Y[r0:r1])
                 for i in range(L):
@@ -897,7 +894,7 @@ def _normal_equations(data, fraction, seed, C, factor: _Factor, kern, n_threads,
     if kernel_first:
         # R^T G R and R^T (K^T Y) with R's upper triangle (the rule took only a triangular factor).
         trmm = scipy.linalg.get_blas_funcs("trmm", (R,))
-        R64 = R.astype(np.float64)
+        R64 = R.astype(np.float64, copy=False)
         H = trmm(1.0, R64, trmm(1.0, R64, H, side=1), trans_a=1)
         c = trmm(1.0, R64, c, trans_a=1)
         H = (H + H.T) / 2  # exactly symmetric, as the core mirrors its triangle
