@@ -329,15 +329,16 @@ def _validated_block(X, Y, dtype, estimator):
 
 # distributed's nanny starts its workers with MALLOC_TRIM_THRESHOLD_=65536, which also turns
 # off glibc's dynamic mmap threshold: every allocation past 128 KiB is then a fresh mmap,
-# and a freed block at the heap's top is returned at once. The core's products allocate
-# packing buffers of 0.5-2 MiB (Eigen's, per output tile), each page-faulted anew, so a
-# chunk's normal equations ran 1.3x slower in a worker than in a plain process. Once per
-# worker process, before its first C++ call, nytro lets such buffers come from the heap
-# and stay there between tiles: mmap threshold 4 MiB, trim threshold 8 MiB (a worker keeps
-# up to that much freed memory at a heap's top). Not where the worker was given its own
-# MALLOC_MMAP_THRESHOLD_, or a trim threshold past 8 MiB.
-_MMAP_THRESHOLD = 4 << 20
-_TRIM_THRESHOLD = 8 << 20
+# and a freed block at the heap's top is returned at once. The core allocates buffers of
+# 0.5-2 MiB per output tile (Eigen's packing) and of up to 32 MiB per call (a Gram pass's
+# kernel and A row blocks), each page-faulted anew, so a chunk's normal equations ran up
+# to 1.3x slower in a worker than in a plain process. Once per worker process, before its
+# first C++ call, nytro sets the values glibc's dynamic thresholds reach at most: mmap
+# threshold 32 MiB, trim threshold 64 MiB (a worker keeps up to that much freed memory
+# at a heap's top). Not where the worker was given its own MALLOC_MMAP_THRESHOLD_, or a
+# trim threshold of 64 MiB or more.
+_MMAP_THRESHOLD = 32 << 20
+_TRIM_THRESHOLD = 64 << 20
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
 
 
