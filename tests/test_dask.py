@@ -597,8 +597,8 @@ def test_workers_reuse_buffers_after_a_fit(client):
 
 def test_direct_blocks_are_sent_before_the_factor(client, monkeypatch):
     """solver="direct": the kept blocks need the centres only, so their graph goes out
-    before the client factors K_mm, and the workers compute them meanwhile (the third
-    graph of the fit, after the split and the centres); the fit is unchanged."""
+    before the client factors K_mm, and the workers compute them meanwhile (the second
+    graph of the fit, after the split, which gathers the centres); the fit is unchanged."""
     X, y, sigma = data()
     messages = _Messages(monkeypatch)
     sent = []
@@ -611,7 +611,7 @@ def test_direct_blocks_are_sent_before_the_factor(client, monkeypatch):
     monkeypatch.setattr(nd, "_nystrom_factor_parts", factor)
     fit = nd.nytro_path(da.from_array(X, chunks=60), da.from_array(y, chunks=60), sigma, n_centers=40, seed=SEED,
                         validation_fraction=FRACTION, method="cg", max_iter=8, solver="direct")
-    assert sent == [3] and messages.graphs == 3
+    assert sent == [2] and messages.graphs == 2
     check_path(fit, in_memory_path(X, y, sigma, fit, solver="direct", method="cg", max_iter=8), X.dtype)
 
 
@@ -640,21 +640,53 @@ def test_direct_products_use_each_workers_own_threads(client):
 
 @pytest.mark.parametrize("solver", ["gram", "direct"])
 def test_a_fit_takes_one_round_trip_per_pass(client, monkeypatch, solver):
-    """A fit sends these graphs and nothing else: the split counts, the centres, the normal
-    equations (direct: the kept blocks with their A^T y and the hold-out rows), and in
-    gram mode the hold-out errors; the small centres, R and coefficients travel inside the
-    graphs, and the direct mode's products and hold-out errors ask the workers directly.
-    Earlier code scattered the arrays first (two more round trips a fit), took A^T y in a
-    pass of its own, sent a graph per product (13 graphs here), then a graph for the
-    hold-out errors (4)."""
+    """A fit sends these graphs and nothing else: the split counts, which also gather the
+    centres (drawn by the client before it, the data being small), the normal equations
+    (direct: the kept blocks with their A^T y and the hold-out rows), and in gram mode the
+    hold-out errors; the small centres, R and coefficients travel inside the graphs, and
+    the direct mode's products and hold-out errors ask the workers directly. Earlier code
+    scattered the arrays first (two more round trips a fit), gathered the centres in a
+    graph of their own, took A^T y in a pass of its own, sent a graph per product (13
+    graphs here), then a graph for the hold-out errors (4)."""
     X, y, sigma = data()
     Xd, yd = da.from_array(X, chunks=60), da.from_array(y, chunks=60)
     messages = _Messages(monkeypatch)
     fit = nd.nytro_path(Xd, yd, sigma, n_centers=40, seed=SEED, validation_fraction=FRACTION, method="cg",
                         max_iter=8, solver=solver)
-    assert (messages.graphs, messages.scatters) == ({"gram": 4, "direct": 3}[solver], 0)
+    assert (messages.graphs, messages.scatters) == ({"gram": 3, "direct": 2}[solver], 0)
     assert fit.result.products == 8
     check_path(fit, in_memory_path(X, y, sigma, fit, solver=solver, method="cg", max_iter=8), X.dtype)
+
+
+@pytest.mark.parametrize("fraction", [FRACTION, None])
+def test_centres_drawn_before_the_split_pass_are_the_same(client, monkeypatch, fraction):
+    """Up to _CLIENT_SPLIT_ROWS rows the client splits the rows itself and the first pass
+    gathers the centres; past it the centres are drawn from the pass's counts and gathered
+    by a second pass. Both draw the same rows (ragged chunks, one of them empty after a
+    concatenation), so the fits are identical."""
+    X, y, sigma = data()
+    Xd = da.concatenate([da.from_array(X[:50], chunks=23), da.from_array(X[:0]), da.from_array(X[50:], chunks=61)])
+    yd = da.from_array(y, chunks=Xd.chunks[0])
+    fits = {}
+    for limit in (nd._CLIENT_SPLIT_ROWS, 0):
+        monkeypatch.setattr(nd, "_CLIENT_SPLIT_ROWS", limit)
+        messages = _Messages(monkeypatch)
+        fits[limit] = nd.nytro_path(Xd, yd, sigma, n_centers=40, seed=SEED, validation_fraction=fraction,
+                                    method="cg", max_iter=8, solver="gram")
+        assert messages.graphs == (2 if limit else 3) + (fraction is not None)
+    early, late = fits.values()
+    np.testing.assert_array_equal(early.center_rows, late.center_rows)
+    np.testing.assert_array_equal(early.centers, late.centers)
+    np.testing.assert_array_equal(early.result.coef, late.result.coef)
+
+
+def test_too_many_centres_for_the_client_split_gives_the_error(client):
+    """The client's early draw steps aside where its checks fail: the fit reports them as
+    before (the training rows left after the split, named)."""
+    X, y, sigma = data()
+    with pytest.raises(ValueError, match="n_centers=300 is more than the .* training rows"):
+        nd.nytro_path(da.from_array(X, chunks=60), da.from_array(y, chunks=60), sigma, n_centers=300, seed=SEED,
+                      validation_fraction=FRACTION, method="cg", max_iter=8)
 
 
 def test_without_holdout_equals_in_memory(client):

@@ -44,7 +44,10 @@ and "hybrid"'s Lanczos too, one per step for all outputs) is each worker's sum o
 blocks, asked of the workers directly (no task), R applied on the client; so are the
 hold-out errors of step 3 (see _DirectOperator).
 
-Each pass over the chunks is one graph sent to the scheduler, one round trip.
+Each pass over the chunks is one graph sent to the scheduler, one round trip. On data of
+up to _CLIENT_SPLIT_ROWS rows drawing uniform centres, the client counts each chunk's
+training rows itself (the hash needs only the row indices) and draws the centres first,
+so that the pass over y also gathers them (one round trip fewer; the same rows).
 
 Every kernel of ``nytro.kernel_matrix`` (one bandwidth or one per feature) is evaluated by
 the C++ core in the tasks. Sample weights travel with y's chunks: the training rows'
@@ -672,12 +675,14 @@ def _tree_r(parts, split_every):
 
 
 # ------------------------------------------------------------------ the passes
-def _split_counts(data: _Data, fraction, seed):
-    """Training rows per chunk, and the targets' per-column powers of two
-    (chk.TargetScales of the in-memory functions, from the chunks' largest |y| per
-    column: max |y_j| over every row, training and hold-out, as in memory)."""
+def _split_counts(data: _Data, fraction, seed, also=()):
+    """Training rows per chunk, the targets' per-column powers of two (chk.TargetScales of
+    the in-memory functions, from the chunks' largest |y| per column: max |y_j| over
+    every row, training and hold-out, as in memory), and the values of the delayed `also`
+    (computed in the same graph)."""
     parts = [dask.delayed(_count_and_peak)(y, start, stop, fraction, seed) for _, y, start, stop in _blocks(data)]
-    counts, peaks, summaries = zip(*dask.compute(*parts, optimize_graph=False))
+    *results, = dask.compute(*parts, *also, optimize_graph=False)
+    counts, peaks, summaries = zip(*results[:len(parts)])
     counts = np.array(counts, dtype=np.int64)
     if data.W is not None:
         data.units = _weight_units(summaries, int(counts.sum()), int(data.X.shape[0]) - int(counts.sum()), fraction)
@@ -687,7 +692,7 @@ def _split_counts(data: _Data, fraction, seed):
         peak = np.zeros_like(peak)  # NaN: reported by the normal equations' pass, nothing scaled
     with np.errstate(over="ignore"):
         scales = chk.TargetScales(peak[None, :].astype(data.dtype), None)
-    return counts, scales
+    return counts, scales, results[len(parts):]
 
 
 def _weight_units(summaries, n_train, n_val, fraction):
@@ -785,6 +790,13 @@ def _checked_centers(C, data: _Data):
 def _gather_training(data: _Data, counts, fraction, seed, ordinals):
     """(global rows, rows) of the training rows number `ordinals` (in global order),
     gathered from the chunks that hold them."""
+    chunk, wanted = _pick_tasks(data, counts, fraction, seed, ordinals)
+    return _picked_rows(data, chunk, dict(zip(wanted, dask.compute(*wanted.values(), optimize_graph=False))))
+
+
+def _pick_tasks(data: _Data, counts, fraction, seed, ordinals):
+    """(the chunk holding each of the training rows number `ordinals`, {chunk: the delayed
+    _pick_rows of its share}) for the chunks holding some."""
     first = np.concatenate([[0], np.cumsum(counts)])
     chunk = np.searchsorted(first, ordinals, side="right") - 1
     blocks = _blocks(data)
@@ -792,12 +804,59 @@ def _gather_training(data: _Data, counts, fraction, seed, ordinals):
     for b in np.unique(chunk):
         x, _, start, stop = blocks[b]
         wanted[b] = dask.delayed(_pick_rows, nout=2)(x, start, stop, fraction, seed, ordinals[chunk == b] - first[b])
-    picked = dict(zip(wanted, dask.compute(*wanted.values(), optimize_graph=False)))
-    rows = np.empty(len(ordinals), dtype=np.int64)
-    values = np.empty((len(ordinals), data.X.shape[1]), dtype=data.X.dtype)
+    return chunk, wanted
+
+
+def _picked_rows(data: _Data, chunk, picked):
+    """(global rows, rows) in the ordinals' order from _pick_tasks's chunks and the picks'
+    results ({chunk: (global rows, rows)})."""
+    rows = np.empty(len(chunk), dtype=np.int64)
+    values = np.empty((len(chunk), data.X.shape[1]), dtype=data.X.dtype)
     for b, (global_rows, taken) in picked.items():
         rows[chunk == b], values[chunk == b] = global_rows, taken
     return rows, values
+
+
+# Up to this many rows the client splits them itself (the hash costs it about 40 ns a row),
+# draws uniform centres before the first pass and has that pass gather them too: one round
+# trip to the scheduler fewer, which is most of a small fit's fixed cost.
+_CLIENT_SPLIT_ROWS = 1 << 18
+
+
+@dataclass
+class _EarlyDraw:
+    """Uniform centres drawn before the first pass: the training rows per chunk (as the
+    client counted them), each centre's chunk, and the picks the first pass computes."""
+
+    counts: np.ndarray
+    chunk: np.ndarray
+    wanted: dict
+
+
+def _early_draw(data: _Data, n_centers, centers, center_selection, fraction, seed) -> _EarlyDraw | None:
+    """The uniform centres' draw made before the first pass, for data of at most
+    _CLIENT_SPLIT_ROWS rows; None otherwise, or where the draw's checks would fail (the
+    passes then report it, in their order)."""
+    if centers is not None or center_selection != "uniform" or int(data.X.shape[0]) > _CLIENT_SPLIT_ROWS:
+        return None
+    counts = np.array([np.count_nonzero(~holdout_mask(np.arange(start, stop), fraction, seed))
+                       for _, _, start, stop in _blocks(data)], dtype=np.int64)
+    n_train = int(counts.sum())
+    n_val = int(data.X.shape[0]) - n_train
+    try:
+        m = chk.check_int("n_centers", n_centers, 1)
+    except (TypeError, ValueError):
+        return None
+    if m > n_train or (fraction is not None and n_val < 1):
+        return None
+    ordinals = sample_centers(n_train, m, _center_seed(seed))
+    return _EarlyDraw(counts, *_pick_tasks(data, counts, fraction, seed, ordinals))
+
+
+def _center_seed(seed: int) -> int:
+    """The centres' stream: a different seed from the split's hash (a plain offset keeps it
+    reproducible from `seed` alone)."""
+    return (seed + 0x5851F42D4C957F2D) % 2**64
 
 
 class _TrainingRows:
@@ -1283,7 +1342,8 @@ def _setup(X, y, sigma, values, n_centers, centers, center_selection, validation
     fraction = _check_fraction(validation_fraction)
     seed = _check_seed(seed)
     data.W = _as_dask_weights(sample_weight, data.X)
-    counts, scales = _split_counts(data, fraction, seed)
+    early = _early_draw(data, n_centers, centers, center_selection, fraction, seed)
+    counts, scales, picked = _split_counts(data, fraction, seed, () if early is None else early.wanted.values())
     report("split", 1, 1)
     n = int(data.X.shape[0])
     n_train = int(counts.sum())
@@ -1294,11 +1354,13 @@ def _setup(X, y, sigma, values, n_centers, centers, center_selection, validation
     given = _given_centers(data, n_train, centers, center_selection)
     if given is not None:
         C, rows = given
+    elif early is not None:
+        if not np.array_equal(early.counts, counts):
+            raise RuntimeError("the client's split of the rows differs from the workers'")
+        rows, C = _picked_rows(data, early.chunk, dict(zip(early.wanted, picked)))
+        C = _checked_centers(C, data)
     else:
-        # The centres' stream: a different seed from the split's hash (a plain offset keeps
-        # it reproducible from `seed` alone).
-        center_seed = (seed + 0x5851F42D4C957F2D) % 2**64
-        C, rows = _centers(data, counts, n_centers, fraction, seed, center_seed, center_selection, kern)
+        C, rows = _centers(data, counts, n_centers, fraction, seed, _center_seed(seed), center_selection, kern)
     report("centres", 1, 1)
     if before_factor is not None:
         before_factor(data, kern, fraction, seed, C, scales)
