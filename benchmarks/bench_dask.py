@@ -8,10 +8,11 @@ The data (Ijcnn's 49990 training rows, or a synthetic n x d problem) are split b
 ``nytro.dask.holdout_mask``; the centres are those the Dask fit draws. The in-memory fit
 is ``nytro.nytro_path`` on the same training rows, hold-out rows and centres with all the
 cores; the Dask fit runs on each --layouts cluster (WxT: W worker processes of T threads,
-W T = the cores) with X and y persisted in the workers' memory first (the comparison is of
-the computation, not of shipping data). Runs are interleaved in a seeded random order,
---reps each after a warm-up; the report gives medians, their ratio, the fits' selected t
-and the relative difference of their coefficients, and the load average before and after.
+W T = the cores) with X and y persisted in the workers' memory first, their chunks spread
+evenly over the workers (the comparison is of the computation, not of shipping data). Runs
+are interleaved in a seeded random order, --reps each after a warm-up; the report gives
+medians, their ratio, the fits' selected t and the relative difference of their
+coefficients, and the load average before and after.
 
 ``out-of-core``: writes (or reuses) a float32 zarr store of n rows x d (--store), and fits
 it with ``nytro.dask.nytro_path`` on a LocalCluster whose workers' memory_limit is far
@@ -74,8 +75,26 @@ def cluster(workers, threads, memory_limit="auto"):
 
 
 # ------------------------------------------------------------------------ overhead
-def overhead(args) -> dict:
+def persisted_evenly(client, X, y, chunk):
+    """X and y as Dask arrays of `chunk` rows, chunk b of both persisted on worker b mod W.
+    Left to the scheduler, 4 chunks on 2 workers were sometimes placed 3 and 1, and the
+    gram pass's tasks, which run where their chunk is, then took a third longer."""
+    import dask
     import dask.array as da
+    from distributed import wait
+    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+
+    def home(key):  # a chunk's key is (name, row block[, column block])
+        return [workers[key[1] % len(workers)]] if isinstance(key, tuple) and len(key) > 1 else None
+
+    with dask.annotate(workers=home, allow_other_workers=False):
+        Xd, yd = da.from_array(X, chunks=(chunk, -1)), da.from_array(y, chunks=chunk)
+    Xd, yd = client.persist([Xd, yd], optimize_graph=False)
+    wait([Xd, yd])
+    return Xd, yd
+
+
+def overhead(args) -> dict:
     from distributed import Client
 
     X, y, sigma, description = load(args)
@@ -89,9 +108,8 @@ def overhead(args) -> dict:
         workers, threads = (int(v) for v in layout.split("x"))
         chunk = args.chunk or -(-n // (workers * args.chunks_per_worker))
         with cluster(workers, threads) as lc, Client(lc) as client:
-            Xd = client.persist(da.from_array(X, chunks=(chunk, -1)))
-            yd = client.persist(da.from_array(y, chunks=chunk))
             client.wait_for_workers(workers)
+            Xd, yd = persisted_evenly(client, X, y, chunk)
             for solver in args.solvers:
                 C = nd.nytro_path(Xd, yd, sigma, n_centers=args.m, validation_fraction=args.fraction,
                                   seed=args.seed, solver=solver, **options).centers
@@ -122,7 +140,8 @@ def format_overhead(args, report) -> str:
              f"{report['load_before']} before, {report['load_after']} after; the figures are noisy)",
              f"{report['description']}, m = {args.m}, method {args.method}, max_iter {args.max_iter}, "
              f"validation_fraction {args.fraction}; in memory: {args.cores} threads; Dask: LocalCluster WxT "
-             f"(W worker processes x T threads), X and y persisted; median of {args.reps} interleaved runs", "",
+             f"(W worker processes x T threads), X and y persisted, chunks spread evenly; median of {args.reps} "
+             "interleaved runs", "",
              "| layout | solver | chunks | in memory (s) | Dask (s) | Dask / memory | t* (Dask, memory) | "
              "coef rel. diff |", "|---|---|---|---|---|---|---|---|"]
     for r in report["rows"].values():

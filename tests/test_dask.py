@@ -615,6 +615,56 @@ def test_direct_blocks_are_sent_before_the_factor(client, monkeypatch):
     check_path(fit, in_memory_path(X, y, sigma, fit, solver="direct", method="cg", max_iter=8), X.dtype)
 
 
+def _persisted_on(client, X, y, chunks, home):
+    """X and y as Dask arrays of `chunks` rows, chunk b persisted on worker home(b, workers)."""
+    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+
+    def where(key):
+        return [home(key[1], workers)] if isinstance(key, tuple) and len(key) > 1 else None
+
+    with dask.annotate(workers=where, allow_other_workers=False):
+        Xd, yd = da.from_array(X, chunks=(chunks, -1)), da.from_array(y, chunks=chunks)
+    Xd, yd = client.persist([Xd, yd], optimize_graph=False)
+    distributed.wait([Xd, yd])
+    return Xd, yd, workers
+
+
+def _gram_tasks_by_worker(client, Xd, yd, sigma):
+    """Where each chunk's gram task ran in a gram fit: {task: worker}."""
+    with distributed.get_task_stream(client) as stream:
+        nd.nytro_path(Xd, yd, sigma, n_centers=20, seed=SEED, validation_fraction=FRACTION, method="cg", max_iter=4,
+                      solver="gram")
+    ran = {str(record["key"]): record["worker"] for record in stream.data if "_gram_part" in str(record["key"])}
+    assert len(ran) == len(nd._blocks(nd._as_dask_data(Xd, yd, None)))
+    return ran
+
+
+def test_chunk_tasks_run_where_their_chunks_are_persisted(client):
+    """Persisted chunks, spread evenly: each chunk's gram task runs on the worker holding
+    the chunk. The broadcast centres and factor made every worker a candidate for every
+    task, and the scheduler sometimes ran three of four chunks' tasks on one worker."""
+    X, y, sigma = data()
+    Xd, yd, workers = _persisted_on(client, X, y, 17, lambda b, workers: workers[b % len(workers)])
+    blocks = nd._blocks(nd._as_dask_data(Xd, yd, None))
+    holders = [sorted(client.who_has([x.dask[x.key]])[x.key])[0] for x, _, _, _ in blocks]
+    assert nd._placement(blocks) == holders
+    ran = _gram_tasks_by_worker(client, Xd, yd, sigma)
+    assert sorted(ran.values()) == sorted(holders)
+    assert {w: list(ran.values()).count(w) for w in workers} == {w: holders.count(w) for w in workers}
+
+
+def test_chunk_tasks_are_shared_where_one_worker_holds_every_chunk(client):
+    """Every chunk persisted on one worker: the chunks' tasks are still shared between the
+    workers by their threads (half each here), the extra ones on the least loaded."""
+    X, y, sigma = data()
+    Xd, yd, workers = _persisted_on(client, X, y, 17, lambda b, workers: workers[0])
+    blocks = nd._blocks(nd._as_dask_data(Xd, yd, None))
+    homes = nd._placement(blocks)
+    assert homes.count(workers[0]) == homes.count(workers[1]) == len(blocks) // 2
+    ran = _gram_tasks_by_worker(client, Xd, yd, sigma)
+    assert sorted(ran.values()) == sorted(homes)
+
+
 def _threads_of_a_product(block, B, n_threads):
     """A direct product's stand-in: the threads its C++ call would take, and the product."""
     return np.array([nd._task_threads(n_threads), float(np.sum(nd._direct_product(block, B, n_threads)))])

@@ -946,9 +946,8 @@ def _normal_equations(data, fraction, seed, C, factor: _Factor, kern, n_threads,
     used = np.ascontiguousarray(C[factor.support])
     width = len(used) if kernel_first else k
     C_b, R_b = _broadcast(used) + (None,) if kernel_first else _broadcast(used, R)
-    parts = [dask.delayed(_gram_part)(x, y, start, stop, fraction, seed, C_b, R_b, kern,
-                                      data.dtype, data.estimator, n_threads, exponents, factor.upper)
-             for x, y, start, stop in _blocks(data)]
+    parts = _chunk_tasks(data, _gram_part, fraction, seed, C_b, R_b, kern, data.dtype, data.estimator, n_threads,
+                         exponents, factor.upper)
     total = _tree_sum(parts, (width, width + q), split_every).compute(optimize_graph=False)
     H, c = total[:, :width], total[:, width:]
     if kernel_first:
@@ -966,9 +965,8 @@ def _holdout_errors(data, fraction, seed, C, alphas, kern, n_threads, split_ever
     output column: (L, q); for metric "error", the weighted error rate of each set (L,),
     sum_v w_v [row v wrong] / sum_v w_v over all the hold-out rows."""
     C_b, alphas_b = _broadcast(C, alphas)
-    parts = [dask.delayed(_holdout_part)(x, y, start, stop, fraction, seed, C_b, alphas_b, kern, data.dtype,
-                                         data.estimator, n_threads, exponents, metric)
-             for x, y, start, stop in _blocks(data)]
+    parts = _chunk_tasks(data, _holdout_part, fraction, seed, C_b, alphas_b, kern, data.dtype, data.estimator,
+                         n_threads, exponents, metric)
     shape = _holdout_shape(data.q, alphas, metric)
     return _holdout_result(_tree_sum(parts, shape, split_every).compute(optimize_graph=False), metric)
 
@@ -1229,6 +1227,58 @@ def _homes(client, count) -> list:
         workers = client.scheduler_info(n_workers=-1)["workers"]
     slots = [address for address in sorted(workers) for _ in range(max(1, int(workers[address].get("nthreads") or 1)))]
     return [slots[i % len(slots)] for i in range(count)]
+
+
+def _chunk_tasks(data: _Data, task, *args) -> list:
+    """task(x, y, start, stop, *args) for every chunk (_blocks), as delayed values, each
+    placed by _placement where X's chunks are persisted (loosely: another worker may run it
+    if that one has gone), left to the scheduler otherwise."""
+    blocks = _blocks(data)
+    tasks = []
+    for (x, y, start, stop), home in zip(blocks, _placement(blocks)):
+        if home is None:
+            tasks.append(dask.delayed(task)(x, y, start, stop, *args))
+            continue
+        with dask.annotate(workers=[home], allow_other_workers=True):
+            tasks.append(dask.delayed(task)(x, y, start, stop, *args))
+    return tasks
+
+
+def _placement(blocks) -> list:
+    """The worker to run each chunk's task of a pass on (None: the scheduler's choice), for
+    chunks of X persisted on the workers: the worker holding the chunk, unless that worker
+    already has its share of the chunks (their count times its share of the threads,
+    rounded up), then the least loaded worker. The arrays a pass broadcasts are on every
+    worker, which made each worker a candidate for every task: left to itself, the
+    scheduler sometimes ran three of four evenly persisted chunks' tasks on one of two
+    workers, and a gram pass took a third longer."""
+    client = _client()
+    if client is None:
+        return [None] * len(blocks)
+    from distributed import Future
+    kept = {b: x.dask.get(x.key) for b, (x, _, _, _) in enumerate(blocks)}
+    kept = {b: value for b, value in kept.items() if isinstance(value, Future)}
+    holders = client.who_has(list(kept.values())) if kept else {}
+    holders = {b: sorted(holders.get(future.key, ())) for b, future in kept.items()}
+    holders = {b: where for b, where in holders.items() if where}
+    threads = {address: max(1, int(info.get("nthreads") or 1))
+               for address, info in client.scheduler_info(n_workers=-1)["workers"].items()}
+    if not holders or not threads:
+        return [None] * len(blocks)
+    total = sum(threads.values())
+    share = {address: math.ceil(len(holders) * t / total) for address, t in threads.items()}
+    load = dict.fromkeys(threads, 0)
+    homes = [None] * len(blocks)
+    for b, where in holders.items():
+        home = next((w for w in where if w in load and load[w] < share[w]), None)
+        if home is not None:
+            homes[b] = home
+            load[home] += 1
+    for b in holders:
+        if homes[b] is None:
+            homes[b] = min(sorted(load), key=lambda w: load[w] / threads[w])
+            load[homes[b]] += 1
+    return homes
 
 
 def _pinned(home, task, *args):
@@ -1672,9 +1722,8 @@ def _hybrid(data, fraction, seed, C, R, H, c, sigma, n_train, n_val, max_iter, s
         return (coef_at(min(selected, k_run), lam), np.asarray(path[:stopped]), selected, stopped,
                 float(grid[lam]), k_run)
     C_b, bases_b = _broadcast(C, bases)
-    parts = [dask.delayed(_images_part)(x, y, start, stop, fraction, seed, C_b, bases_b, sizes, sigma,
-                                        data.dtype, data.estimator, n_threads, _exponents(scales))
-             for x, y, start, stop in _blocks(data)]
+    parts = _chunk_tasks(data, _images_part, fraction, seed, C_b, bases_b, sizes, sigma, data.dtype,
+                         data.estimator, n_threads, _exponents(scales))
     factors = _tree_r(parts, split_every)
     images = []
     for j, size in enumerate(sizes):
@@ -1722,9 +1771,8 @@ def _hybrid_error_path(data, fraction, seed, C, bases, columns, solutions, shift
                  for j, col in enumerate(columns)]
     k_run, L = max([0] + [len(p[0]) for p in projected if p is not None]), len(shifts)
     C_b, bases_b = _broadcast(C, bases)
-    parts = [dask.delayed(_hybrid_error_part)(x, y, start, stop, fraction, seed, C_b, bases_b, projected, shifts,
-                                              kern, data.dtype, data.estimator, n_threads, _exponents(scales))
-             for x, y, start, stop in _blocks(data)]
+    parts = _chunk_tasks(data, _hybrid_error_part, fraction, seed, C_b, bases_b, projected, shifts, kern,
+                         data.dtype, data.estimator, n_threads, _exponents(scales))
     summed = _tree_sum(parts, ((k_run + 1) * L + 1,), split_every).compute(optimize_graph=False)
     rates = summed[:-1].reshape(k_run + 1, L) / summed[-1]
     if k_run == 0:
