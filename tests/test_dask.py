@@ -640,17 +640,23 @@ def _gram_tasks_by_worker(client, Xd, yd, sigma):
 
 
 def test_chunk_tasks_run_where_their_chunks_are_persisted(client):
-    """Persisted chunks, spread evenly: each chunk's gram task runs on the worker holding
-    the chunk. The broadcast centres and factor made every worker a candidate for every
-    task, and the scheduler sometimes ran three of four chunks' tasks on one worker."""
+    """Persisted chunks, spread evenly: each chunk's gram task, and each kept block of the
+    direct mode, is computed on the worker holding the chunk. The broadcast centres and
+    factor made every worker a candidate for every task, and the scheduler sometimes ran
+    three of four chunks' tasks on one worker; the direct mode handed the blocks to the
+    workers in turn, moving the chunks."""
     X, y, sigma = data()
-    Xd, yd, workers = _persisted_on(client, X, y, 17, lambda b, workers: workers[b % len(workers)])
+    Xd, yd, workers = _persisted_on(client, X, y, 17, lambda b, workers: workers[b // 2 % len(workers)])
     blocks = nd._blocks(nd._as_dask_data(Xd, yd, None))
     holders = [sorted(client.who_has([x.dask[x.key]])[x.key])[0] for x, _, _, _ in blocks]
     assert nd._placement(blocks) == holders
     ran = _gram_tasks_by_worker(client, Xd, yd, sigma)
     assert sorted(ran.values()) == sorted(holders)
-    assert {w: list(ran.values()).count(w) for w in workers} == {w: holders.count(w) for w in workers}
+    # The direct mode's kept blocks too: computed where their chunks are, no chunk moved.
+    op = nd._DirectOperator(nd._as_dask_data(Xd, yd, None), FRACTION, SEED, X[:20], np.eye(20),
+                            nd._Kernel("gaussian", sigma, 1.5), None, None, None)
+    assert op._homes == holders
+    assert op.rhs().shape == (20, 1)
 
 
 def test_chunk_tasks_are_shared_where_one_worker_holds_every_chunk(client):

@@ -988,8 +988,10 @@ class _DirectOperator:
     R^T (sum_i K_i^T (K_i (R B))) is a sum over the chunks of m x p matrices, R applied
     on the client.
 
-    Each block is computed on a worker chosen here (the workers in turn, as many blocks in
-    a round as each has threads), and its A^T Y share is pinned to that worker; the blocks
+    Each block is computed on a worker chosen here (where X's chunks are persisted, by
+    _placement: the worker holding the chunk, within its share; otherwise the workers in
+    turn, as many blocks in a round as each has threads), and its A^T Y share is pinned to
+    that worker; the blocks
     and their shares are one graph, one round trip to the scheduler. A product is then no
     task at all: each worker is asked directly (``client.run``, about 2 ms on a
     LocalCluster, where a graph of tasks and their tree sum takes 20-50 ms) for the sum of
@@ -1042,7 +1044,10 @@ class _DirectOperator:
         data, fraction, seed, C, kern, n_threads, exponents = self._recipe
         (C_b,) = _broadcast(C)
         chunks = _blocks(data)
-        self._homes = _homes(self._client, len(chunks))
+        # Where X's chunks are persisted, each block is computed where its chunk is (no
+        # chunk moves); otherwise the workers take the blocks in turn.
+        placed = _placement(chunks)
+        self._homes = placed if all(placed) else _homes(self._client, len(chunks))
         blocks = [_pinned(home, _direct_block, x, y, start, stop, fraction, seed, C_b, kern, data.dtype,
                           data.estimator, n_threads, exponents)
                   for home, (x, y, start, stop) in zip(self._homes, chunks)]
