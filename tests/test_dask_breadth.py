@@ -179,14 +179,98 @@ def test_error_metric_nkrls_equals_in_memory(client, n_classes):
     assert_close(fit.result.coef, expected.coef, X.dtype, "coef")
 
 
-def test_classifiers_refuse_dask_arrays_clearly(client):
-    """The classifiers' stratified split and label coding are not defined on Dask arrays:
-    a ValueError pointing to nytro.dask's metric="error"."""
+def _classifier_split(n, random_state):
+    """The estimators' seed from random_state, and nytro.dask's split of n rows by it."""
+    seed = int(np.random.RandomState(random_state).randint(0, 2**63 - 1, dtype=np.int64))
+    held = nd.holdout_mask(np.arange(n), FRACTION, seed)
+    return ~held, held
+
+
+CLASSIFIERS = [("nytro", 2), ("nytro", 3), ("nkrls", 3)]
+
+
+@pytest.mark.parametrize("kind, n_classes", CLASSIFIERS, ids=[f"{k}-{c}" for k, c in CLASSIFIERS])
+def test_classifiers_on_dask_equal_in_memory(client, kind, n_classes):
+    """NytroClassifier and NystromKRLSClassifier on Dask arrays (labels as strings, in a
+    Dask array chunked unlike X): classes_, the coded targets' fit selected by the hold-out
+    error rate, equal to the in-memory function on the same split, centres and coding;
+    predict gives a Dask array of the labels the in-memory predict gives."""
+    X, Y, sigma = classes(n_classes)
+    names = np.array(["ash", "birch", "cedar"])
+    index = (Y > 0).astype(int) if n_classes == 2 else np.argmax(Y, axis=1)
+    labels = names[index]
+    Xd, yd = da.from_array(X, chunks=70), da.from_array(labels, chunks=50)
+    if kind == "nytro":
+        est = nytro.NytroClassifier(40, sigma, method="cg", max_iter=8, n_iter_no_change=None,
+                                    validation_fraction=FRACTION, random_state=3).fit(Xd, yd)
+    else:
+        est = nytro.NystromKRLSClassifier(40, sigma, validation_fraction=FRACTION, random_state=3).fit(Xd, yd)
+    np.testing.assert_array_equal(est.classes_, names[:n_classes])
+    train, held = _classifier_split(len(X), 3)
+    Yc = encode_labels(labels)[1]
+    Yc = Yc[:, 0] if n_classes == 2 else Yc
+    if kind == "nytro":
+        expected = nytro.nytro_path(X[train], Yc[train], est.centers_, sigma, X_val=X[held], y_val=Yc[held],
+                                    method="cg", max_iter=8, solver=est.solver_, metric="error", n_threads=1)
+        assert est.n_iter_ == expected.n_iter
+    else:
+        expected = nytro.nkrls_path(X[train], Yc[train], est.centers_, sigma, X_val=X[held], y_val=Yc[held],
+                                    metric="error", n_threads=1)
+        assert est.lambda_ == expected.lambda_
+    assert est.validation_rmse_ is None
+    assert_close(est.validation_error_, expected.validation_rmse, X.dtype, "validation_error_")
+    assert_close(est.coef_, expected.coef, X.dtype, "coef_")
+    predicted = est.predict(Xd)
+    assert isinstance(predicted, da.Array) and predicted.chunks == Xd.chunks[:1]
+    np.testing.assert_array_equal(predicted.compute(), est.predict(X))
+    assert 0 < np.mean(est.predict(X) == labels) < 1 and np.mean(est.predict(X) == labels) > 0.5
+
+
+def test_classifier_on_dask_with_weights_selects_by_rmse(client):
+    """sample_weight with selection="rmse": the weighted fit of the coded targets, the
+    hold-out RMSE weighted alike, as nytro.dask's regression does; with selection="error"
+    (whose in-memory rate counts every hold-out row once) it is refused."""
     X, Y, sigma = classes(2)
-    with pytest.raises(ValueError, match="NytroClassifier does not take Dask arrays.*metric='error'"):
-        nytro.NytroClassifier(10, sigma).fit(da.from_array(X, chunks=70), np.sign(Y))
+    labels = (Y > 0).astype(int)
+    w = weights(len(X))
+    Xd = da.from_array(X, chunks=70)
+    est = nytro.NytroClassifier(40, sigma, method="cg", max_iter=8, n_iter_no_change=None, selection="rmse",
+                                validation_fraction=FRACTION, random_state=3).fit(Xd, labels, sample_weight=w)
+    train, held = _classifier_split(len(X), 3)
+    expected = nytro.nytro_path(X[train], Y[train], est.centers_, sigma, X_val=X[held], y_val=Y[held], method="cg",
+                                max_iter=8, solver=est.solver_, sample_weight=w[train], sample_weight_val=w[held],
+                                n_threads=1)
+    assert est.validation_error_ is None
+    assert_close(est.validation_rmse_, expected.validation_rmse, X.dtype, "validation_rmse_")
+    assert_close(est.coef_, expected.coef, X.dtype, "coef_")
+    with pytest.raises(NotImplementedError, match="sample_weight with selection='rmse' only"):
+        nytro.NytroClassifier(40, sigma, random_state=3).fit(Xd, labels, sample_weight=w)
 
 
+def test_classifier_on_dask_refuses_what_memory_refuses(client):
+    """The labels' errors are the in-memory fit's (one class, continuous targets, mixed
+    types, a class left alone with positive weight); the hash split, not stratified,
+    must leave every class on both sides (ValueError naming the class and the fraction)."""
+    X, Y, sigma = classes(3)
+    Xd = da.from_array(X, chunks=70)
+    est = nytro.NytroClassifier(10, sigma, method="cg", max_iter=4, selection="rmse", validation_fraction=FRACTION,
+                                random_state=3)
+    mixed = np.array([1, "a"] * (len(X) // 2) + [1] * (len(X) % 2), dtype=object)
+    alternate = np.arange(len(X)) % 2
+    for y, w in [(np.zeros(len(X), dtype=int), None), (np.linspace(0, 1, len(X)), None), (mixed, None),
+                 (alternate, (alternate == 1).astype(float))]:
+        with pytest.raises(ValueError) as in_memory:
+            nytro.NytroClassifier(10, sigma, method="cg", max_iter=4, selection="rmse").fit(X, y, sample_weight=w)
+        with pytest.raises(ValueError) as on_dask:
+            est.fit(Xd, da.from_array(y, chunks=60), sample_weight=w)
+        assert str(on_dask.value) == str(in_memory.value)
+    train, held = _classifier_split(len(X), 3)
+    for side, rows in (("hold-out", train), ("training", held)):
+        rare = np.zeros(len(X), dtype=int)
+        rare[np.flatnonzero(rows)[:2]] = 1  # two rows of class 1, both on the other side
+        with pytest.raises(ValueError, match=f"class 1 has no row in the {side} part .*validation_fraction=0.25.*"
+                                             "not stratified"):
+            est.fit(Xd, rare)
 # ---------------------------------------------------------------- iterates="auto"
 AUTO_ITERATES = [("direct", np.float64, None, "gaussian"), ("gram", np.float64, None, "gaussian"),
                  ("gram", np.float64, "float32", "gaussian"), ("direct", np.float64, "float32", "gaussian"),

@@ -78,10 +78,12 @@ gathering the candidate rows it has not seen yet from their chunks.
 progress(stage, done, total) is called on the client after each pass and each direct
 product (the estimators' verbose= prints it), and an exception from it stops the fit.
 
+The classifiers fit Dask arrays too (fit_estimator): one pass over the labels checks
+them and counts each class on both sides of the split (not stratified on Dask: a class
+missing from one side is refused), and the ±1 coding is made chunk by chunk.
+
 Not done yet (issue 28): storage="float16" (the computation's dtype may be float32:
-dtype=, or float32 data) and the classifiers' fit on Dask arrays (their stratified
-hold-out split is not defined on Dask; nytro_path and nkrls_path take metric="error" on
-+-1 coded targets).
+dtype=, or float32 data).
 """
 from __future__ import annotations
 
@@ -2061,22 +2063,113 @@ def _predict_block(x, centers, coef, kern, n_threads):
 
 
 # --------------------------------------------------------------- estimators' hook
+def _label_part(y, w, start, stop, fraction, seed):
+    """The chunk's labels as a classifier's fit checks them (its kinds, and scikit-learn's
+    classification-target check), and per part of the split (training, hold-out) their
+    distinct labels and counts; then the distinct labels of positive weight (None without
+    weights)."""
+    from sklearn.utils.multiclass import check_classification_targets
+    from .estimators.classifiers import label_kinds
+    y = np.asarray(y)
+    kinds = label_kinds(y)
+    if len(kinds) > 1:
+        return kinds, None, None  # refused by the client, as in memory (they do not sort)
+    check_classification_targets(y)
+    held = holdout_mask(np.arange(start, stop), fraction, seed)
+    parts = [np.unique(y[rows], return_counts=True) for rows in (~held, held)]
+    positive = None if w is None else np.unique(y[np.asarray(w, dtype=np.float64) > 0])
+    return kinds, parts, positive
+
+
+def _coded_block(y, classes, dtype):
+    from .estimators.classifiers import coded_labels
+    Y = coded_labels(np.searchsorted(classes, np.asarray(y)), len(classes), dtype)
+    return Y[:, 0] if len(classes) == 2 else Y
+
+
+def _classifier_targets(X, y, sample_weight, fraction, seed, dtype):
+    """(classes, Y): a classifier's labels y (a Dask or NumPy vector, one per row of X) as
+    the +-1 coded Dask targets of nytro.dask's split (1-D for two classes, one column per
+    class for more), after one pass over them: the in-memory fit's checks of the labels
+    and of sample_weight (a class left alone with positive weight), and, the hash split
+    not being stratified, each class on both sides of it (ValueError)."""
+    from .estimators.classifiers import check_classes, check_label_kinds
+    n = int(X.shape[0])
+    if not isinstance(y, da.Array):
+        y = np.asarray(y)
+        if y.ndim == 1 and len(y) == n:
+            y = da.from_array(y, chunks=(X.chunks[0],))
+    if y.ndim != 1 or y.shape[0] != n:
+        raise ValueError(f"y must be a 1-D array of {n} labels, one per row of X, got shape {y.shape}")
+    if any(math.isnan(c) for c in y.chunks[0]):
+        raise ValueError("y has unknown chunk sizes (nan): its rows cannot be matched with X's. "
+                         "Call y.compute_chunk_sizes() first")
+    y = y.rechunk((X.chunks[0],))
+    w = _as_dask_weights(sample_weight, X)
+    offsets = np.concatenate([[0], np.cumsum(y.chunks[0])]).astype(np.int64)
+    ws = [None] * len(offsets) if w is None else w.to_delayed(optimize_graph=False).ravel()
+    parts = [dask.delayed(_label_part)(c, wc, int(offsets[b]), int(offsets[b + 1]), fraction, seed)
+             for b, (c, wc) in enumerate(zip(y.to_delayed(optimize_graph=False).ravel(), ws))
+             if offsets[b + 1] > offsets[b]]
+    results = dask.compute(*parts, optimize_graph=False)
+    check_label_kinds(set().union(*(kinds for kinds, _, _ in results)))
+    classes = np.unique(np.concatenate([labels for _, chunk, _ in results for labels, _ in chunk]))
+    check_classes(classes)
+    counts = np.zeros((2, len(classes)), dtype=np.int64)
+    for _, chunk, _ in results:
+        for side, (labels, c) in enumerate(chunk):
+            np.add.at(counts[side], np.searchsorted(classes, labels), c)
+    if w is not None:
+        kept = np.unique(np.concatenate([positive for _, _, positive in results]))
+        if len(kept) == 1:
+            raise ValueError(f"sample_weight is zero on every row outside class {kept[0]!r}: a classifier needs "
+                             "at least 2 classes of positive weight")
+    for side, name in ((0, "training"), (1, "hold-out")):
+        if side and fraction is None:
+            continue
+        missing = np.flatnonzero(counts[side] == 0)
+        if missing.size:
+            label = classes[missing[0]]
+            label = label.item() if isinstance(label, np.generic) else label
+            raise ValueError(
+                f"class {label!r} has no row in the {name} part of nytro.dask's hold-out split (validation_fraction="
+                f"{fraction}; {int(counts[1 - side][missing[0]])} rows in the other part): on Dask the split hashes "
+                "the row index and is not stratified; give that class more rows, change random_state, or set "
+                "validation_fraction=None")
+    Y = y.map_blocks(_coded_block, classes, dtype, dtype=dtype, meta=np.empty((0,) * (1 if len(classes) == 2 else 2),
+                                                                               dtype),
+                     **({} if len(classes) == 2 else dict(new_axis=1, chunks=(y.chunks[0], (len(classes),)))))
+    return classes, Y
+
+
 def fit_estimator(est, X, y, sample_weight=None):
     """Fit a NytroRegressor or NystromKRLSRegressor on Dask arrays (their fit's hook):
     their kernel, centres (centers, center_selection), options and sample_weight, with
     nytro.dask's seeded split; refit as in memory (all rows, the selected t and lambda,
     the centres drawn from the training part)."""
     from .estimators import NystromKRLSRegressor, NytroRegressor
+    from .estimators.classifiers import KernelClassifierMixin
     from sklearn.utils import check_random_state
     name = type(est).__name__
     if not isinstance(est, (NytroRegressor, NystromKRLSRegressor)):
-        raise NotImplementedError(f"{name} does not take Dask arrays; NytroRegressor and NystromKRLSRegressor do")
+        raise NotImplementedError(f"{name} does not take Dask arrays; NytroRegressor, NystromKRLSRegressor and "
+                                  "their classifiers do")
     rng = check_random_state(est.random_state)
     seed = int(rng.randint(0, 2**63 - 1, dtype=np.int64))
     common = dict(n_centers=est.n_centers, kernel=est.kernel, matern_nu=est.matern_nu, centers=est.centers,
                   center_selection=est.center_selection, validation_fraction=est.validation_fraction, seed=seed,
                   options=est._options(), dtype=est.dtype, sample_weight=sample_weight, estimator=name,
                   progress=est._progress())
+    if isinstance(est, KernelClassifierMixin):
+        metric = est._selection_metric()
+        if sample_weight is not None and metric == "error":
+            # In memory the error rate counts each hold-out row once, weights or not; the
+            # Dask passes weigh the hold-out rows with the training rows' weights.
+            raise NotImplementedError(f"{name} on Dask arrays takes sample_weight with selection='rmse' only")
+        fraction = _check_fraction(est.validation_fraction)
+        dt = chk.compute_dtype(est.dtype, np.empty(0, X.dtype))
+        est.classes_, y = _classifier_targets(X, y, sample_weight, fraction, _check_seed(seed), dt)
+        common["metric"] = metric
     if isinstance(est, NytroRegressor):
         shared = dict(method=est.method, nu=est.nu, step_size=est.step_size)
         fit = nytro_path(X, y, est.sigma, max_iter=est.max_iter, stopping=est.stopping, tol=est.tol,

@@ -24,26 +24,53 @@ def _label_kind(value) -> str:
     return "number"
 
 
+def label_kinds(y) -> set:
+    """The kinds ("string", "number", "bool") of an object array's labels, which may mix
+    them; empty for any other dtype (one kind)."""
+    y = np.asarray(y)
+    return {_label_kind(v) for v in y.ravel()} if y.dtype == object else set()
+
+
+def check_label_kinds(kinds):
+    if len(kinds) > 1:
+        raise ValueError(f"y has labels of mixed types ({' and '.join(sorted(kinds))}); use labels of one type")
+
+
+def check_classes(classes):
+    if len(classes) < 2:
+        raise ValueError(f"y has one class ({classes[0]!r} for every sample); a classifier needs at least 2 "
+                         "classes")
+
+
+def coded_labels(index, n_classes: int, dtype=np.float64):
+    """The +-1 coding of class indices (into the sorted classes): (n, 1) with +1 for class 1
+    and -1 for class 0 (two classes), or (n, K) with +1 in the column of a row's class and
+    -1 elsewhere (K > 2: one-vs-all)."""
+    index = np.asarray(index)
+    if n_classes == 2:
+        return np.where(index == 1, 1.0, -1.0).astype(dtype)[:, None]
+    Y = -np.ones((len(index), n_classes), dtype=dtype)
+    Y[np.arange(len(index)), index] = 1.0
+    return Y
+
+
 def encode_labels(y):
     """(classes_, Y): the sorted distinct labels, and Y (n, 1) with +1 for classes_[1] and
     -1 for classes_[0] (two classes), or (n, K) with +1 in the column of a row's class and
     -1 elsewhere (K > 2: one-vs-all)."""
     y = np.asarray(y)
-    if y.dtype == object:
-        kinds = sorted({_label_kind(v) for v in y.ravel()})
-        if len(kinds) > 1:
-            raise ValueError(f"y has labels of mixed types ({' and '.join(kinds)}); use labels of one type")
+    check_label_kinds(label_kinds(y))
     check_classification_targets(y)
     classes, index = np.unique(y, return_inverse=True)
-    if len(classes) < 2:
-        raise ValueError(f"y has one class ({classes[0]!r} for every sample); a classifier needs at least 2 "
-                         "classes")
-    if len(classes) == 2:
-        Y = np.where(index == 1, 1.0, -1.0)[:, None]
-    else:
-        Y = -np.ones((len(y), len(classes)))
-        Y[np.arange(len(y)), index] = 1.0
-    return classes, Y
+    check_classes(classes)
+    return classes, coded_labels(index, len(classes))
+
+
+def predicted_labels(scores, classes):
+    """The class of the largest decision value (two classes: classes[1] where scores > 0)."""
+    scores = np.asarray(scores)
+    index = (scores > 0).astype(int) if scores.ndim == 1 else np.argmax(scores, axis=1)
+    return classes[index]
 
 
 def _check_weighted_classes(y, sample_weight):
@@ -108,14 +135,8 @@ class KernelClassifierMixin(ClassifierMixin):
         sample_weight : as for the regressor's fit: the training loss is weighted, and with
         selection="rmse" the hold-out RMSE too; the hold-out error (selection="error")
         counts every hold-out row once."""
-        if _is_dask_array(X):
-            # Not yet: the stratified hold-out split (and the label coding) would need their
-            # own passes over the chunks.
-            raise ValueError(f"X is a Dask array: {type(self).__name__} does not take Dask arrays yet (its "
-                             "stratified hold-out split is not defined on them); compute X first, or fit "
-                             "nytro.dask.nytro_path or nkrls_path with metric='error' on the labels coded as +-1 "
-                             "(nytro.estimators.classifiers.encode_labels)")
-        _check_weighted_classes(y, sample_weight)
+        if not _is_dask_array(X):  # on Dask, nytro.dask's pass over the labels checks this
+            _check_weighted_classes(y, sample_weight)
         KernelRegressorBase.fit(self, X, y, sample_weight)
         path = getattr(self, "validation_rmse_", None)
         self.validation_error_ = path if self.selection == "error" else None
@@ -163,8 +184,10 @@ class KernelClassifierMixin(ClassifierMixin):
         decision is > 0)."""
         check_is_fitted(self, "classes_")
         scores = self.decision_function(X)
-        index = (scores > 0).astype(int) if scores.ndim == 1 else np.argmax(scores, axis=1)
-        return self.classes_[index]
+        if _is_dask_array(scores):  # a Dask array of labels, one block per chunk of X
+            return scores.map_blocks(predicted_labels, self.classes_, drop_axis=list(range(1, scores.ndim)),
+                                     meta=self.classes_[:0])
+        return predicted_labels(scores, self.classes_)
 
 
 _CLASSIFIER_DOC = """
@@ -176,6 +199,9 @@ _CLASSIFIER_DOC = """
     The hold-out split is stratified: each class holds out its share of the rows (at
     least one, and keeps at least one for training), drawn within the class from
     random_state; a class of one row is refused (ValueError naming validation_fraction).
+    On Dask arrays (nytro.dask) the split is nytro.dask's hash of the row index, not
+    stratified: a class without a row on either side of it is refused (ValueError), and
+    with sample_weight only selection="rmse" is taken.
 
     {{parameters}}
 
