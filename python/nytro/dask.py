@@ -993,14 +993,14 @@ class _DirectOperator:
     Each block is computed on a worker chosen here (where X's chunks are persisted, by
     _placement: the worker holding the chunk, within its share; otherwise the workers in
     turn, as many blocks in a round as each has threads), and its A^T Y share is pinned to
-    that worker; the blocks
-    and their shares are one graph, one round trip to the scheduler. A product is then no
-    task at all: each worker is asked directly (``client.run``, about 2 ms on a
-    LocalCluster, where a graph of tasks and their tree sum takes 20-50 ms) for the sum of
-    K_i^T (K_i B) over the blocks it holds, computed in its thread pool, and the client
-    adds the workers' sums (in the order of their addresses). No block ever moves: left
-    to the scheduler, work stealing handed product tasks to an idle worker, which fetched
-    their blocks (n_i x m values, a GB at 250000 x 500) at every product.
+    that worker; the blocks and their shares are one graph, one round trip to the
+    scheduler. A product is then no task at all: each worker is asked directly
+    (``client.run``, about 2 ms on a LocalCluster, where a graph of tasks and their tree
+    sum takes 20-50 ms) for the sum of K_i^T (K_i B) over the blocks it holds, computed in
+    its thread pool, and the client adds the workers' sums (in the order of their
+    addresses). No block ever moves: left to the scheduler, work stealing handed product
+    tasks to an idle worker, which fetched their blocks (n_i x m values, a GB at
+    250000 x 500) at every product.
 
     A worker that dies takes its blocks with it (as does one that restarts: its blocks are
     no longer there), and tasks pinned to it would wait for it for ever: a wait that lasts
@@ -2143,10 +2143,11 @@ def _classifier_targets(X, y, sample_weight, fraction, seed, dtype):
 
 
 def fit_estimator(est, X, y, sample_weight=None):
-    """Fit a NytroRegressor or NystromKRLSRegressor on Dask arrays (their fit's hook):
-    their kernel, centres (centers, center_selection), options and sample_weight, with
-    nytro.dask's seeded split; refit as in memory (all rows, the selected t and lambda,
-    the centres drawn from the training part)."""
+    """Fit a NytroRegressor or NystromKRLSRegressor, or their classifier, on Dask arrays
+    (their fit's hook): their kernel, centres (centers, center_selection), options and
+    sample_weight, with nytro.dask's seeded split; refit as in memory (all rows, the
+    selected t and lambda, the centres drawn from the training part). A classifier's
+    labels are checked and coded by _classifier_targets, and its selection metric taken."""
     from .estimators import NystromKRLSRegressor, NytroRegressor
     from .estimators.classifiers import KernelClassifierMixin
     from sklearn.utils import check_random_state
