@@ -247,6 +247,20 @@ def test_classifier_on_dask_with_weights_selects_by_rmse(client):
         nytro.NytroClassifier(40, sigma, random_state=3).fit(Xd, labels, sample_weight=w)
 
 
+def test_classifier_on_dask_takes_a_column_of_labels_as_memory_does(client):
+    """Labels as an (n, 1) column: scikit-learn's DataConversionWarning, then the fit of
+    the 1-D labels."""
+    from sklearn.exceptions import DataConversionWarning
+    X, Y, sigma = classes(2)
+    labels = (Y > 0).astype(int)
+    Xd = da.from_array(X, chunks=70)
+    est = nytro.NytroClassifier(20, sigma, method="cg", max_iter=4, n_iter_no_change=None, random_state=3)
+    flat = est.fit(Xd, da.from_array(labels, chunks=70)).coef_
+    for column in (labels[:, None], da.from_array(labels[:, None], chunks=(70, 1))):
+        with pytest.warns(DataConversionWarning, match="column-vector y"):
+            np.testing.assert_array_equal(est.fit(Xd, column).coef_, flat)
+
+
 def test_classifier_on_dask_refuses_what_memory_refuses(client):
     """The labels' errors are the in-memory fit's (one class, continuous targets, mixed
     types, a class left alone with positive weight); the hash split, not stratified,

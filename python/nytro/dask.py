@@ -2097,8 +2097,14 @@ def _classifier_targets(X, y, sample_weight, fraction, seed, dtype):
     n = int(X.shape[0])
     if not isinstance(y, da.Array):
         y = np.asarray(y)
-        if y.ndim == 1 and len(y) == n:
-            y = da.from_array(y, chunks=(X.chunks[0],))
+        if y.ndim in (1, 2) and len(y) == n:
+            y = da.from_array(y, chunks=(X.chunks[0],) + y.shape[1:])
+    if y.ndim == 2 and y.shape[1] == 1:  # as scikit-learn's check of a classifier's y
+        import warnings
+        from sklearn.exceptions import DataConversionWarning
+        warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the shape of y "
+                      "to (n_samples, ), for example using ravel().", DataConversionWarning, stacklevel=4)
+        y = y[:, 0]
     if y.ndim != 1 or y.shape[0] != n:
         raise ValueError(f"y must be a 1-D array of {n} labels, one per row of X, got shape {y.shape}")
     if any(math.isnan(c) for c in y.chunks[0]):
