@@ -305,18 +305,43 @@ def test_several_outputs(client, method, dtype):
         assert 1e-15 < fit.result.lambda_ < 1  # selected inside the grid
 
 
+@pytest.mark.parametrize("solver", ["eigh", "cholesky"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_nkrls_equals_in_memory(client, dtype):
+def test_nkrls_equals_in_memory(client, dtype, solver):
+    """Along the default grid of 100 lambdas; "cholesky" solves each shifted system by its
+    own factorisation (the eigendecomposition where one fails), as the core does."""
     X, y, sigma = data(dtype=dtype)
     fit = nd.nkrls_path(da.from_array(X, chunks=45), da.from_array(y, chunks=45), sigma, n_centers=40,
-                        seed=SEED, validation_fraction=FRACTION)
+                        seed=SEED, validation_fraction=FRACTION, solver=solver)
     train, held = split(len(X))
     expected = nytro.nkrls_path(X[train], y[train], X[fit.center_rows], sigma, X_val=X[held], y_val=y[held],
-                                n_threads=1)
+                                n_threads=1, solver=solver)
     assert fit.result.selected == expected.selected and fit.result.lambda_ == expected.lambda_
     assert 0 < fit.result.selected < 99
     assert_close(fit.result.validation_rmse, expected.validation_rmse, dtype, "validation path")
     assert_close(fit.result.coef, expected.coef, dtype, "coef")
+
+
+def test_shifted_solves_follow_the_cores_solvers():
+    """The client's Tikhonov solves of A^T A, as the core's: "eigh" clips the eigenvalues
+    at 0 for every shift; "cholesky" solves each shifted matrix as it is (an eigenvalue of
+    -1e-3, from rounding, shifted by 1e-2: 1 / 9e-3, not 1 / 1e-2), and where the shifted
+    matrix is not positive definite (shift 1e-4) falls back to the clipped
+    eigendecomposition."""
+    rng = np.random.default_rng(0)
+    V, _ = np.linalg.qr(rng.standard_normal((6, 6)))
+    w = np.array([-1e-3, 0.5, 1.0, 2.0, 3.0, 4.0])
+    H = (V * w) @ V.T
+    H = (H + H.T) / 2
+    c = rng.standard_normal((6, 2))
+    shifts = [1e-2, 1e-4]
+    clipped = [V @ ((V.T @ c) / (np.maximum(w, 0) + s)[:, None]) for s in shifts]
+    np.testing.assert_allclose(nd._shifted_solves(H, c, shifts, "eigh", np.dtype(np.float64)), np.hstack(clipped),
+                               rtol=1e-10)
+    exact = np.linalg.solve(H + shifts[0] * np.eye(6), c)
+    np.testing.assert_allclose(nd._shifted_solves(H, c, shifts, "cholesky", np.dtype(np.float64)),
+                               np.hstack([exact, clipped[1]]), rtol=1e-10)
+    assert relative_error(exact, clipped[0]) > 0.01
 
 
 def test_chunks_of_one_row(client):
@@ -914,8 +939,7 @@ def test_functions_take_the_table_rows_and_options(client):
         nd.nytro_path(Xd, yd, sigma, options=nytro.TikhonovOptions(), **args)
     refused = [(nd.nytro_path, dict(storage="float16"), "storage='float16' is not supported on Dask"),
                (nd.nytro_path, dict(storage=np.float16, solver="direct"), "storage=.*float16.* is not supported"),
-               (nd.nytro_path, dict(solver="spectral"), "solver='spectral'.*'gram', 'direct', 'auto'"),
-               (nd.nkrls_path, dict(solver="cholesky"), "solver='cholesky'.*supported: 'eigh'")]
+               (nd.nytro_path, dict(solver="spectral"), "solver='spectral'.*'gram', 'direct', 'auto'")]
     for function, kwargs, message in refused:
         with pytest.raises(NotImplementedError, match=message):
             function(Xd, yd, sigma, n_centers=5, **kwargs)

@@ -1978,7 +1978,8 @@ def nkrls_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
                metric="rmse", sample_weight=None, split_every=None, estimator=None, progress=None) -> DaskFit:
     """Nystrom KRLS along a lambda grid on a Dask array X, with the split, centres and
     weights of :func:`nytro_path`: alpha(lambda) = R (A^T A + lambda n_train I)^+ A^T y
-    from one eigendecomposition of A^T A (eigenvalues clipped at 0, as the core's "eigh"),
+    from one eigendecomposition of A^T A (eigenvalues clipped at 0, as the core's "eigh";
+    solver="cholesky": one Cholesky solve per lambda, as the core's),
     the hold-out errors of every lambda in one pass. progress: as :func:`nytro_path`'s
     ("split", "centres", the factor's stages, "gram", "validation"). The other parameters
     are those of ``nytro.nkrls_path`` (the rows of ``nytro.options.DASK_NKRLS``)."""
@@ -1998,12 +1999,8 @@ def nkrls_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     kern = dataclasses.replace(kern, low=low)
     H, c = _normal_equations(data, fraction, seed, C, factor, kern, n_threads, split_every, exponents, n_train)
     report("gram", 1, 1)
-    w, V = np.linalg.eigh(H)
-    w = np.maximum(w.astype(np.float64), 0)
-    projected = V.T @ c
     q = c.shape[1]
-    alphas = np.hstack([R @ (V @ (projected / (w + lam * n_train)[:, None]).astype(data.dtype))
-                        for lam in lambdas])
+    alphas = R @ _shifted_solves(H, c, [lam * n_train for lam in lambdas], values["solver"], data.dtype)
     if n_val == 0:
         best, path = 0, np.zeros(0)
     else:
@@ -2016,6 +2013,38 @@ def nkrls_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     result = TikhonovResult(coef=coef[:, 0] if data.one_d else coef, validation_rmse=path,
                             lambda_=float(lambdas[best]), selected=best, rank=R.shape[1])
     return DaskFit(result, C, rows, n_train, n_val)
+
+
+def _shifted_solves(H, c, shifts, solver, dtype):
+    """(H + shift I)^-1 c for every shift, side by side (k x q L), as the core's Tikhonov
+    solves: "eigh", one eigendecomposition of H, its eigenvalues clipped at 0 (so that the
+    tiny end of a grid keeps pseudo-inverse semantics); "cholesky", one Cholesky
+    factorisation per shift in dtype, falling back to the eigendecomposition for a shift
+    whose factorisation fails or whose solution is not finite."""
+    decomposed = []
+
+    def by_eigh(shift):
+        if not decomposed:
+            w, V = np.linalg.eigh(H)
+            decomposed.extend((np.maximum(w.astype(np.float64), 0), V, V.T @ c))
+        w, V, projected = decomposed
+        return V @ (projected / (w + shift)[:, None]).astype(dtype)
+
+    solutions = []
+    for shift in shifts:
+        if solver == "cholesky":
+            M = H.astype(dtype, copy=True)
+            M[np.diag_indices_from(M)] += dtype.type(shift)
+            try:
+                solution = scipy.linalg.cho_solve(scipy.linalg.cho_factor(M, lower=True, check_finite=False),
+                                                  c.astype(dtype), check_finite=False)
+            except np.linalg.LinAlgError:
+                solution = None
+            if solution is not None and np.all(np.isfinite(solution)):
+                solutions.append(solution)
+                continue
+        solutions.append(by_eigh(shift))
+    return np.hstack(solutions)
 
 
 def _best_lambda(path, lambdas, metric) -> int:

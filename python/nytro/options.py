@@ -783,10 +783,11 @@ metric : {"rmse", "error"}
     lambda. Each chunk counts its own hold-out rows' errors (and weights) for every
     iterate (method "hybrid": every (t, lambda), as the core), summed by the tree
     reduction.""")
-DASK_TIKHONOV_SOLVER = _dask_refusing(TIKHONOV_SOLVER, ("eigh",), """\
-solver : "eigh"
-    One eigendecomposition of A^T A (formed in one pass over the chunks) serves every
-    lambda; "cholesky" is refused on Dask arrays (NotImplementedError).""")
+DASK_TIKHONOV_SOLVER = dataclasses.replace(TIKHONOV_SOLVER, doc="""\
+solver : {"eigh", "cholesky"}
+    A^T A is formed in one pass over the chunks, then solved on the client as in memory:
+    "eigh", one eigendecomposition serves every lambda; "cholesky", one Cholesky solve per
+    lambda (the eigendecomposition where a factorisation fails).""")
 DASK_STORAGE = dataclasses.replace(STORAGE, doc="""\
 storage : {None, "float32"}
     "float32" with float64 compute, as in memory: each chunk's kernel blocks, A_i = K_i R
