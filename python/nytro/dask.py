@@ -1263,11 +1263,10 @@ def _placement(blocks) -> list:
     if client is None:
         return [None] * len(blocks)
     from distributed import Future
-    kept = {b: x.dask.get(x.key) for b, (x, _, _, _) in enumerate(blocks)}
-    kept = {b: value for b, value in kept.items() if isinstance(value, Future)}
-    holders = client.who_has(list(kept.values())) if kept else {}
-    holders = {b: sorted(holders.get(future.key, ())) for b, future in kept.items()}
-    holders = {b: where for b, where in holders.items() if where}
+    graph = {b: x.dask.get(x.key) for b, (x, _, _, _) in enumerate(blocks)}
+    persisted = {b: value for b, value in graph.items() if isinstance(value, Future)}
+    who = client.who_has(list(persisted.values())) if persisted else {}
+    holders = {b: sorted(who[future.key]) for b, future in persisted.items() if who.get(future.key)}
     threads = {address: max(1, int(info.get("nthreads") or 1))
                for address, info in client.scheduler_info(n_workers=-1)["workers"].items()}
     if not holders or not threads:
@@ -2021,30 +2020,28 @@ def _shifted_solves(H, c, shifts, solver, dtype):
     tiny end of a grid keeps pseudo-inverse semantics); "cholesky", one Cholesky
     factorisation per shift in dtype, falling back to the eigendecomposition for a shift
     whose factorisation fails or whose solution is not finite."""
-    decomposed = []
+    H, c = H.astype(dtype, copy=False), c.astype(dtype, copy=False)
 
-    def by_eigh(shift):
-        if not decomposed:
-            w, V = np.linalg.eigh(H)
-            decomposed.extend((np.maximum(w.astype(np.float64), 0), V, V.T @ c))
-        w, V, projected = decomposed
-        return V @ (projected / (w + shift)[:, None]).astype(dtype)
+    @functools.cache
+    def eigen():
+        w, V = np.linalg.eigh(H)
+        return np.maximum(w.astype(np.float64), 0), V, V.T @ c
 
-    solutions = []
-    for shift in shifts:
+    def solve(shift):
         if solver == "cholesky":
-            M = H.astype(dtype, copy=True)
+            M = H.copy()
             M[np.diag_indices_from(M)] += dtype.type(shift)
             try:
-                solution = scipy.linalg.cho_solve(scipy.linalg.cho_factor(M, lower=True, check_finite=False),
-                                                  c.astype(dtype), check_finite=False)
+                solution = scipy.linalg.cho_solve(scipy.linalg.cho_factor(M, lower=True, check_finite=False), c,
+                                                  check_finite=False)
+                if np.all(np.isfinite(solution)):
+                    return solution
             except np.linalg.LinAlgError:
-                solution = None
-            if solution is not None and np.all(np.isfinite(solution)):
-                solutions.append(solution)
-                continue
-        solutions.append(by_eigh(shift))
-    return np.hstack(solutions)
+                pass  # not positive definite: the eigendecomposition, as the core
+        w, V, projected = eigen()
+        return V @ (projected / (w + shift)[:, None]).astype(dtype)
+
+    return np.hstack([solve(shift) for shift in shifts])
 
 
 def _best_lambda(path, lambdas, metric) -> int:
