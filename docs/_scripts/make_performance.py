@@ -34,6 +34,9 @@ CLAIMS = [
     ("bench_scaling_16core", "OpenMP scaling on a lent 16-core machine", "(engineering)"),
     ("classifiers", "Classifiers on Adult, Ijcnn and Covertype, with scikit-learn's Nystroem peers",
      "(the paper reports RMSE; the authors' code also reports classification error)"),
+    ("auto", "solver='auto' against the fastest solver, native and with the AVX2 variant", "(engineering)"),
+    ("centers", "Centres: uniform against leverage scores", "(the paper samples uniformly)"),
+    ("dask", "Dask: overhead against in memory, out of core, and scale-out", "(engineering)"),
 ]
 
 
@@ -58,6 +61,8 @@ def _section(results: str, claim: str, title: str, paper: str) -> list[str]:
         command = [ln for ln in _read(os.path.join(folder, name)).splitlines() if ln and not ln.startswith("#")]
         if command:
             lines += ["```bash", command[0], "```", ""]
+    # With several tables at the top, each is headed by its file's name, as those in subfolders are.
+    several = sum(f.endswith(".md") and f != "history.md" for f in os.listdir(folder)) > 1
     for root, _, files in sorted(os.walk(folder)):
         for name in sorted(files):
             path = os.path.join(root, name)
@@ -69,7 +74,7 @@ def _section(results: str, claim: str, title: str, paper: str) -> list[str]:
             elif name.endswith(".md"):
                 body = _read(path)
                 body = re.sub(r"^# .*\n", "", body, count=1)  # the page has its own title
-                if root != folder:
+                if root != folder or several:
                     lines += [f"### `{rel}`", ""]
                 lines += [_demote(body).strip(), ""]
     if os.path.exists(os.path.join(folder, "history.md")):
