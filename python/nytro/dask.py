@@ -2027,13 +2027,15 @@ def _shifted_solves(H, c, shifts, solver, dtype):
         w, V = np.linalg.eigh(H)
         return np.maximum(w.astype(np.float64), 0), V, V.T @ c
 
+    M = np.empty_like(H) if solver == "cholesky" else None  # factored in place, shift after shift
+
     def solve(shift):
         if solver == "cholesky":
-            M = H.copy()
+            np.copyto(M, H)
             M[np.diag_indices_from(M)] += dtype.type(shift)
             try:
-                solution = scipy.linalg.cho_solve(scipy.linalg.cho_factor(M, lower=True, check_finite=False), c,
-                                                  check_finite=False)
+                factor = scipy.linalg.cho_factor(M, lower=True, overwrite_a=True, check_finite=False)
+                solution = scipy.linalg.cho_solve(factor, c, check_finite=False)
                 if np.all(np.isfinite(solution)):
                     return solution
             except np.linalg.LinAlgError:
