@@ -164,3 +164,22 @@ def test_the_choice_follows_the_rates(unpinned_after):
     reference = fits["direct"].predict(X[:200])
     for est in fits.values():
         np.testing.assert_allclose(est.predict(X[:200]), reference, rtol=0, atol=1e-6 * np.abs(reference).max())
+
+
+@pytest.mark.parametrize("method", ["cg", "hybrid"])
+def test_auto_prices_the_early_stopped_path(method, unpinned_after):
+    # Rates at which forming A^T A (2000 x 100 kernel: 2-4e7 flops at 1 GFLOP/s, 22-40 ms)
+    # costs as much as 200-360 passes over K_nm (110 us each): the full path of 500
+    # products goes to gram, a path expected to end 50 iterations after a best near
+    # iteration 100 (150 products) to direct.
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((2500, 4))
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(2500)
+    nytro.set_machine_rates(1e9, bytes=1.6e10, fresh_bytes=1e11)
+    chosen = {}
+    for patience in (50, None):
+        est = nytro.NytroRegressor(n_centers=100, method=method, max_iter=500, n_iter_no_change=patience,
+                                   n_threads=1, random_state=0).fit(X, y)
+        assert est.rank_ == 100
+        chosen[patience] = est.solver_
+    assert chosen == {50: "direct", None: "gram"}

@@ -147,9 +147,9 @@ NYTRO_TEST(rates_read_from_a_written_cache) {
     unpin();
     auto write = [&](const std::string& line) {
         std::ofstream out(file);
-        out << "probe-v0\t" << key << "\t9 9 9 9\n" << line << "\n";
+        out << "probe-v1\t" << key << "\t9 9 9 9\n" << line << "\n";
     };
-    write("probe-v1\t" + key + "\t1.5e10 3.5e10 2.5e10 1.25e9");
+    write("probe-v2\t" + key + "\t1.5e10 3.5e10 2.5e10 1.25e9");
     const MachineRates r = nytro::machine_rates(1);
     CHECK_EQ(r.source, "cache " + file);
     CHECK_EQ(r.flops, 1.5e10);
@@ -160,10 +160,10 @@ NYTRO_TEST(rates_read_from_a_written_cache) {
     unpin();
     {
         std::ofstream out(file);
-        out << "probe-v0\t" << key << "\t9 9 9 9\n"                      // another probe version
-            << "probe-v1\t" << key << "\t1e10 -2 3e10 1e9\n"             // a negative rate
-            << "probe-v1\t" << key << "\t1e10 2e10\n"                    // too few rates
-            << "probe-v1\tanother CPU | native | 1 threads\t1 1 1 1\n";  // another key
+        out << "probe-v1\t" << key << "\t9 9 9 9\n"                      // another probe version
+            << "probe-v2\t" << key << "\t1e10 -2 3e10 1e9\n"             // a negative rate
+            << "probe-v2\t" << key << "\t1e10 2e10\n"                    // too few rates
+            << "probe-v2\tanother CPU | native | 1 threads\t1 1 1 1\n";  // another key
     }
     CHECK(probed(nytro::machine_rates(1)));
     unpin();

@@ -2,7 +2,9 @@
 // read from the on-disk cache, or probed. The probe times the kernels each term of the
 // model stands for, at sizes that take a fraction of a second in all:
 //   flops, flops32: A = K R with R triangular, then the lower half of A^T A (the Gram
-//     route's two products, 2 n k^2 flops), on a 1024 x 256 block;
+//     route's two products, 2 n k^2 flops), on a 1024 x 512 block: narrower blocks
+//     run these products well below the rate they reach at the widths where the choice
+//     between the solvers is close (docs/design.md, "How many products auto prices");
 //   bytes: the direct solver's fused pass K^T (K a - y) over a 64 MiB kernel, larger than
 //     the last-level caches, so read from memory as the fit's K_nm is;
 //   fresh_bytes: that kernel's first write (advice and population as gaussian_kernel
@@ -60,7 +62,7 @@ namespace {
 namespace machine_probe {  // named: a unity build may share this file's anonymous namespace
 
 // Bumped whenever the probe changes what it measures: older cache entries then miss.
-constexpr const char* kProbeVersion = "probe-v1";
+constexpr const char* kProbeVersion = "probe-v2";
 
 using Clock = std::chrono::steady_clock;
 
@@ -90,7 +92,7 @@ double best_seconds(int repeats, Step&& step) {
 // flop/s of A = K R (R upper triangular) and the lower half of A^T A, in T.
 template <class T>
 double product_rate(int threads) {
-    const Index n = 1024, k = 256;
+    const Index n = 1024, k = 512;
     const Matrix<T> K = Matrix<T>::Constant(n, k, T(0.01));
     Matrix<T> R = Matrix<T>::Identity(k, k);
     R.template triangularView<Eigen::StrictlyUpper>().setConstant(T(0.001));

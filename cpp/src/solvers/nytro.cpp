@@ -37,21 +37,46 @@ double lanczos_products(Index max_iter, Index k) {
     return std::min({t, 8.0 + 4.0 * std::sqrt(std::sqrt(t)), double(k)});
 }
 
+// The iteration that "cg" and "hybrid" are expected to select on the hold-out set: what
+// the model prices when the path ends `patience` iterations after its best. It is not
+// known before the path runs, and it spreads over two orders of magnitude across
+// problems; both solvers' costs are linear in it, so its mean prices their expected
+// costs: the mean over the paper's datasets and synthetic problems (docs/design.md, "How
+// many products auto prices").
+constexpr double kExpectedKrylovBest = 100.0;
+
+// Products with H, and iterates validated, that the model prices for a fit.
+struct PathLength {
+    double products, iterations;
+};
+
+template <class T>
+PathLength expected_path_length(const IterativeOptions& options, Index k, bool validated) {
+    const double t_max = double(options.max_iter);
+    if (detail::lanczos_applies<T>(options)) return {lanczos_products(options.max_iter, k), t_max};
+    const bool krylov = options.method == Method::cg || options.method == Method::hybrid;
+    if (krylov && validated && options.stopping == Stopping::best && options.patience > 0) {
+        const double t = std::min(t_max, kExpectedKrylovBest + double(options.patience));
+        return {t, t};
+    }
+    return {t_max, t_max};
+}
+
 // stored: bytes per stored K_nm or H entry; computed: sizeof(T). With float32 storage the
 // GEMMs of the normal equations run in float (rates.flops32), and the direct
-// pass pays for widening each float entry to double (see pass_bytes below). lanczos: gd's
-// iterates come from a Lanczos basis, so the path takes tens of products (above)
-// and validates the basis (k vectors) rather than every iterate. That makes the direct
-// solver's n k bytes per product cheaper than forming A^T A (2-3 n k^2 flops) wherever
-// K_nm fits in memory.
+// pass pays for widening each float entry to double (see pass_bytes below). length: the
+// products with H and the iterates validated (expected_path_length): gd's iterates come
+// from a Lanczos basis, so its path takes tens of products and validates the basis (k
+// vectors) rather than every iterate, which makes the direct solver's n k bytes per
+// product cheaper than forming A^T A (2-3 n k^2 flops) wherever K_nm fits in memory.
 // inverse_pending: the factor is held as U (FitFactor), and the solvers that need R as a
 // matrix (gram, spectral) pay for its k^3 / 3-flop inverse, which direct never forms.
 // q: the outputs (columns of Y). rates: the machine's (nytro::machine_rates): the choice
 // is a function of the shapes and of these alone.
-Solver choose_solver(Index n, Index n_val, Index k, Index q, Index max_iter, bool upper, bool inverse_pending,
-                     double stored, double computed, bool lanczos, bool kernel_first, const MachineRates& rates) {
-    const double t_max = double(max_iter), kk = double(k) * double(k);
-    const double products = lanczos ? lanczos_products(max_iter, k) : t_max;
+Solver choose_solver(Index n, Index n_val, Index k, Index q, PathLength length, bool upper, bool inverse_pending,
+                     double stored, double computed, bool kernel_first, const MachineRates& rates) {
+    const double kk = double(k) * double(k);
+    const double products = length.products, iterations = length.iterations;
     const double flop_rate = stored < 8 ? rates.flops32 : rates.flops;
     // Validation: about 2 n_val k flops (as GEMMs) per iterate, or per basis vector.
     const double validation = products * 2.0 * double(n_val) * double(k) / rates.flops;
@@ -67,12 +92,12 @@ Solver choose_solver(Index n, Index n_val, Index k, Index q, Index max_iter, boo
     // would save nothing there); each validated iterate costs 2 n_val k flops, plus either
     // its map to the centres (2 k^2 q) or, once, the hold-out kernel's (2 n_val k^2; see
     // SpectralSolver).
-    const double validated = t_max * double(q);
+    const double validated = iterations * double(q);
     const double spectral =
         normal_equations +
         (9.0 / detail::kEigenRateFraction + 1.0) * kk * double(k) / rates.flops +
         (n_val > 0 ? std::min(validated, double(n_val)) * 2.0 * kk : 0.0) / rates.flops +
-        t_max * 2.0 * double(n_val) * double(k) / rates.flops;
+        iterations * 2.0 * double(n_val) * double(k) / rates.flops;
     // direct: a pass over the stored n x k kernel and two products with R (or solves
     // with U, reading as much; kept in T) per product. A float32 pass with float64 sums
     // widens each entry in registers, which costs it about 30% over a plain float32 pass
@@ -352,11 +377,11 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
             // The kernel-first route halves the normal equations' flops but needs a check of
             // cond(K_mm) (a Lanczos run on R^T R): made only when the choice hinges on it.
             const MachineRates rates = machine_rates(threads);
+            const PathLength length = expected_path_length<T>(options, setup.used.rows(), X_val.rows() > 0);
             auto choose = [&](bool kernel_first) {
-                return choose_solver(X.rows(), X_val.rows(), setup.used.rows(), Y.cols(), options.max_iter,
+                return choose_solver(X.rows(), X_val.rows(), setup.used.rows(), Y.cols(), length,
                                      setup.factor.upper_triangular(), setup.factor.inverse_pending(), stored,
-                                     double(sizeof(T)),
-                                     detail::lanczos_applies<T>(options), kernel_first, rates);
+                                     double(sizeof(T)), kernel_first, rates);
             };
             result.solver = choose(!low);
             if (result.solver != Solver::direct && !low) {
