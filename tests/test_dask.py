@@ -233,6 +233,23 @@ def test_auto_chooses_by_the_cost_model():
     assert nd._choose_solver("direct", "gd", n, k, 600, 8, None) == "direct"
 
 
+def test_auto_prices_the_path_the_core_prices():
+    """The products priced: gd's Lanczos count, an early-stopped cg or hybrid path's
+    expected length (the core's 100 + n_iter_no_change, within max_iter), else max_iter."""
+    k = 1000
+    assert nd._priced_products("gd", 500, k, True, True, "best", 50) == nd._lanczos_products(500, k)
+    assert nd._priced_products("cg", 500, k, False, True, "best", 50) == 150
+    assert nd._priced_products("hybrid", 120, k, False, True, "best", 50) == 120
+    assert nd._priced_products("cg", 500, k, False, True, "best", 0) == 500          # no patience
+    assert nd._priced_products("cg", 500, k, False, False, "best", 50) == 500        # no hold-out set
+    assert nd._priced_products("cg", 500, k, False, True, "window", 50) == 500
+    assert nd._priced_products("nu", 500, k, False, True, "best", 50) == 500
+    # At 150 products direct wins where the 500 of the whole path go to gram.
+    n, big = 10**6, [2**40, 2**40]
+    assert nd._choose_solver("auto", "cg", n, 700, 150, 8, big) == "direct"
+    assert nd._choose_solver("auto", "cg", n, 700, 500, 8, big) == "gram"
+
+
 def test_auto_counts_each_products_round_trip():
     """Each of direct's max_iter products is a round trip to the scheduler, A^T A one: a
     round trip of L seconds weighs L x (the workers' flop/s) flops on each side."""

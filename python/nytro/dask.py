@@ -1570,6 +1570,23 @@ def _lanczos_products(max_iter, k) -> float:
     return min(float(max_iter), 8.0 + 4.0 * math.sqrt(math.sqrt(max_iter)), float(k))
 
 
+# The iteration "cg" and "hybrid" are expected to select: kExpectedKrylovBest in
+# solvers/nytro.cpp (docs/design.md, "How many products auto prices").
+_EXPECTED_KRYLOV_BEST = 100
+
+
+def _priced_products(method, max_iter, k, lanczos, validated, stopping, patience) -> float:
+    """The products the cost model prices for a fit, as the core's expected_path_length:
+    gd's Lanczos count; for "cg" and "hybrid" ending `patience` iterations after their
+    best on a hold-out set (stopping="best"), the expected best plus the patience;
+    else max_iter."""
+    if lanczos:
+        return _lanczos_products(max_iter, k)
+    if method in ("cg", "hybrid") and validated and stopping == "best" and patience:
+        return float(min(max_iter, _EXPECTED_KRYLOV_BEST + patience))
+    return float(max_iter)
+
+
 def _basis_limit(dim, q, max_iter) -> int:
     """The most vectors a column's basis may take, as the core's basis_limit
     (paths/lanczos_path.cpp): at most half the stepwise path's products (32 at least, never
@@ -1898,7 +1915,8 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     # last condition): "direct" then costs tens of products, not max_iter.
     applies = _lanczos_applies(values["iterates"], method, data.dtype, max_iter)
     planned = _lanczos_products(max_iter, k) if applies else max_iter
-    mode = _auto_mode(solver, method, n_train, k, planned, data, C.shape[0], split_every,
+    priced = _priced_products(method, max_iter, k, applies, n_val > 0, stopping, patience)
+    mode = _auto_mode(solver, method, n_train, k, priced, data, C.shape[0], split_every,
                       itemsize=4 if low else None)
     if mode == "direct":
         operator = started[0] if started else _DirectOperator(data, fraction, seed, C, None, kern, n_threads,

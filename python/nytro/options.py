@@ -732,8 +732,10 @@ solver : {"auto", "direct", "gram"}
     takes every product as a map over the chunks and a tree sum of m-vectors (every
     method; "cg" and "hybrid" take one per Lanczos step, for all of y's columns at once);
     "auto" picks "direct" when the path's products (max_iter; for gd's Lanczos iterates,
-    iterates "lanczos", or "auto" in float64, 8 + 4 max_iter^(1/4) at most, as the core's
-    cost model counts them) cost less than forming A^T A, the method is not "hybrid", a
+    iterates "lanczos", or "auto" in float64, 8 + 4 max_iter^(1/4) at most; for "cg"
+    ending n_iter_no_change iterations after its best on the hold-out set, 100 +
+    n_iter_no_change at most; as the core's cost model counts them) cost less than
+    forming A^T A, the method is not "hybrid", a
     distributed client runs and the kernel blocks (in float32 with storage="float32") fit
     in half of each worker's memory_limit, and "gram" otherwise. The costs are in flops, a
     product 4 n k and A^T A 2 n k^2 + k^3 (n training rows, rank k), and every round trip
