@@ -12,6 +12,11 @@ runs on as many threads: the core leaves the pool as the caller set it, and an u
 pool of two on a loaded machine made the eigendecomposition 10-30x slower than on one
 thread (docs/design.md, "The spectral solver's stages").
 
+Each fit starts 0.2 s after the one before: the spectral solver's eigendecomposition
+runs in SciPy's OpenBLAS, whose threads keep spinning for about 0.1 s after it returns,
+and a fit started in that time shares the cores with them (a 48 ms gram fit took 62-105
+ms right after a spectral one). The pause measures each solver on its own.
+
 The machine rates auto chose from (nytro.machine_rates: probed once, or cached, or
 pinned by NYTRO_RATES) are recorded with the results, with the load average at the start
 and the end: on a shared machine the figures are noisy.
@@ -40,6 +45,7 @@ from bench_kernels import machine  # a sibling script: benchmarks/ is on sys.pat
 
 SOLVERS = ("direct", "gram", "spectral")
 WITHIN = 1.10  # auto must be within 10% of the fastest
+PAUSE_S = 0.2  # between fits: OpenBLAS's threads spin for about 0.1 s after a call
 
 
 def int_list(text: str):
@@ -64,6 +70,7 @@ def problem(n: int, d: int, seed: int = 0):
 def fit_seconds(X, y, sigma, m, method, solver, threads, max_iter):
     est = nytro.NytroRegressor(n_centers=m, sigma=sigma, method=method, max_iter=max_iter, solver=solver,
                                n_threads=threads, random_state=0)
+    time.sleep(PAUSE_S)
     with threadpool_limits(threads, user_api="blas"):
         start = time.perf_counter()
         est.fit(X, y)
