@@ -41,8 +41,8 @@ double lanczos_products(Index max_iter, Index k) {
 // the model prices when the path ends `patience` iterations after its best. It is not
 // known before the path runs, and it spreads over two orders of magnitude across
 // problems; both solvers' costs are linear in it, so its mean prices their expected
-// costs: the mean over the paper's datasets and synthetic problems (docs/design.md, "How
-// many products auto prices").
+// costs: its mean on the paper's datasets at m = 300-2000 (docs/design.md, "How many
+// products auto prices").
 constexpr double kExpectedKrylovBest = 100.0;
 
 // Products with H, and iterates validated, that the model prices for a fit.
