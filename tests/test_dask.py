@@ -237,13 +237,14 @@ def test_auto_prices_the_path_the_core_prices():
     """The products priced: gd's Lanczos count, an early-stopped cg or hybrid path's
     expected length (the core's 100 + n_iter_no_change, within max_iter), else max_iter."""
     k = 1000
-    assert nd._priced_products("gd", 500, k, True, True, "best", 50) == nd._lanczos_products(500, k)
-    assert nd._priced_products("cg", 500, k, False, True, "best", 50) == 150
-    assert nd._priced_products("hybrid", 120, k, False, True, "best", 50) == 120
-    assert nd._priced_products("cg", 500, k, False, True, "best", 0) == 500          # no patience
-    assert nd._priced_products("cg", 500, k, False, False, "best", 50) == 500        # no hold-out set
-    assert nd._priced_products("cg", 500, k, False, True, "window", 50) == 500
-    assert nd._priced_products("nu", 500, k, False, True, "best", 50) == 500
+    lanczos = nd._lanczos_products(500, k)
+    assert nd._priced_products(lanczos, "gd", True, "best", 50) == lanczos
+    assert nd._priced_products(500, "cg", True, "best", 50) == 150
+    assert nd._priced_products(120, "hybrid", True, "best", 50) == 120
+    assert nd._priced_products(500, "cg", True, "best", 0) == 500          # no patience
+    assert nd._priced_products(500, "cg", False, "best", 50) == 500        # no hold-out set
+    assert nd._priced_products(500, "cg", True, "window", 50) == 500
+    assert nd._priced_products(500, "nu", True, "best", 50) == 500
     # At 150 products direct wins where the 500 of the whole path go to gram.
     n, big = 10**6, [2**40, 2**40]
     assert nd._choose_solver("auto", "cg", n, 700, 150, 8, big) == "direct"

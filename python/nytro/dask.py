@@ -1575,16 +1575,14 @@ def _lanczos_products(max_iter, k) -> float:
 _EXPECTED_KRYLOV_BEST = 100
 
 
-def _priced_products(method, max_iter, k, lanczos, validated, stopping, patience) -> float:
-    """The products the cost model prices for a fit, as the core's expected_path_length:
-    gd's Lanczos count; for "cg" and "hybrid" ending `patience` iterations after their
-    best on a hold-out set (stopping="best"), the expected best plus the patience;
-    else max_iter."""
-    if lanczos:
-        return _lanczos_products(max_iter, k)
+def _priced_products(planned, method, validated, stopping, patience) -> float:
+    """The products the cost model prices for a path planned to take `planned` (max_iter,
+    or gd's Lanczos count), as the core's expected_path_length: for "cg" and "hybrid"
+    ending `patience` iterations after their best on a hold-out set (stopping="best"),
+    the expected best plus the patience, at most `planned`."""
     if method in ("cg", "hybrid") and validated and stopping == "best" and patience:
-        return float(min(max_iter, _EXPECTED_KRYLOV_BEST + patience))
-    return float(max_iter)
+        return float(min(planned, _EXPECTED_KRYLOV_BEST + patience))
+    return float(planned)
 
 
 def _basis_limit(dim, q, max_iter) -> int:
@@ -1915,7 +1913,7 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     # last condition): "direct" then costs tens of products, not max_iter.
     applies = _lanczos_applies(values["iterates"], method, data.dtype, max_iter)
     planned = _lanczos_products(max_iter, k) if applies else max_iter
-    priced = _priced_products(method, max_iter, k, applies, n_val > 0, stopping, patience)
+    priced = _priced_products(planned, method, n_val > 0, stopping, patience)
     mode = _auto_mode(solver, method, n_train, k, priced, data, C.shape[0], split_every,
                       itemsize=4 if low else None)
     if mode == "direct":
