@@ -23,7 +23,18 @@
 #include <type_traits>
 
 namespace nytro {
+namespace detail {
+
+// Products with H, and iterates validated, that the model prices for a fit. Outside the
+// anonymous namespace: nytro_path's lambdas, which have external linkage, capture it.
+struct PathLength {
+    double products, iterations;
+};
+
+}  // namespace detail
+
 namespace {
+using detail::PathLength;
 
 
 // Products with H that gd's Lanczos basis takes for t_max iterates, at most k (a
@@ -44,11 +55,6 @@ double lanczos_products(Index max_iter, Index k) {
 // costs: its mean on the paper's datasets at m = 300-2000 (docs/design.md, "How many
 // products auto prices").
 constexpr double kExpectedKrylovBest = 100.0;
-
-// Products with H, and iterates validated, that the model prices for a fit.
-struct PathLength {
-    double products, iterations;
-};
 
 template <class T>
 PathLength expected_path_length(const IterativeOptions& options, Index k, bool validated) {
