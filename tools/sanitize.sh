@@ -110,18 +110,9 @@ if (( do_cpp )); then
 fi
 
 if (( do_python )); then
-    # A package tree of symlinks: the pure-Python sources of python/nytro plus the
-    # sanitizer-built _core, so that the Release module next to the sources is not used.
-    pkg=$build/pkg/nytro
-    rm -rf "$build/pkg"
-    mkdir -p "$pkg"
-    for entry in "$root"/python/nytro/*; do
-        case $(basename "$entry") in _core*.so) continue ;; esac
-        ln -s "$entry" "$pkg/"
-    done
-    module=$(find "$build" -maxdepth 1 -name '_core*.so' | head -n 1)
-    [[ -n $module ]] || { echo "no _core module in $build" >&2; exit 1; }
-    ln -s "$module" "$pkg/"
+    # The pure-Python sources of python/nytro with the sanitizer-built _core, so that the
+    # Release module next to the sources is not used.
+    "$root/tools/package_tree.sh" "$build" "$build/pkg"
     asan_rt=$(g++ -print-file-name=libasan.so)
     ubsan_rt=$(g++ -print-file-name=libubsan.so)
     stamp "pytest ${pytest_args[*]}"
