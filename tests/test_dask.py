@@ -414,6 +414,35 @@ def test_estimators_fit_and_predict_dask_arrays(client):
     assert_close(krls.coef_, expected.coef, X.dtype, "NKRLS coef_")
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_fit_intercept_centres_as_in_memory(client, weighted):
+    """The weighted mean of each output, from one pass over y, is intercept_; the path is
+    fitted to y less it, as in memory, and predict adds it back."""
+    X, y, sigma = data(n_outputs=2)
+    Y = y + np.array([1e4, -3.0])
+    w = np.random.default_rng(2).uniform(0.5, 2, len(X)) if weighted else None
+    Xd, Yd = da.from_array(X, chunks=60), da.from_array(Y, chunks=(60, 2))
+    params = dict(method="cg", max_iter=8, n_iter_no_change=None, validation_fraction=FRACTION, random_state=3,
+                  solver="direct", fit_intercept=True)
+    est = nytro.NytroRegressor(40, sigma, **params).fit(Xd, Yd, sample_weight=w)
+    intercept = np.average(Y, axis=0, weights=w)
+    np.testing.assert_allclose(est.intercept_, intercept, rtol=1e-13)
+    seed = int(np.random.RandomState(3).randint(0, 2**63 - 1, dtype=np.int64))
+    held = nd.holdout_mask(np.arange(len(X)), FRACTION, seed)
+    weights = {} if w is None else {"sample_weight": w[~held], "sample_weight_val": w[held]}
+    expected = nytro.nytro_path(X[~held], Y[~held] - intercept, est.centers_, sigma, X_val=X[held],
+                                y_val=Y[held] - intercept, method="cg", max_iter=8, solver="direct", n_threads=1,
+                                **weights)
+    assert est.n_iter_ == expected.n_iter
+    assert_close(est.coef_, expected.coef, X.dtype, "coef_")
+    np.testing.assert_allclose(est.predict(Xd).compute(), est.predict(X), rtol=1e-12)
+    kernel = nytro.kernel_matrix(X, est.centers_, sigma=sigma)
+    np.testing.assert_allclose(est.predict(X), kernel @ est.coef_ + intercept, rtol=1e-12)
+    one = nytro.NystromKRLSRegressor(40, sigma, validation_fraction=FRACTION, random_state=3,
+                                     fit_intercept=True).fit(Xd, Y[:, 0], sample_weight=w)  # y in memory
+    assert isinstance(one.intercept_, float) and one.intercept_ == pytest.approx(intercept[0], rel=1e-13)
+
+
 def test_nan_in_one_chunk_gives_the_in_memory_error(client):
     X, y, sigma = data()
     X[200, 1] = np.nan  # in chunk 4 of 60-row chunks (a centre or not, the message is the same)

@@ -26,7 +26,7 @@ def imbalanced(seed=0):
 
 def holdout_labels(estimator, X, y, seed):
     """The labels of the hold-out rows the estimator draws with RandomState(seed)."""
-    X, Y, _ = estimator._validated(X, y)
+    X, Y = estimator._validated(X, y)[:2]
     _, _, _, Y_val = estimator._split(X, Y, np.random.RandomState(seed))
     return estimator.classes_[np.argmax(Y_val, axis=1)]
 
@@ -47,7 +47,7 @@ def test_every_class_is_held_out_in_proportion(cls):
     # Seeded: the same seed draws the same rows, different seeds differ.
     again = holdout_labels(estimator, X, y, 3)
     assert np.array_equal(again, holdout_labels(estimator, X, y, 3))
-    X_a, Y_a, _ = estimator._validated(X, y)
+    X_a, Y_a = estimator._validated(X, y)[:2]
     rows = [estimator._split(X_a, Y_a, np.random.RandomState(s))[2] for s in (0, 1)]
     assert not np.array_equal(rows[0], rows[1])
 
@@ -92,7 +92,7 @@ def test_regressors_draw_the_same_rows_as_before():
     X, y = imbalanced()
     target = np.arange(len(y), dtype=float)
     estimator = NytroRegressor(n_centers=10, validation_fraction=0.2)
-    X_c, Y_c, _ = estimator._validated(X, target)
+    X_c, Y_c = estimator._validated(X, target)[:2]
     for seed in range(3):
         _, Y_train, _, Y_val = estimator._split(X_c, Y_c, np.random.RandomState(seed))
         order = np.random.RandomState(seed).permutation(len(y))

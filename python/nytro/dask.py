@@ -2221,6 +2221,9 @@ def fit_estimator(est, X, y, sample_weight=None):
         dt = chk.compute_dtype(est.dtype, np.empty(0, X.dtype))
         est.classes_, y = _classifier_targets(X, y, sample_weight, fraction, _check_seed(seed), dt)
         common["metric"] = metric
+    intercept = None
+    if getattr(est, "fit_intercept", False):  # the regressors' (a classifier fits its codes)
+        y, intercept = _less_intercept(X, y, sample_weight)
     if isinstance(est, NytroRegressor):
         shared = dict(method=est.method, nu=est.nu, step_size=est.step_size)
         fit = nytro_path(X, y, est.sigma, max_iter=est.max_iter, stopping=est.stopping, tol=est.tol,
@@ -2245,7 +2248,33 @@ def fit_estimator(est, X, y, sample_weight=None):
     est.rank_ = fit.result.rank
     est.n_features_in_ = int(X.shape[1])
     est.coef_ = coef
+    if hasattr(est, "fit_intercept"):
+        intercept = np.zeros(1 if y.ndim == 1 else int(y.shape[1])) if intercept is None else intercept
+        est.intercept_ = float(intercept[0]) if y.ndim == 1 else intercept
     return est
+
+
+def _less_intercept(X, y, sample_weight):
+    """(y less its weighted column means, the means): fit_intercept's centring, as the
+    estimators' in memory, in float64, from one pass over y and the weights before the
+    fit's own. Where the means are not finite (y or the weights refused later, by name)
+    y is returned as it is, with zero means."""
+    if not isinstance(y, da.Array):
+        y = np.asarray(y)
+        y = da.from_array(y, chunks=(X.chunks[0],) + ((-1,) if y.ndim == 2 else ()))
+    Y = y.astype(np.float64)
+    w = _as_dask_weights(sample_weight, X)
+    if w is None:
+        total, weighted = Y.shape[0], Y.sum(axis=0)
+    else:
+        w = w.astype(np.float64)
+        total, weighted = w.sum(), (Y * (w[:, None] if Y.ndim == 2 else w)).sum(axis=0)
+    total, weighted = dask.compute(total, weighted)
+    with np.errstate(all="ignore"):
+        means = np.atleast_1d(np.asarray(weighted, dtype=np.float64) / float(total))
+    if not (np.isfinite(means).all() and float(total) > 0):
+        return y, np.zeros(means.size)
+    return Y - (means[0] if Y.ndim == 1 else means), means
 
 
 def _with_parameters(doc: str, family, options_class: str) -> str:

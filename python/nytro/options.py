@@ -301,6 +301,14 @@ refit : bool
     evaluated on all rows. The validation path and the selection are those of the
     hold-out fit; coef_ is the refitted model's. Ignored without a hold-out set
     (validation_fraction=None).""")
+FIT_INTERCEPT = Param("fit_intercept", False, _checked_by(lambda value: chk.check_bool("fit_intercept", value)), """\
+fit_intercept : bool
+    Fit each output column's weighted mean over the rows given to fit as a constant
+    term, intercept_: the path is fitted to the targets less it, and predict adds it
+    back. The kernel model has no constant term of its own, and early stopping and
+    lambda both shrink the part of the targets' mean it represents towards zero: targets
+    whose mean is large against their spread (temperatures in kelvin, prices, years) are
+    fitted worse without it. False fits the paper's model, f(x) = k(x, centers_) @ coef_.""")
 RANDOM_STATE = Param("random_state", None, _checked_by(chk.check_random_state), """\
 random_state : int, RandomState or None
     Seeds the hold-out split and the centres.""")
@@ -320,7 +328,7 @@ selection : {"error", "rmse"}
 
 # Every row outside the families' tables, by name.
 SHARED = {p.name: p for p in (SIGMA, N_CENTERS, CENTERS, CENTER_SELECTION, LAMBDAS, VALIDATION_FRACTION, REFIT,
-                              RANDOM_STATE, VERBOSE, DTYPE, SELECTION)}
+                              FIT_INTERCEPT, RANDOM_STATE, VERBOSE, DTYPE, SELECTION)}
 
 
 @dataclass(frozen=True)
@@ -341,7 +349,12 @@ centers_ : ndarray of shape (m, n_features)
     all of them after a refit)."""),
     Attribute("coef_", """\
 coef_ : ndarray of shape (m,) or (m, n_outputs)
-    The model at the selected regularisation: predict(X) = k(X, centers_) @ coef_."""),
+    The model at the selected regularisation: predict(X) = k(X, centers_) @ coef_
+    + intercept_."""),
+    Attribute("intercept_", """\
+intercept_ : float or ndarray of shape (n_outputs,)
+    The constant term: each output's weighted mean over the rows given to fit with
+    fit_intercept=True, else 0."""),
     Attribute("n_iter_", """\
 n_iter_ : int
     The selected iteration t."""),

@@ -1,5 +1,5 @@
 """What the five estimators share: input validation, the hold-out split, the compute
-dtype, progress reporting and prediction as k(X, centers_) @ coef_."""
+dtype, progress reporting and prediction as k(X, centers_) @ coef_ + intercept_."""
 from __future__ import annotations
 
 import sys
@@ -59,14 +59,26 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
         return tags
 
     # -- fitting ---------------------------------------------------------------
-    def _validated(self, X, y):
+    def _validated(self, X, y, sample_weight=None):
+        """(X, Y, one_output, sample weights, intercept): X and the targets as 2-D Y in the
+        compute dtype, Y less the intercept (float64, one per column: the weighted mean
+        of y with fit_intercept, else 0), subtracted before the cast so that a float32
+        fit keeps the digits of y that the offset would take."""
         dtype = chk.compute_dtype(getattr(self, "dtype", None), X if hasattr(X, "dtype") else None)
         X, y = validate_data(self, X, y, dtype=dtype, multi_output=True, y_numeric=True, order="C")
+        weights = chk.check_sample_weight(sample_weight, X.shape[0], "sample_weight")
+        y2 = y.reshape(-1, 1) if y.ndim == 1 else y
+        intercept = np.zeros(y2.shape[1])
+        if getattr(self, "fit_intercept", False):
+            y2 = np.asarray(y2, dtype=np.float64)
+            if np.isfinite(y2).all():  # else refused below, by name
+                intercept = np.average(y2, axis=0, weights=weights)
+                y2 = y2 - intercept
         with np.errstate(over="ignore"):  # finite y beyond float32: said below, by name
-            Y = np.ascontiguousarray(y.reshape(-1, 1) if y.ndim == 1 else y, dtype=dtype)
+            Y = np.ascontiguousarray(y2, dtype=dtype)
         if not np.isfinite(Y).all():
             chk.check_finite_before_cast(y, "y", Y.dtype)
-        return X, Y, y.ndim == 1
+        return X, Y, y.ndim == 1, weights, intercept
 
     def _selection_metric(self) -> str:
         """What the hold-out selection minimises (the core's metric): "rmse" for the
@@ -177,13 +189,14 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
                     "not thread-safe; fit a separate copy in each thread (sklearn.base.clone(estimator))")
             _FITTING.add(key)
         try:
-            X_checked, Y, one_output = self._validated(X, y)
-            self._fit_sample_weight = chk.check_sample_weight(sample_weight, X_checked.shape[0], "sample_weight")
+            X_checked, Y, one_output, self._fit_sample_weight, intercept = self._validated(X, y, sample_weight)
             self._weights_of_split = (self._fit_sample_weight, None)
             rng = check_random_state(getattr(self, "random_state", None))
             coef = self._fit_path(X_checked, Y, rng)
             self.centers_ = self._own_rows(self.centers_, X)
             self.coef_ = coef[:, 0] if one_output else coef
+            if hasattr(self, "fit_intercept"):  # the regressors (the classifiers fit the codes)
+                self.intercept_ = float(intercept[0]) if one_output else intercept
             return self
         finally:
             # The weights are fit's arguments, not the model's: not kept (nor pickled).
@@ -211,13 +224,23 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
 
     # -- prediction --------------------------------------------------------------
     def predict(self, X):
-        """k(X, centers_) @ coef_, with the kernel streamed in row blocks (a Dask array
-        for a Dask array X, one block per chunk)."""
+        """k(X, centers_) @ coef_ + intercept_, with the kernel streamed in row blocks (a
+        Dask array for a Dask array X, one block per chunk)."""
         check_is_fitted(self, "coef_")
         if _is_dask_array(X):
             from ..dask import predict
-            return predict(X, self.centers_, self.coef_, self.sigma, kernel=self.kernel, matern_nu=self.matern_nu,
-                           n_threads=self._n_threads())
-        X = validate_data(self, X, reset=False, dtype=self.coef_.dtype, order="C")
-        return kernel_predict(X, self.centers_, self.coef_, self.sigma, kernel=self.kernel,
-                              matern_nu=self.matern_nu, n_threads=self._n_threads())
+            scores = predict(X, self.centers_, self.coef_, self.sigma, kernel=self.kernel, matern_nu=self.matern_nu,
+                             n_threads=self._n_threads())
+        else:
+            X = validate_data(self, X, reset=False, dtype=self.coef_.dtype, order="C")
+            scores = kernel_predict(X, self.centers_, self.coef_, self.sigma, kernel=self.kernel,
+                                    matern_nu=self.matern_nu, n_threads=self._n_threads())
+        return self._plus_intercept(scores)
+
+    def _plus_intercept(self, scores):
+        """scores + intercept_ in the scores' dtype; scores unchanged where the intercept
+        is 0 (fit_intercept=False, or a model fitted before intercept_ existed)."""
+        intercept = np.asarray(getattr(self, "intercept_", 0.0))
+        if not np.any(intercept):
+            return scores
+        return scores + intercept.astype(scores.dtype)

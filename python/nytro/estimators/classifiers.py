@@ -119,13 +119,16 @@ class KernelClassifierMixin(ClassifierMixin):
     def _selection_metric(self) -> str:
         return self.selection  # checked by its row (nytro.options.SELECTION) on entry to fit
 
-    def _validated(self, X, y):
+    def _validated(self, X, y, sample_weight=None):
+        # The +-1 codes are fitted as they are: the selection on the hold-out error scores
+        # the path's own predictions, which have no intercept.
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
         dtype = chk.compute_dtype(getattr(self, "dtype", None), X if hasattr(X, "dtype") else None)
         X, y = validate_data(self, X, y, dtype=dtype, order="C")
+        weights = chk.check_sample_weight(sample_weight, X.shape[0], "sample_weight")
         self.classes_, Y = encode_labels(y)
-        return X, np.ascontiguousarray(Y, dtype=X.dtype), Y.shape[1] == 1
+        return X, np.ascontiguousarray(Y, dtype=X.dtype), Y.shape[1] == 1, weights, np.zeros(Y.shape[1])
 
     def fit(self, X, y, sample_weight=None):
         """Fit the one-vs-all +-1 coded targets of the labels y, selecting t (and lambda)
@@ -235,6 +238,7 @@ class NytroClassifier(KernelClassifierMixin, NytroRegressor):
             validation_fraction=validation_fraction, refit=refit,
             random_state=random_state, n_threads=n_threads, verbose=verbose, dtype=dtype, options=options)
         self.selection = selection
+        del self.fit_intercept  # not a classifier's parameter: the codes are fitted as they are
 
 
 @opt.documented
@@ -252,3 +256,4 @@ class NystromKRLSClassifier(KernelClassifierMixin, NystromKRLSRegressor):
             validation_fraction=validation_fraction, refit=refit, random_state=random_state, n_threads=n_threads,
             verbose=verbose, dtype=dtype, options=options)
         self.selection = selection
+        del self.fit_intercept  # not a classifier's parameter: the codes are fitted as they are

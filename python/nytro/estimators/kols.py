@@ -16,18 +16,19 @@ class KOLSRegressor(KernelRegressorBase):
     {attributes}
     """
 
-    def __init__(self, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, rcond=None, n_threads=None, dtype=None,
-                 options=None):
+    def __init__(self, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, rcond=None, fit_intercept=False,
+                 n_threads=None, dtype=None, options=None):
         self.sigma = sigma
         self.kernel = kernel
         self.matern_nu = matern_nu
         self.rcond = rcond
+        self.fit_intercept = fit_intercept
         self.n_threads = n_threads
         self.dtype = dtype
         self.options = options
 
     _family = opt.KOLS
-    _attributes = ("centers_", "coef_")
+    _attributes = ("centers_", "coef_", "intercept_")
     _attribute_notes = {"coef_": "Here pinv(K) y, or with fit's sample_weight S pinv(S K S) S y, S = diag(sqrt(w n / "
                                  "sum w)) (for an invertible K the interpolant does not depend on the positive "
                                  "weights; rows of weight 0 are left out of it)."}

@@ -28,7 +28,8 @@ class LandweberRegressor(KernelRegressorBase):
     def __init__(self, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, method="gd", nu=1.0, max_iter=500,
                  step_size="paper", stopping="best",
                  tol=None, window=10, n_iter_no_change=None, iterates="auto", validation_fraction=0.2,
-                 refit=False, random_state=None, n_threads=None, verbose=0, dtype=None, options=None):
+                 refit=False, fit_intercept=False, random_state=None, n_threads=None, verbose=0, dtype=None,
+                 options=None):
         self.sigma = sigma
         self.kernel = kernel
         self.matern_nu = matern_nu
@@ -43,6 +44,7 @@ class LandweberRegressor(KernelRegressorBase):
         self.iterates = iterates
         self.validation_fraction = validation_fraction
         self.refit = refit
+        self.fit_intercept = fit_intercept
         self.random_state = random_state
         self.n_threads = n_threads
         self.verbose = verbose
@@ -50,7 +52,8 @@ class LandweberRegressor(KernelRegressorBase):
         self.options = options
 
     _family = opt.LANDWEBER
-    _attributes = ("centers_", "coef_", "n_iter_", "validation_rmse_", "step_size_", "products_", "lambda_")
+    _attributes = ("centers_", "coef_", "intercept_", "n_iter_", "validation_rmse_", "step_size_", "products_",
+                   "lambda_")
 
     def _fit_path(self, X, Y, rng):
         X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)

@@ -26,7 +26,8 @@ class NytroRegressor(KernelRegressorBase):
                  max_iter=500, step_size="auto",
                  stopping="best", tol=None, window=10, n_iter_no_change=50, iterates="auto", factor="pivoted",
                  solver="auto", storage=None, centers=None, center_selection="uniform",
-                 validation_fraction=0.2, refit=False, random_state=None, n_threads=None, verbose=0, dtype=None,
+                 validation_fraction=0.2, refit=False, fit_intercept=False, random_state=None, n_threads=None,
+                 verbose=0, dtype=None,
                  options=None):
         self.n_centers = n_centers
         self.centers = centers
@@ -48,6 +49,7 @@ class NytroRegressor(KernelRegressorBase):
         self.storage = storage
         self.validation_fraction = validation_fraction
         self.refit = refit
+        self.fit_intercept = fit_intercept
         self.random_state = random_state
         self.n_threads = n_threads
         self.verbose = verbose
@@ -55,7 +57,7 @@ class NytroRegressor(KernelRegressorBase):
         self.options = options
 
     _family = opt.NYTRO
-    _attributes = ("centers_", "coef_", "n_iter_", "validation_rmse_", "step_size_", "rank_", "solver_",
+    _attributes = ("centers_", "coef_", "intercept_", "n_iter_", "validation_rmse_", "step_size_", "rank_", "solver_",
                    "products_", "lambda_")
 
     def _fit_path(self, X, Y, rng):

@@ -23,8 +23,8 @@ class NystromKRLSRegressor(KernelRegressorBase):
 
     def __init__(self, n_centers=1000, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, lambdas=None,
                  factor="pivoted", solver="eigh", storage=None, centers=None, center_selection="uniform",
-                 validation_fraction=0.2, refit=False, random_state=None, n_threads=None, verbose=0, dtype=None,
-                 options=None):
+                 validation_fraction=0.2, refit=False, fit_intercept=False, random_state=None, n_threads=None,
+                 verbose=0, dtype=None, options=None):
         self.n_centers = n_centers
         self.centers = centers
         self.center_selection = center_selection
@@ -37,6 +37,7 @@ class NystromKRLSRegressor(KernelRegressorBase):
         self.storage = storage
         self.validation_fraction = validation_fraction
         self.refit = refit
+        self.fit_intercept = fit_intercept
         self.random_state = random_state
         self.n_threads = n_threads
         self.verbose = verbose
@@ -44,7 +45,7 @@ class NystromKRLSRegressor(KernelRegressorBase):
         self.options = options
 
     _family = opt.NKRLS
-    _attributes = ("centers_", "coef_", "lambda_", "lambdas_", "validation_rmse_", "rank_")
+    _attributes = ("centers_", "coef_", "intercept_", "lambda_", "lambdas_", "validation_rmse_", "rank_")
 
     def _fit_path(self, X, Y, rng):
         lambdas = np.asarray(chk.check_lambdas(self.lambdas))
@@ -81,7 +82,7 @@ class KRLSRegressor(KernelRegressorBase):
     """
 
     def __init__(self, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, lambdas=None, solver="eigh",
-                 validation_fraction=0.2, refit=False,
+                 validation_fraction=0.2, refit=False, fit_intercept=False,
                  random_state=None, n_threads=None, verbose=0, dtype=None, options=None):
         self.sigma = sigma
         self.kernel = kernel
@@ -90,6 +91,7 @@ class KRLSRegressor(KernelRegressorBase):
         self.solver = solver
         self.validation_fraction = validation_fraction
         self.refit = refit
+        self.fit_intercept = fit_intercept
         self.random_state = random_state
         self.n_threads = n_threads
         self.verbose = verbose
@@ -97,7 +99,7 @@ class KRLSRegressor(KernelRegressorBase):
         self.options = options
 
     _family = opt.KRLS
-    _attributes = ("centers_", "coef_", "lambda_", "lambdas_", "validation_rmse_")
+    _attributes = ("centers_", "coef_", "intercept_", "lambda_", "lambdas_", "validation_rmse_")
 
     def _fit_path(self, X, Y, rng):
         lambdas = np.asarray(chk.check_lambdas(self.lambdas))
