@@ -2221,7 +2221,7 @@ def fit_estimator(est, X, y, sample_weight=None):
         dt = chk.compute_dtype(est.dtype, np.empty(0, X.dtype))
         est.classes_, y = _classifier_targets(X, y, sample_weight, fraction, _check_seed(seed), dt)
         common["metric"] = metric
-    intercept = None
+    intercept = np.zeros(1 if np.ndim(y) == 1 else int(y.shape[1]))
     if getattr(est, "fit_intercept", False):  # the regressors' (a classifier fits its codes)
         y, intercept = _less_intercept(X, y, sample_weight)
     if isinstance(est, NytroRegressor):
@@ -2248,9 +2248,7 @@ def fit_estimator(est, X, y, sample_weight=None):
     est.rank_ = fit.result.rank
     est.n_features_in_ = int(X.shape[1])
     est.coef_ = coef
-    if hasattr(est, "fit_intercept"):
-        intercept = np.zeros(1 if y.ndim == 1 else int(y.shape[1])) if intercept is None else intercept
-        est.intercept_ = float(intercept[0]) if y.ndim == 1 else intercept
+    est._keep_intercept(intercept, np.ndim(y) == 1)
     return est
 
 

@@ -195,8 +195,7 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
             coef = self._fit_path(X_checked, Y, rng)
             self.centers_ = self._own_rows(self.centers_, X)
             self.coef_ = coef[:, 0] if one_output else coef
-            if hasattr(self, "fit_intercept"):  # the regressors (the classifiers fit the codes)
-                self.intercept_ = float(intercept[0]) if one_output else intercept
+            self._keep_intercept(intercept, one_output)
             return self
         finally:
             # The weights are fit's arguments, not the model's: not kept (nor pickled).
@@ -204,6 +203,12 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
             self.__dict__.pop("_weights_of_split", None)
             with _FITTING_LOCK:
                 _FITTING.discard(key)
+
+    def _keep_intercept(self, intercept, one_output: bool):
+        """intercept_ from the per-column means: a float for one output. Only the
+        estimators with fit_intercept have it (the classifiers fit their codes)."""
+        if hasattr(self, "fit_intercept"):
+            self.intercept_ = float(intercept[0]) if one_output else intercept
 
     def _check_parameters(self):
         """Every parameter checked by its row of nytro.options (the one check each has,
