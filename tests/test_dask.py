@@ -362,13 +362,18 @@ def test_shifted_solves_follow_the_cores_solvers():
     assert relative_error(exact, clipped[0]) > 0.01
 
 
-def test_chunks_of_one_row(client):
+@pytest.mark.parametrize("solver, storage", [("gram", None), ("direct", None), ("direct", "float32")])
+def test_chunks_of_one_row(client, solver, storage):
     """23 chunks of one row (more chunks than rows per worker): each chunk is all
-    training or all hold-out rows."""
+    training or all hold-out rows; in "direct" mode a held-out row's chunk keeps an empty
+    block (the kernel of no rows, which the core refuses to form)."""
     X, y, sigma = data(n=23, m=6)
     fit = nd.nytro_path(da.from_array(X, chunks=1), da.from_array(y, chunks=1), sigma, n_centers=6,
-                        seed=SEED, validation_fraction=FRACTION, method="cg", max_iter=5)
-    check_path(fit, in_memory_path(X, y, sigma, fit, method="cg", max_iter=5), X.dtype)
+                        seed=SEED, validation_fraction=FRACTION, method="cg", max_iter=5, solver=solver,
+                        storage=storage)
+    assert fit.result.solver == solver and 0 < fit.n_val < len(X)
+    check_path(fit, in_memory_path(X, y, sigma, fit, solver=solver, storage=storage, method="cg", max_iter=5),
+               X.dtype)
 
 
 def test_empty_chunks_are_skipped(client):

@@ -534,6 +534,8 @@ def _direct_block(X, Y, start, stop, fraction, seed, C, kern, dtype, estimator, 
     "direct" mode (R is applied on the client, in m dimensions, as the in-memory direct
     solver applies it: forming K_i R would cost 2 n m k flops, a Gram pass's)."""
     X, Y, scale = _chunk_rows(X, Y, start, stop, fraction, seed, dtype, estimator, exponents, False)
+    if not len(X):  # every row held out (a small chunk): an empty block, which the kernel refuses to form
+        return np.zeros((0, C.shape[0]), dtype=np.float32 if kern.low else dtype), Y
     threads = _task_threads(n_threads)
     with _CORE_LOCK:
         K = kern(X, C, threads)
