@@ -476,8 +476,42 @@ def test_unknown_chunk_sizes_are_refused_clearly(client):
                         sigma, n_centers=5, seed=SEED)
     predicted = nd.predict(Xd[keep], fit.centers, fit.result.coef, sigma)
     assert np.isnan(predicted.shape[0])
+    # The estimators check X before the passes that precede the fit's (a classifier's
+    # labels, the intercept's means), and an array of unknown sizes is not taken for one
+    # of the wrong length.
+    for est, target in ((nytro.NytroClassifier(5, sigma), y > 0), (nytro.NytroRegressor(5, sigma, fit_intercept=True),
+                                                                     y)):
+        with pytest.raises(ValueError, match="^X has unknown chunk sizes.*compute_chunk_sizes"):
+            est.fit(Xd[keep], target)
+    with pytest.raises(ValueError, match="^y has unknown chunk sizes.*compute_chunk_sizes"):
+        nytro.NytroClassifier(5, sigma).fit(Xd, da.from_array(y > 0, chunks=60)[keep])
+    with pytest.raises(ValueError, match="^sample_weight has unknown chunk sizes.*compute_chunk_sizes"):
+        nd.nytro_path(Xd, y, sigma, n_centers=5, sample_weight=da.ones(len(X), chunks=60)[keep])
     np.testing.assert_allclose(predicted.compute(), nytro.kernel_predict(X, fit.centers, fit.result.coef, sigma),
                                rtol=1e-12, atol=1e-12)
+
+
+def test_empty_x_and_misshapen_y_give_the_in_memory_errors(client):
+    """X of no rows or no features: the in-memory fit's error (scikit-learn's, for an
+    estimator), not a failure inside the passes; a NumPy y of the wrong length or
+    dimension: the error naming y, not Dask's on cutting it into X's chunks."""
+    X, y, sigma = data(n=40)
+    Xd = da.from_array(X, chunks=20)
+    for est, target in ((nytro.NytroRegressor(5, sigma), y), (nytro.NytroRegressor(5, sigma, fit_intercept=True), y),
+                        (nytro.NystromKRLSRegressor(5, sigma), y), (nytro.NytroClassifier(5, sigma), y > 0)):
+        for rows, columns in ((slice(0, 0), slice(None)), (slice(None), slice(0, 0))):
+            with pytest.raises(ValueError) as in_memory:
+                est.fit(X[rows, columns], target[rows])
+            with pytest.raises(ValueError) as on_dask:
+                est.fit(Xd[rows, columns], target[rows])
+            assert str(on_dask.value) == str(in_memory.value)
+    with pytest.raises(ValueError, match=r"^X is empty \(shape \(0, 4\)\)"):
+        nd.nytro_path(Xd[:0], y[:0], sigma, n_centers=5)
+    for est in (nytro.NytroRegressor(5, sigma), nytro.NytroRegressor(5, sigma, fit_intercept=True)):
+        with pytest.raises(ValueError, match="^y has 39 rows but X has 40"):
+            est.fit(Xd, y[:-1])
+        with pytest.raises(ValueError, match=r"^y must be 1-D .* got shape \(40, 1, 1\)"):
+            est.fit(Xd, y[:, None, None])
 
 
 def test_what_is_not_supported_yet_says_so(client):

@@ -260,15 +260,20 @@ def _as_dask_weights(sample_weight, X) -> da.Array | None:
         return da.from_array(chk.check_sample_weight(sample_weight, n, "sample_weight"), chunks=(X.chunks[0],))
     if sample_weight.ndim == 0:
         sample_weight = da.full(n, sample_weight, chunks=(X.chunks[0],))
-    if sample_weight.ndim != 1 or sample_weight.shape[0] != n:
-        raise ValueError(f"sample_weight must have shape ({n},), one weight per row, got shape {sample_weight.shape}")
-    if any(math.isnan(c) for c in sample_weight.chunks[0]):
+    # Unknown sizes first: their shape, (nan,), would otherwise be reported as a wrong length.
+    if sample_weight.ndim == 1 and any(math.isnan(c) for c in sample_weight.chunks[0]):
         raise ValueError("sample_weight has unknown chunk sizes (nan): its rows cannot be matched with X's. "
                          "Call sample_weight.compute_chunk_sizes() first")
+    if sample_weight.ndim != 1 or sample_weight.shape[0] != n:
+        raise ValueError(f"sample_weight must have shape ({n},), one weight per row, got shape {sample_weight.shape}")
     return sample_weight.rechunk((X.chunks[0],))
 
 
-def _as_dask_data(X, y, dtype, estimator=None) -> _Data:
+def _check_dask_x(X, estimator=None):
+    """X's checks that need no chunk read: a 2-D Dask array of known row chunks, with rows
+    and features (the in-memory error for none: scikit-learn's for an estimator). Made
+    before anything else reads X's chunks or shape (the classifiers' labels, the
+    intercept's pass)."""
     if not isinstance(X, da.Array):
         raise TypeError(f"X must be a dask.array.Array, got {type(X).__name__}")
     if X.ndim != 2:
@@ -277,13 +282,25 @@ def _as_dask_data(X, y, dtype, estimator=None) -> _Data:
         raise ValueError("X has unknown chunk sizes (nan) along its rows: the hold-out split and the centres "
                          "need each chunk's global row offset. Call X.compute_chunk_sizes() first (or "
                          "to_dask_array(lengths=True) on a dask DataFrame)")
+    for axis, what in ((0, "sample(s)"), (1, "feature(s)")):
+        if X.shape[axis] == 0:
+            if estimator is not None:
+                raise ValueError(f"Found array with 0 {what} (shape={X.shape}) while a minimum of 1 is required by "
+                                 f"{estimator}.")
+            raise ValueError(f"X is empty (shape {X.shape})")
+
+
+def _as_dask_data(X, y, dtype, estimator=None) -> _Data:
+    _check_dask_x(X, estimator)
     dt = chk.compute_dtype(dtype, np.empty(0, X.dtype))
     X = X.rechunk({1: -1})  # whole rows per chunk (the kernel needs every feature)
     if not isinstance(y, da.Array):
-        y = da.from_array(np.asarray(y), chunks=(X.chunks[0],) + ((-1,) if np.ndim(y) == 2 else ()))
+        y = np.asarray(y)  # its shape checked below before it is cut into X's chunks
+        if y.ndim in (1, 2) and y.shape[0] == X.shape[0]:
+            y = da.from_array(y, chunks=(X.chunks[0],) + ((-1,) if y.ndim == 2 else ()))
     if y.ndim not in (1, 2):
         raise ValueError(f"y must be 1-D (n_samples,) or 2-D (n_samples, n_outputs), got shape {y.shape}")
-    if any(math.isnan(c) for c in y.chunks[0]):
+    if isinstance(y, da.Array) and any(math.isnan(c) for c in y.chunks[0]):
         raise ValueError("y has unknown chunk sizes (nan) along its rows: its rows cannot be matched with X's. "
                          "Call y.compute_chunk_sizes() first (or to_dask_array(lengths=True) on a dask DataFrame)")
     if y.shape[0] != X.shape[0]:
@@ -2139,7 +2156,7 @@ def _classifier_targets(X, y, sample_weight, fraction, seed, dtype):
     class for more), after one pass over them: the in-memory fit's checks of the labels
     and of sample_weight (a class left alone with positive weight), and, the hash split
     not being stratified, each class on both sides of it (ValueError)."""
-    from .estimators.classifiers import check_classes, check_label_kinds
+    from .estimators.classifiers import check_classes, check_label_kinds, plain_label
     n = int(X.shape[0])
     if not isinstance(y, da.Array):
         y = np.asarray(y)
@@ -2151,11 +2168,12 @@ def _classifier_targets(X, y, sample_weight, fraction, seed, dtype):
         warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the shape of y "
                       "to (n_samples, ), for example using ravel().", DataConversionWarning, stacklevel=4)
         y = y[:, 0]
-    if y.ndim != 1 or y.shape[0] != n:
-        raise ValueError(f"y must be a 1-D array of {n} labels, one per row of X, got shape {y.shape}")
-    if any(math.isnan(c) for c in y.chunks[0]):
+    # Unknown sizes first: their shape, (nan,), would otherwise be reported as a wrong length.
+    if isinstance(y, da.Array) and y.ndim == 1 and any(math.isnan(c) for c in y.chunks[0]):
         raise ValueError("y has unknown chunk sizes (nan): its rows cannot be matched with X's. "
                          "Call y.compute_chunk_sizes() first")
+    if y.ndim != 1 or y.shape[0] != n:
+        raise ValueError(f"y must be a 1-D array of {n} labels, one per row of X, got shape {y.shape}")
     y = y.rechunk((X.chunks[0],))
     w = _as_dask_weights(sample_weight, X)
     offsets = np.concatenate([[0], np.cumsum(y.chunks[0])]).astype(np.int64)
@@ -2174,15 +2192,14 @@ def _classifier_targets(X, y, sample_weight, fraction, seed, dtype):
     if w is not None:
         kept = np.unique(np.concatenate([positive for _, _, positive in results]))
         if len(kept) == 1:
-            raise ValueError(f"sample_weight is zero on every row outside class {kept[0]!r}: a classifier needs "
-                             "at least 2 classes of positive weight")
+            raise ValueError(f"sample_weight is zero on every row outside class {plain_label(kept[0])!r}: a "
+                             "classifier needs at least 2 classes of positive weight")
     for side, name in ((0, "training"), (1, "hold-out")):
         if side and fraction is None:
             continue
         missing = np.flatnonzero(counts[side] == 0)
         if missing.size:
-            label = classes[missing[0]]
-            label = label.item() if isinstance(label, np.generic) else label
+            label = plain_label(classes[missing[0]])
             raise ValueError(
                 f"class {label!r} has no row in the {name} part of nytro.dask's hold-out split (validation_fraction="
                 f"{fraction}; {int(counts[1 - side][missing[0]])} rows in the other part): on Dask the split hashes "
@@ -2207,6 +2224,7 @@ def fit_estimator(est, X, y, sample_weight=None):
     if not isinstance(est, (NytroRegressor, NystromKRLSRegressor)):
         raise NotImplementedError(f"{name} does not take Dask arrays; NytroRegressor, NystromKRLSRegressor and "
                                   "their classifiers do")
+    _check_dask_x(X, name)  # before the labels' and the intercept's passes read X's chunks
     rng = check_random_state(est.random_state)
     seed = int(rng.randint(0, 2**63 - 1, dtype=np.int64))
     common = dict(n_centers=est.n_centers, kernel=est.kernel, matern_nu=est.matern_nu, centers=est.centers,
@@ -2261,6 +2279,8 @@ def _less_intercept(X, y, sample_weight):
     y is returned as it is, with zero means."""
     if not isinstance(y, da.Array):
         y = np.asarray(y)
+        if y.ndim not in (1, 2) or y.shape[0] != X.shape[0]:
+            return y, np.zeros(1)  # refused by name with the fit's other checks of y
         y = da.from_array(y, chunks=(X.chunks[0],) + ((-1,) if y.ndim == 2 else ()))
     Y = y.astype(np.float64)
     w = _as_dask_weights(sample_weight, X)
