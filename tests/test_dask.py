@@ -79,6 +79,17 @@ def test_holdout_mask_is_a_seeded_function_of_the_row_index():
     assert not nd.holdout_mask(rows, None, 11).any()
     with pytest.raises(ValueError, match="validation_fraction"):
         nd.holdout_mask(rows, 1.0, 11)
+    # NumPy's numbers are fractions, as the estimators take them in memory.
+    np.testing.assert_array_equal(nd.holdout_mask(rows, np.float32(0.25), 11), nd.holdout_mask(rows, 0.25, 11))
+
+
+def test_numpy_validation_fraction_as_in_memory(client):
+    X, y, sigma = data(n=60)
+    params = dict(method="cg", max_iter=4, n_iter_no_change=None, random_state=3)
+    given = nytro.NytroRegressor(10, sigma, validation_fraction=np.float32(0.25), **params)
+    np.testing.assert_array_equal(given.fit(da.from_array(X, chunks=20), y).coef_,
+                                  nytro.NytroRegressor(10, sigma, validation_fraction=0.25, **params).fit(
+                                      da.from_array(X, chunks=20), y).coef_)
 
 
 # hybrid: max_iter past the rank (40), where its Krylov space is invariant and the path

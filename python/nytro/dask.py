@@ -182,11 +182,8 @@ def holdout_mask(rows, validation_fraction, seed) -> np.ndarray:
 
 
 def _check_fraction(fraction):
-    if fraction is None:
-        return None
-    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction < 1:
-        raise ValueError(f"validation_fraction must be None or in (0, 1), got {fraction!r}")
-    return float(fraction)
+    # The estimators' check: NumPy's numbers too (np.float32(0.25) is a fraction in memory).
+    return chk.check_fraction("validation_fraction", fraction)
 
 
 def _check_seed(seed) -> int:
