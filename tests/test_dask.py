@@ -1111,6 +1111,14 @@ def test_sample_weights_equal_in_memory(client, method, solver, max_iter):
     assert fit.result.lambda_ == expected.lambda_
     unweighted = in_memory_fit(X, y, sigma, fit, method=method, max_iter=max_iter, solver=solver)
     assert relative_error(fit.result.validation_rmse[:3], unweighted.validation_rmse[:3]) > 1e-3  # weights matter
+    # Weights as tiny as 1e-310 (subnormal): n / sum(w) overflowed, and the fit diverged.
+    # Integers times 2^-1070 are exact, and fit what they do.
+    w = np.round(4 * w)
+    fits = [nd.nytro_path(da.from_array(X, chunks=100), y, sigma, n_centers=40, seed=SEED, validation_fraction=FRACTION,
+                          method=method, max_iter=max_iter, solver=solver, sample_weight=v).result
+            for v in (w, np.ldexp(w, -1070))]
+    np.testing.assert_array_equal(fits[1].coef, fits[0].coef)
+    np.testing.assert_array_equal(fits[1].validation_rmse, fits[0].validation_rmse)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

@@ -514,8 +514,10 @@ def _chunk_rows(X, Y, start, stop, fraction, seed, dtype, estimator, exponents, 
     rows = holdout_mask(np.arange(start, stop), fraction, seed)
     rows = rows if held else ~rows
     # The core's training row scales are in dtype, its hold-out row weights in float64.
-    scale = None if w is None else np.sqrt(w.astype(np.float64)[rows] * units[int(held)]).astype(
-        np.float64 if held else dtype)
+    if w is not None:
+        k, unit = units[int(held)]  # w' = (w 2^k) unit: see _unit
+        w = np.ldexp(w.astype(np.float64)[rows], k) * unit
+    scale = None if w is None else np.sqrt(w).astype(np.float64 if held else dtype)
     return X[rows], _scaled_columns(Y[rows], exponents), scale
 
 
@@ -732,7 +734,15 @@ def _weight_units(summaries, n_train, n_val, fraction):
                 f"sample_weight is zero on every one of the {rows} {name} rows the hold-out split "
                 f"(validation_fraction={fraction}) left: the {name} error has no weight; give more rows a "
                 "positive weight or change the seed")
-    return tuple(rows / total if rows else None for rows, total in zip((n_train, n_val), sums))
+    return tuple(_unit(rows, total) if rows else None for rows, total in zip((n_train, n_val), sums))
+
+
+def _unit(rows: int, total: float) -> tuple:
+    """rows / total as (k, rows / (total 2^k)), w' = (w 2^k) (rows / (total 2^k)): rows / total
+    overflows for weights as tiny as 1e-310 (chk.weights_argument scales the core's weights
+    alike), and the power of two is exact, so other weights give the same w' as w (rows / total)."""
+    k = -int(np.frexp(total)[1])
+    return k, rows / float(np.ldexp(total, k))
 
 
 def _exponents(scales: chk.TargetScales):
