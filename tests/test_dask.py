@@ -1220,6 +1220,8 @@ def test_bad_kernel_weights_and_centers_give_the_in_memory_errors(client):
     for fit_args, params in cases:
         in_memory, on_dask = both(fit_args, **params)
         assert on_dask == in_memory, (fit_args, params)
+    # Complex weights: refused, not cast to their real parts.
+    assert both(dict(sample_weight=w + 1j)) == ("sample_weight must be real numbers, got complex values",) * 2
     # The splits differ (a hash on Dask, a permutation in memory), and so do the numbers of
     # training rows these messages name.
     with pytest.raises(ValueError, match=r"^centers has 59 indices, more than the \d+ training rows$"):

@@ -223,6 +223,7 @@ def test_unit_and_rescaled_weights_change_nothing(est):
     (lambda n: np.ones(n - 1), "shape"),
     (lambda n: np.ones((n, 1)), "shape"),
     (lambda n: ["a"] * n, "numbers"),
+    (lambda n: np.ones(n) + 1j, "real numbers"),  # not cast to their real parts
 ])
 def test_bad_sample_weight_is_refused_by_name(est, bad, message):
     p = make_problem(n=100)

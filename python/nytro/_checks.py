@@ -452,6 +452,17 @@ def check_holdout(X_val, y_val, n_features: int, n_outputs: int, dtype: np.dtype
     return X_val, Y_val
 
 
+def real_weights(weights, name: str = "sample_weight") -> np.ndarray:
+    """weights as float64, refused by name where they are not real numbers (complex ones
+    too: NumPy's cast would drop their imaginary parts with only a warning)."""
+    if np.iscomplexobj(weights):
+        raise ValueError(f"{name} must be real numbers, got complex values")
+    try:
+        return np.asarray(weights, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name} must be an array of numbers: {error}") from None
+
+
 def check_sample_weight(sample_weight, n_rows: int, name: str = "sample_weight") -> np.ndarray | None:
     """None, or the weights as a float64 vector of n_rows entries, checked as scikit-learn's
     _check_sample_weight does (a scalar is every row's weight): one per row, finite, >= 0,
@@ -459,10 +470,7 @@ def check_sample_weight(sample_weight, n_rows: int, name: str = "sample_weight")
     count (see the estimators' fit)."""
     if sample_weight is None:
         return None
-    try:
-        w = np.asarray(sample_weight, dtype=np.float64)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{name} must be an array of numbers: {error}") from None
+    w = real_weights(sample_weight, name)
     if w.ndim == 0:
         w = np.full(n_rows, float(w))
     if w.ndim != 1 or w.shape[0] != n_rows:

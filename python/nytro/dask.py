@@ -475,10 +475,7 @@ def _weight_summary(w, held, start):
     """The chunk's weights as the client checks them: the first non-finite and the first
     negative weight (global row, value) or None, then the sums and the counts of positive
     weights of its training and hold-out rows."""
-    try:
-        w = np.asarray(w, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"sample_weight must be an array of numbers: {error}") from None
+    w = chk.real_weights(w).reshape(-1)
     firsts = []
     for bad in (~np.isfinite(w), w < 0):
         i = np.flatnonzero(bad)
