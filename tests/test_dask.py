@@ -898,6 +898,15 @@ def test_targets_near_the_end_of_the_range(client):
                         validation_fraction=FRACTION, method="nu", max_iter=40)
     check_path(fit, in_memory_path(X, y, sigma, fit, method="nu", max_iter=40), X.dtype)
     assert np.isfinite(fit.result.validation_rmse).all()
+    # Finite y beyond float32 with float32 data: the in-memory error naming y, not a
+    # divergence of the path on the infinities the cast made.
+    params = dict(method="cg", max_iter=4, n_iter_no_change=None, random_state=3)
+    with pytest.raises(ValueError) as in_memory:
+        nytro.NytroRegressor(10, sigma, **params).fit(X.astype(np.float32), y)
+    with pytest.raises(ValueError) as on_dask:
+        nytro.NytroRegressor(10, sigma, **params).fit(da.from_array(X.astype(np.float32), chunks=64), y)
+    assert str(on_dask.value) == str(in_memory.value)
+    assert str(in_memory.value).startswith("y overflows float32")
 
 
 def assert_columns_close(actual, expected, dtype, what):

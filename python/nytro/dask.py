@@ -707,6 +707,8 @@ def _split_counts(data: _Data, fraction, seed, also=()):
     peak = np.max(np.vstack(peaks), axis=0) if peaks else np.zeros(data.q)
     if not np.all(np.isfinite(peak)):
         peak = np.zeros_like(peak)  # NaN: reported by the normal equations' pass, nothing scaled
+    elif np.any(peak > np.finfo(data.dtype).max):  # finite y beyond float32: the in-memory error, by name
+        chk.check_finite_before_cast(peak, "y", data.dtype)
     with np.errstate(over="ignore"):
         scales = chk.TargetScales(peak[None, :].astype(data.dtype), None)
     return counts, scales, results[len(parts):]
