@@ -885,8 +885,11 @@ def test_without_holdout_equals_in_memory(client):
     fit = nd.nkrls_path(Xd, yd, sigma, n_centers=30, seed=SEED, validation_fraction=None, lambdas=[1e-4])
     expected = nytro.nkrls_path(X, y, X[fit.center_rows], sigma, lambdas=[1e-4], n_threads=1)
     assert_close(fit.result.coef, expected.coef, X.dtype, "NKRLS coef")
-    with pytest.raises(ValueError, match="exactly one lambda"):
+    with pytest.raises(ValueError) as on_dask:
         nd.nkrls_path(Xd, yd, sigma, n_centers=30, validation_fraction=None)
+    with pytest.raises(ValueError) as in_memory:
+        nytro.nkrls_path(X, y, X[fit.center_rows], sigma)
+    assert str(on_dask.value) == str(in_memory.value)  # naming lambdas
 
 
 def test_targets_near_the_end_of_the_range(client):

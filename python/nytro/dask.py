@@ -2026,7 +2026,8 @@ def nkrls_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     values = _options(opt.DASK_NKRLS, options, locals())
     lambdas = chk.check_lambdas(lambdas)
     if validation_fraction is None and len(lambdas) != 1:
-        raise ValueError(f"without a hold-out set exactly one lambda is needed, got {len(lambdas)}")
+        raise ValueError(f"without a hold-out set exactly one lambda is needed, got {len(lambdas)} in lambdas: pass "
+                         "lambdas=[value], or a hold-out set to select among them")  # the core's message
     n_threads, metric = values["n_threads"], values["metric"]
     report = _reporter(progress)
     # storage="float32" changes a float64 computation only, as in memory.
