@@ -98,6 +98,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse
 
 import dask
 import dask.array as da
@@ -488,7 +489,7 @@ def _pick_rows(X, start, stop, fraction, seed, ordinals):
     """Global row indices and rows of the chunk's training rows number `ordinals` (in the
     chunk's training order)."""
     train = np.flatnonzero(~holdout_mask(np.arange(start, stop), fraction, seed))[ordinals]
-    return train + start, np.asarray(X)[train]
+    return train + start, _dense(X)[train]
 
 
 def _row_blocks(rows: int, width: int, elements=None):
@@ -789,7 +790,17 @@ class _Rows:
 
 
 def _take_rows(X, local):
-    return np.asarray(X)[local]
+    return _dense(X)[local]
+
+
+def _dense(X):
+    """A chunk of X as a NumPy array, where its rows are taken by index; a scipy.sparse
+    chunk refused with the in-memory fit's error for sparse X (scikit-learn's TypeError),
+    not read as a 0-d array of one object."""
+    if scipy.sparse.issparse(X):
+        from sklearn.utils import check_array
+        check_array(X, accept_sparse=False, input_name="X")
+    return np.asarray(X)
 
 
 def _given_centers(data: _Data, n_train, centers, center_selection):
@@ -2126,6 +2137,7 @@ def predict(X, centers, coef, sigma, *, kernel="gaussian", matern_nu=1.5, n_thre
 
 
 def _predict_block(x, centers, coef, kern, n_threads):
+    x = _dense(x)
     threads = _task_threads(n_threads)
     with _CORE_LOCK:
         return kernel_predict(x, centers, coef, kern.sigma, kernel=kern.kernel, matern_nu=kern.matern_nu,
