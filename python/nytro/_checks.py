@@ -455,12 +455,13 @@ def check_holdout(X_val, y_val, n_features: int, n_outputs: int, dtype: np.dtype
 def real_weights(weights, name: str = "sample_weight") -> np.ndarray:
     """weights as float64, refused by name where they are not real numbers (complex ones
     too: NumPy's cast would drop their imaginary parts with only a warning)."""
-    if np.iscomplexobj(weights):
-        raise ValueError(f"{name} must be real numbers, got complex values")
     try:
-        return np.asarray(weights, dtype=np.float64)
+        given = np.asarray(weights)
+        if given.dtype.kind != "c":
+            return np.asarray(given, dtype=np.float64)
     except (TypeError, ValueError) as error:
         raise ValueError(f"{name} must be an array of numbers: {error}") from None
+    raise ValueError(f"{name} must be real numbers, got complex values")
 
 
 def check_sample_weight(sample_weight, n_rows: int, name: str = "sample_weight") -> np.ndarray | None:
