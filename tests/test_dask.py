@@ -920,13 +920,23 @@ def test_targets_near_the_end_of_the_range(client):
     assert np.isfinite(fit.result.validation_rmse).all()
     # Finite y beyond float32 with float32 data: the in-memory error naming y, not a
     # divergence of the path on the infinities the cast made.
-    params = dict(method="cg", max_iter=4, n_iter_no_change=None, random_state=3)
+    params = dict(method="cg", max_iter=8, n_iter_no_change=None, random_state=3)
     with pytest.raises(ValueError) as in_memory:
         nytro.NytroRegressor(10, sigma, **params).fit(X.astype(np.float32), y)
     with pytest.raises(ValueError) as on_dask:
         nytro.NytroRegressor(10, sigma, **params).fit(da.from_array(X.astype(np.float32), chunks=64), y)
     assert str(on_dask.value) == str(in_memory.value)
     assert str(in_memory.value).startswith("y overflows float32")
+    # The same numbers held as objects, or as strings, fit as numbers (scikit-learn's
+    # y_numeric), their scale too: unscaled, their squared errors overflowed (a path of
+    # infinities, t = 1 selected, silently).
+    Xd = da.from_array(X, chunks=64)
+    numbers = nytro.NytroRegressor(10, sigma, **params).fit(Xd, y)
+    for held in (y.astype(object), y.astype(str)):
+        fit = nytro.NytroRegressor(10, sigma, **params).fit(Xd, held)
+        assert fit.n_iter_ == numbers.n_iter_
+        assert_close(fit.validation_rmse_, numbers.validation_rmse_, X.dtype, "validation_rmse_")
+        assert_close(fit.coef_, numbers.coef_, X.dtype, "coef_")
 
 
 def assert_columns_close(actual, expected, dtype, what):

@@ -466,8 +466,15 @@ def _count_and_peak(Y, start, stop, fraction, seed):
     count = int(np.count_nonzero(~held))
     summary = None if w is None else _weight_summary(w, held, start)
     Y = np.asarray(Y)
-    if not Y.size or not (np.issubdtype(Y.dtype, np.number) or Y.dtype == np.bool_):
-        return count, None, summary  # a wrong dtype is reported by the normal equations' pass, as in memory
+    if Y.size and not (np.issubdtype(Y.dtype, np.number) or Y.dtype == np.bool_):
+        # Numbers held as objects or strings are fitted as numbers (scikit-learn's y_numeric
+        # conversion): their peak sets the targets' scale as any other's.
+        try:
+            Y = Y.astype(np.float64)
+        except (TypeError, ValueError):
+            return count, None, summary  # not numbers: reported by the normal equations' pass, as in memory
+    if not Y.size:
+        return count, None, summary
     peaks = np.max(np.abs(Y.reshape(len(Y), -1)), axis=0).astype(np.float64)
     return count, peaks, summary
 
