@@ -232,11 +232,16 @@ def check_storage(storage, choices=STORAGES) -> str:
     return "same" if storage is None else storage
 
 
+def positive_number(name: str, value) -> float:
+    """A finite real number > 0 as a float; otherwise a ValueError naming `name`."""
+    number = real_number(name, value, "a finite number > 0")
+    if not np.isfinite(number) or number <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return number
+
+
 def check_nu(nu) -> float:
-    value = real_number("nu", nu, "a finite number > 0")
-    if not np.isfinite(value) or value <= 0:
-        raise ValueError(f"nu must be a finite number > 0, got {nu!r}")
-    return value
+    return positive_number("nu", nu)
 
 
 def check_patience(n_iter_no_change) -> int:
