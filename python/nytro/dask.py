@@ -296,8 +296,8 @@ def _as_dask_data(X, y, dtype, estimator=None) -> _Data:
         y = np.asarray(y)  # its shape checked below before it is cut into X's chunks
         if y.ndim in (1, 2) and y.shape[0] == X.shape[0]:
             y = da.from_array(y, chunks=(X.chunks[0],) + ((-1,) if y.ndim == 2 else ()))
-    if y.ndim not in (1, 2):
-        raise ValueError(f"y must be 1-D (n_samples,) or 2-D (n_samples, n_outputs), got shape {y.shape}")
+    if y.ndim not in (1, 2) or (y.ndim == 2 and y.shape[1] == 0):  # no outputs: nothing to fit
+        raise ValueError(f"y must be 1-D (n_samples,) or 2-D (n_samples, n_outputs >= 1), got shape {y.shape}")
     if isinstance(y, da.Array) and any(math.isnan(c) for c in y.chunks[0]):
         raise ValueError("y has unknown chunk sizes (nan) along its rows: its rows cannot be matched with X's. "
                          "Call y.compute_chunk_sizes() first (or to_dask_array(lengths=True) on a dask DataFrame)")
@@ -2267,7 +2267,7 @@ def fit_estimator(est, X, y, sample_weight=None):
         dt = chk.compute_dtype(est.dtype, np.empty(0, X.dtype))
         est.classes_, y = _classifier_targets(X, y, sample_weight, fraction, _check_seed(seed), dt)
         common["metric"] = metric
-    intercept = np.zeros(1 if np.ndim(y) == 1 else int(y.shape[1]))
+    intercept = np.zeros(int(y.shape[1]) if np.ndim(y) == 2 else 1)  # any other y: refused by name in the fit
     if getattr(est, "fit_intercept", False):  # the regressors' (a classifier fits its codes)
         y, intercept = _less_intercept(X, y, sample_weight)
     if isinstance(est, NytroRegressor):
