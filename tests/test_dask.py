@@ -417,6 +417,11 @@ def test_estimators_fit_and_predict_dask_arrays(client):
     np.testing.assert_allclose(predicted.compute(), est.predict(X), rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="X has 3 features but the centres have 4"):
         est.predict(Xd[:, :3])
+    with pytest.raises(ValueError) as in_memory:  # 1-D centres: the in-memory error, not an IndexError
+        nytro.kernel_predict(X, X[0], est.coef_[:4], sigma)
+    with pytest.raises(ValueError) as on_dask:
+        nd.predict(Xd, X[0], est.coef_[:4], sigma)
+    assert str(on_dask.value) == str(in_memory.value)
 
     default = nytro.NytroRegressor(40, sigma, validation_fraction=FRACTION, random_state=3).fit(Xd, yd)  # hybrid
     expected = nytro.nytro_path(X[train], y[train], default.centers_, sigma, X_val=X[held], y_val=y[held],

@@ -2127,6 +2127,8 @@ def predict(X, centers, coef, sigma, *, kernel="gaussian", matern_nu=1.5, n_thre
     if not isinstance(X, da.Array) or X.ndim != 2:
         raise ValueError("X must be a 2-D dask.array.Array")
     centers, coef = np.asarray(centers), np.asarray(coef)
+    if centers.ndim != 2:  # kernel_predict's error, before centers.shape[1] is read
+        raise ValueError(f"centers must be a 2-D array (n_samples, n_features), got shape {centers.shape}")
     if X.shape[1] != centers.shape[1]:  # known before any chunk is read
         raise ValueError(f"X has {X.shape[1]} features but the centres have {centers.shape[1]}")
     chk.check_kernel(kernel, sigma, matern_nu, int(X.shape[1]))  # before any chunk is read
