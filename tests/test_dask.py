@@ -901,11 +901,13 @@ def test_without_holdout_equals_in_memory(client):
     expected = nytro.nytro_path(X, y, X[fit.center_rows], sigma, method="gd", max_iter=30, solver="gram", n_threads=1)
     assert fit.result.n_iter == expected.n_iter == 30
     assert_close(fit.result.coef, expected.coef, X.dtype, "coef")
-    fit = nd.nytro_path(Xd, yd, sigma, n_centers=30, seed=SEED, validation_fraction=None, method="hybrid",
-                        max_iter=20)
-    expected = nytro.nytro_path(X, y, X[fit.center_rows], sigma, method="hybrid", max_iter=20, n_threads=1)
-    assert fit.result.lambda_ == expected.lambda_
-    assert_close(fit.result.coef, expected.coef, X.dtype, "hybrid coef")
+    for given in (None, 0.0):  # hybrid_lambda=0: the grid's first lambda, as in memory
+        fit = nd.nytro_path(Xd, yd, sigma, n_centers=30, seed=SEED, validation_fraction=None, method="hybrid",
+                            max_iter=20, hybrid_lambda=given)
+        expected = nytro.nytro_path(X, y, X[fit.center_rows], sigma, method="hybrid", max_iter=20, n_threads=1,
+                                    hybrid_lambda=given)
+        assert fit.result.lambda_ == expected.lambda_
+        assert_close(fit.result.coef, expected.coef, X.dtype, "hybrid coef")
     fit = nd.nkrls_path(Xd, yd, sigma, n_centers=30, seed=SEED, validation_fraction=None, lambdas=[1e-4])
     expected = nytro.nkrls_path(X, y, X[fit.center_rows], sigma, lambdas=[1e-4], n_threads=1)
     assert_close(fit.result.coef, expected.coef, X.dtype, "NKRLS coef")

@@ -1980,8 +1980,9 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     if method == "hybrid":
         step = 0.0
         # hybrid_lambda: the lambda of the projected problems without a hold-out set (the
-        # refit at a selected (t, lambda)); with one, the grid is searched as in memory.
-        grid = None if hybrid_lambda is None or n_val else np.array([float(hybrid_lambda)])
+        # refit at a selected (t, lambda)); with one, the grid is searched as in memory. 0
+        # takes the grid's first lambda, as the core does (its row allows 0).
+        grid = None if not hybrid_lambda or n_val else np.array([float(hybrid_lambda)])
         coef, path, selected, stopped, lam, products = _hybrid(
             data, fraction, seed, C, R, H, c, kern, n_train, n_val, max_iter, stopping, rule_tol, window, patience,
             n_threads, split_every, scales, grid, krylov_eps, metric)
