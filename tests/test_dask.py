@@ -463,6 +463,11 @@ def test_fit_intercept_centres_as_in_memory(client, weighted):
     one = nytro.NystromKRLSRegressor(40, sigma, validation_fraction=FRACTION, random_state=3,
                                      fit_intercept=True).fit(Xd, Y[:, 0], sample_weight=w)  # y in memory
     assert isinstance(one.intercept_, float) and one.intercept_ == pytest.approx(intercept[0], rel=1e-13)
+    if weighted:  # integers times 2^-1070 (subnormal, exact): the same mean, as in memory
+        counts = np.round(4 * w) + 1
+        tiny = nytro.NytroRegressor(40, sigma, **params).fit(Xd, Yd, sample_weight=da.from_array(
+            np.ldexp(counts, -1070), chunks=45))
+        np.testing.assert_allclose(tiny.intercept_, np.average(Y, axis=0, weights=counts), rtol=1e-13)
 
 
 def test_nan_in_one_chunk_gives_the_in_memory_error(client):

@@ -2317,6 +2317,9 @@ def _less_intercept(X, y, sample_weight):
         total, weighted = Y.shape[0], Y.sum(axis=0)
     else:
         w = w.astype(np.float64)
+        # Relative to the largest, as in memory (tiny weights' products y w lose digits as
+        # subnormals); all zero (refused later) stays zero, with no warning from a worker.
+        w = w / da.maximum(w.max(), np.finfo(np.float64).tiny)
         total, weighted = w.sum(), (Y * (w[:, None] if Y.ndim == 2 else w)).sum(axis=0)
     total, weighted = dask.compute(total, weighted)
     with np.errstate(all="ignore"):
