@@ -1108,16 +1108,20 @@ class _DirectOperator:
         self.blocks, self.held, self._rhs = kept[:len(blocks)], kept[len(blocks):], None
 
     def _wait(self, future):
-        """The future's result; _WorkerLost once a worker holding blocks has left."""
-        while True:
+        """The future's result; _WorkerLost once a worker holding blocks has left. Waited
+        for on an event its done-callback sets (finished, failed or cancelled), not by
+        future.result(timeout=...): under load, a timeout of that wait racing the result
+        ended distributed's sync with neither (UnboundLocalError: 'result'), which no
+        caller could take for a lost worker."""
+        done = threading.Event()
+        future.add_done_callback(lambda _: done.set())
+        while not done.wait(self._patience):
             try:
-                return future.result(timeout=self._patience)
-            except TimeoutError:
-                try:
-                    self._check_homes()
-                except _WorkerLost:
-                    self._client.cancel([future])
-                    raise
+                self._check_homes()
+            except _WorkerLost:
+                self._client.cancel([future])
+                raise
+        return future.result()
 
     def _run(self, step):
         """step() with the blocks in place, computing them again (and repeating step) once
