@@ -1281,9 +1281,16 @@ def test_bad_kernel_weights_and_centers_give_the_in_memory_errors(client):
         nytro.NytroRegressor(5, sigma, centers=np.arange(59), validation_fraction=FRACTION).fit(Xd, yd)
     # Zero weight on every hold-out row: refused by name, as in memory.
     held = nd.holdout_mask(np.arange(len(X)), FRACTION, SEED)
-    with pytest.raises(ValueError, match=r"sample_weight is zero on every one of the \d+ hold-out rows"):
+    with pytest.raises(ValueError, match=r"sample_weight is zero on every one of the \d+ hold-out rows.*the seed$"):
         nd.nytro_path(Xd, yd, sigma, n_centers=5, seed=SEED, validation_fraction=FRACTION,
                       sample_weight=da.from_array(np.where(held, 0.0, 1.0), chunks=25))
+    # An estimator's message names its own parameter, random_state, as in memory.
+    held = nd.holdout_mask(np.arange(len(X)), FRACTION, int(np.random.RandomState(0).randint(0, 2**63 - 1,
+                                                                                             dtype=np.int64)))
+    with pytest.raises(ValueError, match=r"sample_weight is zero on every one of the \d+ hold-out rows.*"
+                                         "change random_state$"):
+        nytro.NytroRegressor(5, sigma, validation_fraction=FRACTION, random_state=0).fit(
+            Xd, yd, sample_weight=np.where(held, 0.0, 1.0))
 
 
 @pytest.mark.parametrize("n_outputs, weighted", [(None, False), (2, True)], ids=["one-output", "two-weighted"])

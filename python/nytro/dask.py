@@ -710,7 +710,8 @@ def _split_counts(data: _Data, fraction, seed, also=()):
     counts, peaks, summaries = zip(*results[:len(parts)])
     counts = np.array(counts, dtype=np.int64)
     if data.W is not None:
-        data.units = _weight_units(summaries, int(counts.sum()), int(data.X.shape[0]) - int(counts.sum()), fraction)
+        data.units = _weight_units(summaries, int(counts.sum()), int(data.X.shape[0]) - int(counts.sum()), fraction,
+                                   "random_state" if data.estimator else "the seed")  # the caller's parameter
     peaks = [p for p in peaks if p is not None and p.size]
     peak = np.max(np.vstack(peaks), axis=0) if peaks else np.zeros(data.q)
     if not np.all(np.isfinite(peak)):
@@ -722,10 +723,11 @@ def _split_counts(data: _Data, fraction, seed, also=()):
     return counts, scales, results[len(parts):]
 
 
-def _weight_units(summaries, n_train, n_val, fraction):
+def _weight_units(summaries, n_train, n_val, fraction, seed_name="the seed"):
     """(n_train / sum of the training rows' w, n_val / sum of the hold-out rows' w) from the
     chunks' _weight_summary, after the checks (and errors) of the in-memory estimators:
-    chk.check_sample_weight's on all rows, then a positive weight in each part."""
+    chk.check_sample_weight's on all rows, then a positive weight in each part (its error
+    saying to change seed_name)."""
     for which, requirement in ((0, "finite"), (1, ">= 0")):
         bad = [s[which] for s in summaries if s[which] is not None]
         if bad:
@@ -740,7 +742,7 @@ def _weight_units(summaries, n_train, n_val, fraction):
             raise ValueError(
                 f"sample_weight is zero on every one of the {rows} {name} rows the hold-out split "
                 f"(validation_fraction={fraction}) left: the {name} error has no weight; give more rows a "
-                "positive weight or change the seed")
+                f"positive weight or change {seed_name}")
     return tuple(_unit(rows, total) if rows else None for rows, total in zip((n_train, n_val), sums))
 
 
