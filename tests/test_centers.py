@@ -85,6 +85,18 @@ def test_approximate_leverage_scores_within_a_constant_factor_of_the_exact_ones(
             assert abs(np.sum(ratio * exact) / exact.sum() - 1) < 0.25, (lam, seed)
 
 
+@pytest.mark.parametrize("bad", [dict(lam=0.0), dict(lam=-1.0), dict(lam=np.nan), dict(lam=None),
+                                 dict(oversampling=np.nan), dict(oversampling=np.inf), dict(oversampling=0.0)])
+def test_approximate_leverage_scores_refuse_bad_arguments_by_name(bad):
+    """lam and oversampling as the exact scores' lam: finite and > 0, refused by name
+    (they failed in the dictionary's Cholesky factorisation, or in its size)."""
+    X, _, _ = mixture(100, 7)
+    args = {"lam": 1e-3, "oversampling": 2.0, **bad}
+    (name,) = bad
+    with pytest.raises(ValueError, match=f"^{name} must be a finite number > 0"):
+        approximate_leverage_scores(X, 0.5, args["lam"], 0, oversampling=args["oversampling"])
+
+
 @pytest.mark.parametrize("kernel", ["gaussian", "matern", "linear"])
 def test_exact_dictionary_gives_exact_scores(kernel):
     """The estimate with every row in the dictionary at pi = 1/n is the exact score, for

@@ -252,8 +252,10 @@ def test_selection_error_is_the_cores_error_path(cls):
 def test_bad_labels_and_selection(cls):
     X, y = sectors(60, 2)
     est = cls(n_centers=10, random_state=0)
-    with pytest.raises(ValueError, match="y has one class"):
+    with pytest.raises(ValueError, match=r"^y has one class \(0 for every sample\)"):  # 0, not np.int64(0)
         est.fit(X, np.zeros(60, dtype=int))
+    with pytest.raises(ValueError, match=r"^sample_weight is zero on every row outside class 'b': a classifier"):
+        est.fit(X, np.where(y == y[0], "a", "b"), sample_weight=(y != y[0]).astype(float))
     mixed = np.array(["a", 1] * 30, dtype=object)
     with pytest.raises(ValueError, match="y has labels of mixed types"):
         est.fit(X, mixed)

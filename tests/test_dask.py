@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 
 import numpy as np
 import pytest
@@ -79,6 +80,17 @@ def test_holdout_mask_is_a_seeded_function_of_the_row_index():
     assert not nd.holdout_mask(rows, None, 11).any()
     with pytest.raises(ValueError, match="validation_fraction"):
         nd.holdout_mask(rows, 1.0, 11)
+    # NumPy's numbers are fractions, as the estimators take them in memory.
+    np.testing.assert_array_equal(nd.holdout_mask(rows, np.float32(0.25), 11), nd.holdout_mask(rows, 0.25, 11))
+
+
+def test_numpy_validation_fraction_as_in_memory(client):
+    X, y, sigma = data(n=60)
+    params = dict(method="cg", max_iter=4, n_iter_no_change=None, random_state=3)
+    given = nytro.NytroRegressor(10, sigma, validation_fraction=np.float32(0.25), **params)
+    np.testing.assert_array_equal(given.fit(da.from_array(X, chunks=20), y).coef_,
+                                  nytro.NytroRegressor(10, sigma, validation_fraction=0.25, **params).fit(
+                                      da.from_array(X, chunks=20), y).coef_)
 
 
 # hybrid: max_iter past the rank (40), where its Krylov space is invariant and the path
@@ -362,13 +374,18 @@ def test_shifted_solves_follow_the_cores_solvers():
     assert relative_error(exact, clipped[0]) > 0.01
 
 
-def test_chunks_of_one_row(client):
+@pytest.mark.parametrize("solver, storage", [("gram", None), ("direct", None), ("direct", "float32")])
+def test_chunks_of_one_row(client, solver, storage):
     """23 chunks of one row (more chunks than rows per worker): each chunk is all
-    training or all hold-out rows."""
+    training or all hold-out rows; in "direct" mode a held-out row's chunk keeps an empty
+    block (the kernel of no rows, which the core refuses to form)."""
     X, y, sigma = data(n=23, m=6)
     fit = nd.nytro_path(da.from_array(X, chunks=1), da.from_array(y, chunks=1), sigma, n_centers=6,
-                        seed=SEED, validation_fraction=FRACTION, method="cg", max_iter=5)
-    check_path(fit, in_memory_path(X, y, sigma, fit, method="cg", max_iter=5), X.dtype)
+                        seed=SEED, validation_fraction=FRACTION, method="cg", max_iter=5, solver=solver,
+                        storage=storage)
+    assert fit.result.solver == solver and 0 < fit.n_val < len(X)
+    check_path(fit, in_memory_path(X, y, sigma, fit, solver=solver, storage=storage, method="cg", max_iter=5),
+               X.dtype)
 
 
 def test_empty_chunks_are_skipped(client):
@@ -400,6 +417,11 @@ def test_estimators_fit_and_predict_dask_arrays(client):
     np.testing.assert_allclose(predicted.compute(), est.predict(X), rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="X has 3 features but the centres have 4"):
         est.predict(Xd[:, :3])
+    with pytest.raises(ValueError) as in_memory:  # 1-D centres: the in-memory error, not an IndexError
+        nytro.kernel_predict(X, X[0], est.coef_[:4], sigma)
+    with pytest.raises(ValueError) as on_dask:
+        nd.predict(Xd, X[0], est.coef_[:4], sigma)
+    assert str(on_dask.value) == str(in_memory.value)
 
     default = nytro.NytroRegressor(40, sigma, validation_fraction=FRACTION, random_state=3).fit(Xd, yd)  # hybrid
     expected = nytro.nytro_path(X[train], y[train], default.centers_, sigma, X_val=X[held], y_val=y[held],
@@ -441,6 +463,11 @@ def test_fit_intercept_centres_as_in_memory(client, weighted):
     one = nytro.NystromKRLSRegressor(40, sigma, validation_fraction=FRACTION, random_state=3,
                                      fit_intercept=True).fit(Xd, Y[:, 0], sample_weight=w)  # y in memory
     assert isinstance(one.intercept_, float) and one.intercept_ == pytest.approx(intercept[0], rel=1e-13)
+    if weighted:  # integers times 2^-1070 (subnormal, exact): the same mean, as in memory
+        counts = np.round(4 * w) + 1
+        tiny = nytro.NytroRegressor(40, sigma, **params).fit(Xd, Yd, sample_weight=da.from_array(
+            np.ldexp(counts, -1070), chunks=45))
+        np.testing.assert_allclose(tiny.intercept_, np.average(Y, axis=0, weights=counts), rtol=1e-13)
 
 
 def test_nan_in_one_chunk_gives_the_in_memory_error(client):
@@ -471,8 +498,60 @@ def test_unknown_chunk_sizes_are_refused_clearly(client):
                         sigma, n_centers=5, seed=SEED)
     predicted = nd.predict(Xd[keep], fit.centers, fit.result.coef, sigma)
     assert np.isnan(predicted.shape[0])
+    # The estimators check X before the passes that precede the fit's (a classifier's
+    # labels, the intercept's means), and an array of unknown sizes is not taken for one
+    # of the wrong length.
+    for est, target in ((nytro.NytroClassifier(5, sigma), y > 0), (nytro.NytroRegressor(5, sigma, fit_intercept=True),
+                                                                     y)):
+        with pytest.raises(ValueError, match="^X has unknown chunk sizes.*compute_chunk_sizes"):
+            est.fit(Xd[keep], target)
+    with pytest.raises(ValueError, match="^y has unknown chunk sizes.*compute_chunk_sizes"):
+        nytro.NytroClassifier(5, sigma).fit(Xd, da.from_array(y > 0, chunks=60)[keep])
+    with pytest.raises(ValueError, match="^sample_weight has unknown chunk sizes.*compute_chunk_sizes"):
+        nd.nytro_path(Xd, y, sigma, n_centers=5, sample_weight=da.ones(len(X), chunks=60)[keep])
     np.testing.assert_allclose(predicted.compute(), nytro.kernel_predict(X, fit.centers, fit.result.coef, sigma),
                                rtol=1e-12, atol=1e-12)
+
+
+def test_empty_x_and_misshapen_y_give_the_in_memory_errors(client):
+    """X of no rows or no features: the in-memory fit's error (scikit-learn's, for an
+    estimator), not a failure inside the passes; a NumPy y of the wrong length or
+    dimension: the error naming y, not Dask's on cutting it into X's chunks."""
+    X, y, sigma = data(n=40)
+    Xd = da.from_array(X, chunks=20)
+    for est, target in ((nytro.NytroRegressor(5, sigma), y), (nytro.NytroRegressor(5, sigma, fit_intercept=True), y),
+                        (nytro.NystromKRLSRegressor(5, sigma), y), (nytro.NytroClassifier(5, sigma), y > 0)):
+        for rows, columns in ((slice(0, 0), slice(None)), (slice(None), slice(0, 0))):
+            with pytest.raises(ValueError) as in_memory:
+                est.fit(X[rows, columns], target[rows])
+            with pytest.raises(ValueError) as on_dask:
+                est.fit(Xd[rows, columns], target[rows])
+            assert str(on_dask.value) == str(in_memory.value)
+    with pytest.raises(ValueError, match=r"^X is empty \(shape \(0, 4\)\)"):
+        nd.nytro_path(Xd[:0], y[:0], sigma, n_centers=5)
+    for est in (nytro.NytroRegressor(5, sigma), nytro.NytroRegressor(5, sigma, fit_intercept=True)):
+        with pytest.raises(ValueError, match="^y has 39 rows but X has 40"):
+            est.fit(Xd, y[:-1])
+        for bad in (y[:, None, None], y[:, None][:, :0], y[0]):  # no outputs, or no rows: no IndexError
+            with pytest.raises(ValueError, match=rf"^y must be 1-D .* got shape {re.escape(str(np.shape(bad)))}$"):
+                est.fit(Xd, bad)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_sparse_chunks_give_the_in_memory_error(client):
+    """Chunks of scipy.sparse matrices: the in-memory fit's TypeError for sparse X (the
+    centres' rows were taken from them as from a 0-d array of one object: IndexError)."""
+    import scipy.sparse
+    X, y, sigma = data(n=40)
+    Xs = da.from_array(X, chunks=20).map_blocks(scipy.sparse.csr_matrix, meta=scipy.sparse.csr_matrix((0, 0)))
+    est = nytro.NytroRegressor(5, sigma, method="cg", max_iter=3, random_state=0)
+    with pytest.raises(TypeError) as in_memory:
+        est.fit(scipy.sparse.csr_matrix(X), y)
+    for fit in (lambda: est.fit(Xs, y), lambda: est.set_params(centers=np.arange(5)).fit(Xs, y),
+                lambda: est.set_params(centers=None).fit(X, y).predict(Xs).compute()):
+        with pytest.raises(TypeError) as on_dask:
+            fit()
+        assert str(on_dask.value) == str(in_memory.value)
 
 
 def test_what_is_not_supported_yet_says_so(client):
@@ -827,16 +906,21 @@ def test_without_holdout_equals_in_memory(client):
     expected = nytro.nytro_path(X, y, X[fit.center_rows], sigma, method="gd", max_iter=30, solver="gram", n_threads=1)
     assert fit.result.n_iter == expected.n_iter == 30
     assert_close(fit.result.coef, expected.coef, X.dtype, "coef")
-    fit = nd.nytro_path(Xd, yd, sigma, n_centers=30, seed=SEED, validation_fraction=None, method="hybrid",
-                        max_iter=20)
-    expected = nytro.nytro_path(X, y, X[fit.center_rows], sigma, method="hybrid", max_iter=20, n_threads=1)
-    assert fit.result.lambda_ == expected.lambda_
-    assert_close(fit.result.coef, expected.coef, X.dtype, "hybrid coef")
+    for given in (None, 0.0):  # hybrid_lambda=0: the grid's first lambda, as in memory
+        fit = nd.nytro_path(Xd, yd, sigma, n_centers=30, seed=SEED, validation_fraction=None, method="hybrid",
+                            max_iter=20, hybrid_lambda=given)
+        expected = nytro.nytro_path(X, y, X[fit.center_rows], sigma, method="hybrid", max_iter=20, n_threads=1,
+                                    hybrid_lambda=given)
+        assert fit.result.lambda_ == expected.lambda_
+        assert_close(fit.result.coef, expected.coef, X.dtype, "hybrid coef")
     fit = nd.nkrls_path(Xd, yd, sigma, n_centers=30, seed=SEED, validation_fraction=None, lambdas=[1e-4])
     expected = nytro.nkrls_path(X, y, X[fit.center_rows], sigma, lambdas=[1e-4], n_threads=1)
     assert_close(fit.result.coef, expected.coef, X.dtype, "NKRLS coef")
-    with pytest.raises(ValueError, match="exactly one lambda"):
+    with pytest.raises(ValueError) as on_dask:
         nd.nkrls_path(Xd, yd, sigma, n_centers=30, validation_fraction=None)
+    with pytest.raises(ValueError) as in_memory:
+        nytro.nkrls_path(X, y, X[fit.center_rows], sigma)
+    assert str(on_dask.value) == str(in_memory.value)  # naming lambdas
 
 
 def test_targets_near_the_end_of_the_range(client):
@@ -848,6 +932,25 @@ def test_targets_near_the_end_of_the_range(client):
                         validation_fraction=FRACTION, method="nu", max_iter=40)
     check_path(fit, in_memory_path(X, y, sigma, fit, method="nu", max_iter=40), X.dtype)
     assert np.isfinite(fit.result.validation_rmse).all()
+    # Finite y beyond float32 with float32 data: the in-memory error naming y, not a
+    # divergence of the path on the infinities the cast made.
+    params = dict(method="cg", max_iter=8, n_iter_no_change=None, random_state=3)
+    with pytest.raises(ValueError) as in_memory:
+        nytro.NytroRegressor(10, sigma, **params).fit(X.astype(np.float32), y)
+    with pytest.raises(ValueError) as on_dask:
+        nytro.NytroRegressor(10, sigma, **params).fit(da.from_array(X.astype(np.float32), chunks=64), y)
+    assert str(on_dask.value) == str(in_memory.value)
+    assert str(in_memory.value).startswith("y overflows float32")
+    # The same numbers held as objects, or as strings, fit as numbers (scikit-learn's
+    # y_numeric), their scale too: unscaled, their squared errors overflowed (a path of
+    # infinities, t = 1 selected, silently).
+    Xd = da.from_array(X, chunks=64)
+    numbers = nytro.NytroRegressor(10, sigma, **params).fit(Xd, y)
+    for held in (y.astype(object), y.astype(str)):
+        fit = nytro.NytroRegressor(10, sigma, **params).fit(Xd, held)
+        assert fit.n_iter_ == numbers.n_iter_
+        assert_close(fit.validation_rmse_, numbers.validation_rmse_, X.dtype, "validation_rmse_")
+        assert_close(fit.coef_, numbers.coef_, X.dtype, "coef_")
 
 
 def assert_columns_close(actual, expected, dtype, what):
@@ -1061,6 +1164,14 @@ def test_sample_weights_equal_in_memory(client, method, solver, max_iter):
     assert fit.result.lambda_ == expected.lambda_
     unweighted = in_memory_fit(X, y, sigma, fit, method=method, max_iter=max_iter, solver=solver)
     assert relative_error(fit.result.validation_rmse[:3], unweighted.validation_rmse[:3]) > 1e-3  # weights matter
+    # Weights as tiny as 1e-310 (subnormal): n / sum(w) overflowed, and the fit diverged.
+    # Integers times 2^-1070 are exact, and fit what they do.
+    w = np.round(4 * w)
+    fits = [nd.nytro_path(da.from_array(X, chunks=100), y, sigma, n_centers=40, seed=SEED, validation_fraction=FRACTION,
+                          method=method, max_iter=max_iter, solver=solver, sample_weight=v).result
+            for v in (w, np.ldexp(w, -1070))]
+    np.testing.assert_array_equal(fits[1].coef, fits[0].coef)
+    np.testing.assert_array_equal(fits[1].validation_rmse, fits[0].validation_rmse)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -1162,15 +1273,24 @@ def test_bad_kernel_weights_and_centers_give_the_in_memory_errors(client):
     for fit_args, params in cases:
         in_memory, on_dask = both(fit_args, **params)
         assert on_dask == in_memory, (fit_args, params)
+    # Complex weights: refused, not cast to their real parts.
+    assert both(dict(sample_weight=w + 1j)) == ("sample_weight must be real numbers, got complex values",) * 2
     # The splits differ (a hash on Dask, a permutation in memory), and so do the numbers of
     # training rows these messages name.
     with pytest.raises(ValueError, match=r"^centers has 59 indices, more than the \d+ training rows$"):
         nytro.NytroRegressor(5, sigma, centers=np.arange(59), validation_fraction=FRACTION).fit(Xd, yd)
     # Zero weight on every hold-out row: refused by name, as in memory.
     held = nd.holdout_mask(np.arange(len(X)), FRACTION, SEED)
-    with pytest.raises(ValueError, match=r"sample_weight is zero on every one of the \d+ hold-out rows"):
+    with pytest.raises(ValueError, match=r"sample_weight is zero on every one of the \d+ hold-out rows.*the seed$"):
         nd.nytro_path(Xd, yd, sigma, n_centers=5, seed=SEED, validation_fraction=FRACTION,
                       sample_weight=da.from_array(np.where(held, 0.0, 1.0), chunks=25))
+    # An estimator's message names its own parameter, random_state, as in memory.
+    held = nd.holdout_mask(np.arange(len(X)), FRACTION, int(np.random.RandomState(0).randint(0, 2**63 - 1,
+                                                                                             dtype=np.int64)))
+    with pytest.raises(ValueError, match=r"sample_weight is zero on every one of the \d+ hold-out rows.*"
+                                         "change random_state$"):
+        nytro.NytroRegressor(5, sigma, validation_fraction=FRACTION, random_state=0).fit(
+            Xd, yd, sample_weight=np.where(held, 0.0, 1.0))
 
 
 @pytest.mark.parametrize("n_outputs, weighted", [(None, False), (2, True)], ids=["one-output", "two-weighted"])

@@ -92,6 +92,11 @@ def test_the_intercept_is_the_weighted_mean_of_each_output(cls, params):
     one = cls(sigma=0.5, fit_intercept=True, **params).fit(X, Y[:, 1])
     assert isinstance(one.intercept_, float)
     assert one.intercept_ == pytest.approx(np.mean(Y[:, 1]), rel=1e-14)
+    # Integers times 2^-1070 (subnormal, exact): the same mean; the products y w lost
+    # digits as subnormals (2e-4 relative).
+    counts = np.random.default_rng(2).integers(1, 4, len(X)).astype(float)
+    tiny = cls(sigma=0.5, fit_intercept=True, **params).fit(X, Y, sample_weight=np.ldexp(counts, -1070))
+    np.testing.assert_allclose(tiny.intercept_, np.average(Y, axis=0, weights=counts), rtol=1e-14)
 
 
 @pytest.mark.parametrize("cls, params", REGRESSORS, ids=IDS)

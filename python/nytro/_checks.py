@@ -232,11 +232,16 @@ def check_storage(storage, choices=STORAGES) -> str:
     return "same" if storage is None else storage
 
 
+def positive_number(name: str, value) -> float:
+    """A finite real number > 0 as a float; otherwise a ValueError naming `name`."""
+    number = real_number(name, value, "a finite number > 0")
+    if not np.isfinite(number) or number <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return number
+
+
 def check_nu(nu) -> float:
-    value = real_number("nu", nu, "a finite number > 0")
-    if not np.isfinite(value) or value <= 0:
-        raise ValueError(f"nu must be a finite number > 0, got {nu!r}")
-    return value
+    return positive_number("nu", nu)
 
 
 def check_patience(n_iter_no_change) -> int:
@@ -452,6 +457,18 @@ def check_holdout(X_val, y_val, n_features: int, n_outputs: int, dtype: np.dtype
     return X_val, Y_val
 
 
+def real_weights(weights, name: str = "sample_weight") -> np.ndarray:
+    """weights as float64, refused by name where they are not real numbers (complex ones
+    too: NumPy's cast would drop their imaginary parts with only a warning)."""
+    try:
+        given = np.asarray(weights)
+        if given.dtype.kind != "c":
+            return np.asarray(given, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name} must be an array of numbers: {error}") from None
+    raise ValueError(f"{name} must be real numbers, got complex values")
+
+
 def check_sample_weight(sample_weight, n_rows: int, name: str = "sample_weight") -> np.ndarray | None:
     """None, or the weights as a float64 vector of n_rows entries, checked as scikit-learn's
     _check_sample_weight does (a scalar is every row's weight): one per row, finite, >= 0,
@@ -459,10 +476,7 @@ def check_sample_weight(sample_weight, n_rows: int, name: str = "sample_weight")
     count (see the estimators' fit)."""
     if sample_weight is None:
         return None
-    try:
-        w = np.asarray(sample_weight, dtype=np.float64)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{name} must be an array of numbers: {error}") from None
+    w = real_weights(sample_weight, name)
     if w.ndim == 0:
         w = np.full(n_rows, float(w))
     if w.ndim != 1 or w.shape[0] != n_rows:
@@ -479,5 +493,11 @@ def check_sample_weight(sample_weight, n_rows: int, name: str = "sample_weight")
 
 
 def weights_argument(w: np.ndarray | None) -> np.ndarray:
-    """The core's form of optional weights: an empty vector for none."""
-    return np.zeros(0) if w is None else w
+    """The core's form of optional weights: an empty vector for none; else w scaled by the
+    power of two that brings its sum into [0.5, 1). The core rescales them to w n / sum(w),
+    and n / sum(w) overflows for weights as tiny as 1e-310 (an infinite row scale, on which
+    the core crashed); the power of two is exact, so weights that stay in the normal range
+    give the same numbers as unscaled."""
+    if w is None:
+        return np.zeros(0)
+    return np.ldexp(w, -np.frexp(math.fsum(w))[1])

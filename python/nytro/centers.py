@@ -238,9 +238,12 @@ def approximate_leverage_scores(X, sigma, lam, seed, *, dictionary_size=None,
     n = X.shape[0]
     rng = np.random.default_rng(seed)
     cap = n if dictionary_size is None else min(n, chk.check_int("dictionary_size", dictionary_size, 1))
-    target = float(lam)
+    # By name: lam <= 0 or NaN failed in the dictionary's Cholesky factorisation, and
+    # oversampling NaN or inf in its size.
+    target = chk.positive_number("lam", lam)
+    oversampling = chk.positive_number("oversampling", oversampling)
     kern = _scaled(_as_kernel(kernel, sigma, matern_nu, n_threads, X.shape[1]), X)
-    dictionary, _, _, _ = _grow(X, rng, cap, kern, lambda level, d_eff: level <= target, float(oversampling))
+    dictionary, _, _, _ = _grow(X, rng, cap, kern, lambda level, d_eff: level <= target, oversampling)
     return dictionary.scores(X, np.arange(n), target, kern)
 
 

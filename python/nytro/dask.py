@@ -98,6 +98,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse
 
 import dask
 import dask.array as da
@@ -182,11 +183,8 @@ def holdout_mask(rows, validation_fraction, seed) -> np.ndarray:
 
 
 def _check_fraction(fraction):
-    if fraction is None:
-        return None
-    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction < 1:
-        raise ValueError(f"validation_fraction must be None or in (0, 1), got {fraction!r}")
-    return float(fraction)
+    # The estimators' check: NumPy's numbers too (np.float32(0.25) is a fraction in memory).
+    return chk.check_fraction("validation_fraction", fraction)
 
 
 def _check_seed(seed) -> int:
@@ -260,15 +258,20 @@ def _as_dask_weights(sample_weight, X) -> da.Array | None:
         return da.from_array(chk.check_sample_weight(sample_weight, n, "sample_weight"), chunks=(X.chunks[0],))
     if sample_weight.ndim == 0:
         sample_weight = da.full(n, sample_weight, chunks=(X.chunks[0],))
-    if sample_weight.ndim != 1 or sample_weight.shape[0] != n:
-        raise ValueError(f"sample_weight must have shape ({n},), one weight per row, got shape {sample_weight.shape}")
-    if any(math.isnan(c) for c in sample_weight.chunks[0]):
+    # Unknown sizes first: their shape, (nan,), would otherwise be reported as a wrong length.
+    if sample_weight.ndim == 1 and any(math.isnan(c) for c in sample_weight.chunks[0]):
         raise ValueError("sample_weight has unknown chunk sizes (nan): its rows cannot be matched with X's. "
                          "Call sample_weight.compute_chunk_sizes() first")
+    if sample_weight.ndim != 1 or sample_weight.shape[0] != n:
+        raise ValueError(f"sample_weight must have shape ({n},), one weight per row, got shape {sample_weight.shape}")
     return sample_weight.rechunk((X.chunks[0],))
 
 
-def _as_dask_data(X, y, dtype, estimator=None) -> _Data:
+def _check_dask_x(X, estimator=None):
+    """X's checks that need no chunk read: a 2-D Dask array of known row chunks, with rows
+    and features (the in-memory error for none: scikit-learn's for an estimator). Made
+    before anything else reads X's chunks or shape (the classifiers' labels, the
+    intercept's pass)."""
     if not isinstance(X, da.Array):
         raise TypeError(f"X must be a dask.array.Array, got {type(X).__name__}")
     if X.ndim != 2:
@@ -277,13 +280,25 @@ def _as_dask_data(X, y, dtype, estimator=None) -> _Data:
         raise ValueError("X has unknown chunk sizes (nan) along its rows: the hold-out split and the centres "
                          "need each chunk's global row offset. Call X.compute_chunk_sizes() first (or "
                          "to_dask_array(lengths=True) on a dask DataFrame)")
+    for axis, what in ((0, "sample(s)"), (1, "feature(s)")):
+        if X.shape[axis] == 0:
+            if estimator is not None:
+                raise ValueError(f"Found array with 0 {what} (shape={X.shape}) while a minimum of 1 is required by "
+                                 f"{estimator}.")
+            raise ValueError(f"X is empty (shape {X.shape})")
+
+
+def _as_dask_data(X, y, dtype, estimator=None) -> _Data:
+    _check_dask_x(X, estimator)
     dt = chk.compute_dtype(dtype, np.empty(0, X.dtype))
     X = X.rechunk({1: -1})  # whole rows per chunk (the kernel needs every feature)
     if not isinstance(y, da.Array):
-        y = da.from_array(np.asarray(y), chunks=(X.chunks[0],) + ((-1,) if np.ndim(y) == 2 else ()))
-    if y.ndim not in (1, 2):
-        raise ValueError(f"y must be 1-D (n_samples,) or 2-D (n_samples, n_outputs), got shape {y.shape}")
-    if any(math.isnan(c) for c in y.chunks[0]):
+        y = np.asarray(y)  # its shape checked below before it is cut into X's chunks
+        if y.ndim in (1, 2) and y.shape[0] == X.shape[0]:
+            y = da.from_array(y, chunks=(X.chunks[0],) + ((-1,) if y.ndim == 2 else ()))
+    if y.ndim not in (1, 2) or (y.ndim == 2 and y.shape[1] == 0):  # no outputs: nothing to fit
+        raise ValueError(f"y must be 1-D (n_samples,) or 2-D (n_samples, n_outputs >= 1), got shape {y.shape}")
+    if isinstance(y, da.Array) and any(math.isnan(c) for c in y.chunks[0]):
         raise ValueError("y has unknown chunk sizes (nan) along its rows: its rows cannot be matched with X's. "
                          "Call y.compute_chunk_sizes() first (or to_dask_array(lengths=True) on a dask DataFrame)")
     if y.shape[0] != X.shape[0]:
@@ -451,8 +466,15 @@ def _count_and_peak(Y, start, stop, fraction, seed):
     count = int(np.count_nonzero(~held))
     summary = None if w is None else _weight_summary(w, held, start)
     Y = np.asarray(Y)
-    if not Y.size or not (np.issubdtype(Y.dtype, np.number) or Y.dtype == np.bool_):
-        return count, None, summary  # a wrong dtype is reported by the normal equations' pass, as in memory
+    if Y.size and not (np.issubdtype(Y.dtype, np.number) or Y.dtype == np.bool_):
+        # Numbers held as objects or strings are fitted as numbers (scikit-learn's y_numeric
+        # conversion): their peak sets the targets' scale as any other's.
+        try:
+            Y = Y.astype(np.float64)
+        except (TypeError, ValueError):
+            return count, None, summary  # not numbers: reported by the normal equations' pass, as in memory
+    if not Y.size:
+        return count, None, summary
     peaks = np.max(np.abs(Y.reshape(len(Y), -1)), axis=0).astype(np.float64)
     return count, peaks, summary
 
@@ -461,10 +483,7 @@ def _weight_summary(w, held, start):
     """The chunk's weights as the client checks them: the first non-finite and the first
     negative weight (global row, value) or None, then the sums and the counts of positive
     weights of its training and hold-out rows."""
-    try:
-        w = np.asarray(w, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"sample_weight must be an array of numbers: {error}") from None
+    w = chk.real_weights(w).reshape(-1)
     firsts = []
     for bad in (~np.isfinite(w), w < 0):
         i = np.flatnonzero(bad)
@@ -477,7 +496,7 @@ def _pick_rows(X, start, stop, fraction, seed, ordinals):
     """Global row indices and rows of the chunk's training rows number `ordinals` (in the
     chunk's training order)."""
     train = np.flatnonzero(~holdout_mask(np.arange(start, stop), fraction, seed))[ordinals]
-    return train + start, np.asarray(X)[train]
+    return train + start, _dense(X)[train]
 
 
 def _row_blocks(rows: int, width: int, elements=None):
@@ -500,8 +519,10 @@ def _chunk_rows(X, Y, start, stop, fraction, seed, dtype, estimator, exponents, 
     rows = holdout_mask(np.arange(start, stop), fraction, seed)
     rows = rows if held else ~rows
     # The core's training row scales are in dtype, its hold-out row weights in float64.
-    scale = None if w is None else np.sqrt(w.astype(np.float64)[rows] * units[int(held)]).astype(
-        np.float64 if held else dtype)
+    if w is not None:
+        k, unit = units[int(held)]  # w' = (w 2^k) unit: see _unit
+        w = np.ldexp(w.astype(np.float64)[rows], k) * unit
+    scale = None if w is None else np.sqrt(w).astype(np.float64 if held else dtype)
     return X[rows], _scaled_columns(Y[rows], exponents), scale
 
 
@@ -534,6 +555,8 @@ def _direct_block(X, Y, start, stop, fraction, seed, C, kern, dtype, estimator, 
     "direct" mode (R is applied on the client, in m dimensions, as the in-memory direct
     solver applies it: forming K_i R would cost 2 n m k flops, a Gram pass's)."""
     X, Y, scale = _chunk_rows(X, Y, start, stop, fraction, seed, dtype, estimator, exponents, False)
+    if not len(X):  # every row held out (a small chunk): an empty block, which the kernel refuses to form
+        return np.zeros((0, C.shape[0]), dtype=np.float32 if kern.low else dtype), Y
     threads = _task_threads(n_threads)
     with _CORE_LOCK:
         K = kern(X, C, threads)
@@ -687,20 +710,24 @@ def _split_counts(data: _Data, fraction, seed, also=()):
     counts, peaks, summaries = zip(*results[:len(parts)])
     counts = np.array(counts, dtype=np.int64)
     if data.W is not None:
-        data.units = _weight_units(summaries, int(counts.sum()), int(data.X.shape[0]) - int(counts.sum()), fraction)
+        data.units = _weight_units(summaries, int(counts.sum()), int(data.X.shape[0]) - int(counts.sum()), fraction,
+                                   "random_state" if data.estimator else "the seed")  # the caller's parameter
     peaks = [p for p in peaks if p is not None and p.size]
     peak = np.max(np.vstack(peaks), axis=0) if peaks else np.zeros(data.q)
     if not np.all(np.isfinite(peak)):
         peak = np.zeros_like(peak)  # NaN: reported by the normal equations' pass, nothing scaled
+    elif np.any(peak > np.finfo(data.dtype).max):  # finite y beyond float32: the in-memory error, by name
+        chk.check_finite_before_cast(peak, "y", data.dtype)
     with np.errstate(over="ignore"):
         scales = chk.TargetScales(peak[None, :].astype(data.dtype), None)
     return counts, scales, results[len(parts):]
 
 
-def _weight_units(summaries, n_train, n_val, fraction):
+def _weight_units(summaries, n_train, n_val, fraction, seed_name="the seed"):
     """(n_train / sum of the training rows' w, n_val / sum of the hold-out rows' w) from the
     chunks' _weight_summary, after the checks (and errors) of the in-memory estimators:
-    chk.check_sample_weight's on all rows, then a positive weight in each part."""
+    chk.check_sample_weight's on all rows, then a positive weight in each part (its error
+    saying to change seed_name)."""
     for which, requirement in ((0, "finite"), (1, ">= 0")):
         bad = [s[which] for s in summaries if s[which] is not None]
         if bad:
@@ -715,8 +742,16 @@ def _weight_units(summaries, n_train, n_val, fraction):
             raise ValueError(
                 f"sample_weight is zero on every one of the {rows} {name} rows the hold-out split "
                 f"(validation_fraction={fraction}) left: the {name} error has no weight; give more rows a "
-                "positive weight or change the seed")
-    return tuple(rows / total if rows else None for rows, total in zip((n_train, n_val), sums))
+                f"positive weight or change {seed_name}")
+    return tuple(_unit(rows, total) if rows else None for rows, total in zip((n_train, n_val), sums))
+
+
+def _unit(rows: int, total: float) -> tuple:
+    """rows / total as (k, rows / (total 2^k)), w' = (w 2^k) (rows / (total 2^k)): rows / total
+    overflows for weights as tiny as 1e-310 (chk.weights_argument scales the core's weights
+    alike), and the power of two is exact, so other weights give the same w' as w (rows / total)."""
+    k = -int(np.frexp(total)[1])
+    return k, rows / float(np.ldexp(total, k))
 
 
 def _exponents(scales: chk.TargetScales):
@@ -764,7 +799,17 @@ class _Rows:
 
 
 def _take_rows(X, local):
-    return np.asarray(X)[local]
+    return _dense(X)[local]
+
+
+def _dense(X):
+    """A chunk of X as a NumPy array, where its rows are taken by index; a scipy.sparse
+    chunk refused with the in-memory fit's error for sparse X (scikit-learn's TypeError),
+    not read as a 0-d array of one object."""
+    if scipy.sparse.issparse(X):
+        from sklearn.utils import check_array
+        check_array(X, accept_sparse=False, input_name="X")
+    return np.asarray(X)
 
 
 def _given_centers(data: _Data, n_train, centers, center_selection):
@@ -1065,16 +1110,20 @@ class _DirectOperator:
         self.blocks, self.held, self._rhs = kept[:len(blocks)], kept[len(blocks):], None
 
     def _wait(self, future):
-        """The future's result; _WorkerLost once a worker holding blocks has left."""
-        while True:
+        """The future's result; _WorkerLost once a worker holding blocks has left. Waited
+        for on an event its done-callback sets (finished, failed or cancelled), not by
+        future.result(timeout=...): under load, a timeout of that wait racing the result
+        ended distributed's sync with neither (UnboundLocalError: 'result'), which no
+        caller could take for a lost worker."""
+        done = threading.Event()
+        future.add_done_callback(lambda _: done.set())
+        while not done.wait(self._patience):
             try:
-                return future.result(timeout=self._patience)
-            except TimeoutError:
-                try:
-                    self._check_homes()
-                except _WorkerLost:
-                    self._client.cancel([future])
-                    raise
+                self._check_homes()
+            except _WorkerLost:
+                self._client.cancel([future])
+                raise
+        return future.result()
 
     def _run(self, step):
         """step() with the blocks in place, computing them again (and repeating step) once
@@ -1937,8 +1986,9 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     if method == "hybrid":
         step = 0.0
         # hybrid_lambda: the lambda of the projected problems without a hold-out set (the
-        # refit at a selected (t, lambda)); with one, the grid is searched as in memory.
-        grid = None if hybrid_lambda is None or n_val else np.array([float(hybrid_lambda)])
+        # refit at a selected (t, lambda)); with one, the grid is searched as in memory. 0
+        # takes the grid's first lambda, as the core does (its row allows 0).
+        grid = None if not hybrid_lambda or n_val else np.array([float(hybrid_lambda)])
         coef, path, selected, stopped, lam, products = _hybrid(
             data, fraction, seed, C, R, H, c, kern, n_train, n_val, max_iter, stopping, rule_tol, window, patience,
             n_threads, split_every, scales, grid, krylov_eps, metric)
@@ -2001,7 +2051,8 @@ def nkrls_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     values = _options(opt.DASK_NKRLS, options, locals())
     lambdas = chk.check_lambdas(lambdas)
     if validation_fraction is None and len(lambdas) != 1:
-        raise ValueError(f"without a hold-out set exactly one lambda is needed, got {len(lambdas)}")
+        raise ValueError(f"without a hold-out set exactly one lambda is needed, got {len(lambdas)} in lambdas: pass "
+                         "lambdas=[value], or a hold-out set to select among them")  # the core's message
     n_threads, metric = values["n_threads"], values["metric"]
     report = _reporter(progress)
     # storage="float32" changes a float64 computation only, as in memory.
@@ -2083,6 +2134,8 @@ def predict(X, centers, coef, sigma, *, kernel="gaussian", matern_nu=1.5, n_thre
     if not isinstance(X, da.Array) or X.ndim != 2:
         raise ValueError("X must be a 2-D dask.array.Array")
     centers, coef = np.asarray(centers), np.asarray(coef)
+    if centers.ndim != 2:  # kernel_predict's error, before centers.shape[1] is read
+        raise ValueError(f"centers must be a 2-D array (n_samples, n_features), got shape {centers.shape}")
     if X.shape[1] != centers.shape[1]:  # known before any chunk is read
         raise ValueError(f"X has {X.shape[1]} features but the centres have {centers.shape[1]}")
     chk.check_kernel(kernel, sigma, matern_nu, int(X.shape[1]))  # before any chunk is read
@@ -2100,6 +2153,7 @@ def predict(X, centers, coef, sigma, *, kernel="gaussian", matern_nu=1.5, n_thre
 
 
 def _predict_block(x, centers, coef, kern, n_threads):
+    x = _dense(x)
     threads = _task_threads(n_threads)
     with _CORE_LOCK:
         return kernel_predict(x, centers, coef, kern.sigma, kernel=kern.kernel, matern_nu=kern.matern_nu,
@@ -2137,7 +2191,7 @@ def _classifier_targets(X, y, sample_weight, fraction, seed, dtype):
     class for more), after one pass over them: the in-memory fit's checks of the labels
     and of sample_weight (a class left alone with positive weight), and, the hash split
     not being stratified, each class on both sides of it (ValueError)."""
-    from .estimators.classifiers import check_classes, check_label_kinds
+    from .estimators.classifiers import check_classes, check_label_kinds, plain_label
     n = int(X.shape[0])
     if not isinstance(y, da.Array):
         y = np.asarray(y)
@@ -2149,11 +2203,12 @@ def _classifier_targets(X, y, sample_weight, fraction, seed, dtype):
         warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the shape of y "
                       "to (n_samples, ), for example using ravel().", DataConversionWarning, stacklevel=4)
         y = y[:, 0]
-    if y.ndim != 1 or y.shape[0] != n:
-        raise ValueError(f"y must be a 1-D array of {n} labels, one per row of X, got shape {y.shape}")
-    if any(math.isnan(c) for c in y.chunks[0]):
+    # Unknown sizes first: their shape, (nan,), would otherwise be reported as a wrong length.
+    if isinstance(y, da.Array) and y.ndim == 1 and any(math.isnan(c) for c in y.chunks[0]):
         raise ValueError("y has unknown chunk sizes (nan): its rows cannot be matched with X's. "
                          "Call y.compute_chunk_sizes() first")
+    if y.ndim != 1 or y.shape[0] != n:
+        raise ValueError(f"y must be a 1-D array of {n} labels, one per row of X, got shape {y.shape}")
     y = y.rechunk((X.chunks[0],))
     w = _as_dask_weights(sample_weight, X)
     offsets = np.concatenate([[0], np.cumsum(y.chunks[0])]).astype(np.int64)
@@ -2172,15 +2227,14 @@ def _classifier_targets(X, y, sample_weight, fraction, seed, dtype):
     if w is not None:
         kept = np.unique(np.concatenate([positive for _, _, positive in results]))
         if len(kept) == 1:
-            raise ValueError(f"sample_weight is zero on every row outside class {kept[0]!r}: a classifier needs "
-                             "at least 2 classes of positive weight")
+            raise ValueError(f"sample_weight is zero on every row outside class {plain_label(kept[0])!r}: a "
+                             "classifier needs at least 2 classes of positive weight")
     for side, name in ((0, "training"), (1, "hold-out")):
         if side and fraction is None:
             continue
         missing = np.flatnonzero(counts[side] == 0)
         if missing.size:
-            label = classes[missing[0]]
-            label = label.item() if isinstance(label, np.generic) else label
+            label = plain_label(classes[missing[0]])
             raise ValueError(
                 f"class {label!r} has no row in the {name} part of nytro.dask's hold-out split (validation_fraction="
                 f"{fraction}; {int(counts[1 - side][missing[0]])} rows in the other part): on Dask the split hashes "
@@ -2205,6 +2259,7 @@ def fit_estimator(est, X, y, sample_weight=None):
     if not isinstance(est, (NytroRegressor, NystromKRLSRegressor)):
         raise NotImplementedError(f"{name} does not take Dask arrays; NytroRegressor, NystromKRLSRegressor and "
                                   "their classifiers do")
+    _check_dask_x(X, name)  # before the labels' and the intercept's passes read X's chunks
     rng = check_random_state(est.random_state)
     seed = int(rng.randint(0, 2**63 - 1, dtype=np.int64))
     common = dict(n_centers=est.n_centers, kernel=est.kernel, matern_nu=est.matern_nu, centers=est.centers,
@@ -2221,7 +2276,7 @@ def fit_estimator(est, X, y, sample_weight=None):
         dt = chk.compute_dtype(est.dtype, np.empty(0, X.dtype))
         est.classes_, y = _classifier_targets(X, y, sample_weight, fraction, _check_seed(seed), dt)
         common["metric"] = metric
-    intercept = np.zeros(1 if np.ndim(y) == 1 else int(y.shape[1]))
+    intercept = np.zeros(int(y.shape[1]) if np.ndim(y) == 2 else 1)  # any other y: refused by name in the fit
     if getattr(est, "fit_intercept", False):  # the regressors' (a classifier fits its codes)
         y, intercept = _less_intercept(X, y, sample_weight)
     if isinstance(est, NytroRegressor):
@@ -2259,6 +2314,8 @@ def _less_intercept(X, y, sample_weight):
     y is returned as it is, with zero means."""
     if not isinstance(y, da.Array):
         y = np.asarray(y)
+        if y.ndim not in (1, 2) or y.shape[0] != X.shape[0]:
+            return y, np.zeros(1)  # refused by name with the fit's other checks of y
         y = da.from_array(y, chunks=(X.chunks[0],) + ((-1,) if y.ndim == 2 else ()))
     Y = y.astype(np.float64)
     w = _as_dask_weights(sample_weight, X)
@@ -2266,6 +2323,9 @@ def _less_intercept(X, y, sample_weight):
         total, weighted = Y.shape[0], Y.sum(axis=0)
     else:
         w = w.astype(np.float64)
+        # Relative to the largest, as in memory (tiny weights' products y w lose digits as
+        # subnormals); all zero (refused later) stays zero, with no warning from a worker.
+        w = w / da.maximum(w.max(), np.finfo(np.float64).tiny)
         total, weighted = w.sum(), (Y * (w[:, None] if Y.ndim == 2 else w)).sum(axis=0)
     total, weighted = dask.compute(total, weighted)
     with np.errstate(all="ignore"):

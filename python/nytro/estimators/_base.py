@@ -72,7 +72,9 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
         if getattr(self, "fit_intercept", False):
             y2 = np.asarray(y2, dtype=np.float64)
             if np.isfinite(y2).all():  # else refused below, by name
-                intercept = np.average(y2, axis=0, weights=weights)
+                # Weights relative to the largest: the mean does not depend on their scale, and
+                # products y w of weights as tiny as 1e-310 would lose digits as subnormals.
+                intercept = np.average(y2, axis=0, weights=None if weights is None else weights / weights.max())
                 y2 = y2 - intercept
         with np.errstate(over="ignore"):  # finite y beyond float32: said below, by name
             Y = np.ascontiguousarray(y2, dtype=dtype)

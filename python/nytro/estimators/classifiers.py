@@ -36,10 +36,15 @@ def check_label_kinds(kinds):
         raise ValueError(f"y has labels of mixed types ({' and '.join(sorted(kinds))}); use labels of one type")
 
 
+def plain_label(label):
+    """A label as an error message shows it: 'a' or 0, not np.str_('a') or np.int64(0)."""
+    return label.item() if isinstance(label, np.generic) else label
+
+
 def check_classes(classes):
     if len(classes) < 2:
-        raise ValueError(f"y has one class ({classes[0]!r} for every sample); a classifier needs at least 2 "
-                         "classes")
+        raise ValueError(f"y has one class ({plain_label(classes[0])!r} for every sample); a classifier needs at "
+                         "least 2 classes")
 
 
 def coded_labels(index, n_classes: int, dtype=np.float64):
@@ -82,8 +87,8 @@ def _check_weighted_classes(y, sample_weight):
         return  # the regressor's checks name what is wrong
     kept = np.unique(labels[weights > 0])
     if len(kept) == 1:
-        raise ValueError(f"sample_weight is zero on every row outside class {kept[0]!r}: a classifier needs "
-                         "at least 2 classes of positive weight")
+        raise ValueError(f"sample_weight is zero on every row outside class {plain_label(kept[0])!r}: a "
+                         "classifier needs at least 2 classes of positive weight")
 
 
 def stratified_counts(counts, n_val: int) -> np.ndarray:
@@ -157,8 +162,7 @@ class KernelClassifierMixin(ClassifierMixin):
         counts = np.bincount(index, minlength=len(self.classes_))
         n, k = Y.shape[0], len(counts)
         if counts.min() < 2:
-            label = self.classes_[int(np.argmin(counts))]
-            label = label.item() if isinstance(label, np.generic) else label  # 'a', not np.str_('a')
+            label = plain_label(self.classes_[int(np.argmin(counts))])
             raise ValueError(
                 f"y has {counts.min()} row of class {label!r}: the hold-out split (validation_fraction="
                 f"{fraction}) is stratified and needs at least 2 rows of every class, one to train on and one "
