@@ -470,6 +470,51 @@ NYTRO_TEST(invalid_input_throws_invalid_argument) {
     CHECK(nytro::parse_stopping("window") == Stopping::window);
 }
 
+// Only the weights' ratios matter (w' = w n / sum w): the same ratios at the ends of the
+// range, subnormal (their sum's n / sum overflowed to inf and crashed the fit) or near
+// the largest double (their sum overflowed and was refused), give the fit of ordinary ones.
+NYTRO_TEST(sample_weights_matter_only_by_ratio) {
+    const Problem p = make_problem(60, 4, 12, 20);
+    const MatrixD &X = p.X, &Y = p.Y, &C = p.centers, &Xv = p.X_val, &Yv = p.Y_val;
+    auto weights = [](Index n, int exponent) {
+        std::vector<double> w(static_cast<std::size_t>(n));
+        for (Index i = 0; i < n; ++i) w[std::size_t(i)] = std::ldexp(double(1 + i % 3), exponent);
+        return w;
+    };
+    nytro::NytroOptions ordinary;
+    ordinary.max_iter = 40;
+    ordinary.sample_weights = weights(X.rows(), 0);
+    ordinary.validation_sample_weights = weights(Xv.rows(), 0);
+    nytro::TikhonovOptions tikhonov;
+    tikhonov.sample_weights = ordinary.sample_weights;
+    tikhonov.validation_sample_weights = ordinary.validation_sample_weights;
+    for (const Solver solver : {Solver::direct, Solver::gram}) {
+        ordinary.solver = solver;
+        const auto expected = nytro::nytro_path<double>(X, Y, C, p.sigma, Xv, Yv, ordinary);
+        const auto expected_nkrls = nytro::nkrls_path<double>(X, Y, C, p.sigma, {1e-4, 1e-2}, Xv, Yv, tikhonov);
+        for (const int exponent : {-1060, -1030, 1020}) {  // 2^-1060 is subnormal, 3 x 2^1020 near the top
+            const std::string label = std::string(nytro::to_string(solver)) + " 2^" + std::to_string(exponent);
+            nytro::NytroOptions scaled = ordinary;
+            scaled.sample_weights = weights(X.rows(), exponent);
+            scaled.validation_sample_weights = weights(Xv.rows(), exponent);
+            nytro::TikhonovOptions scaled_tikhonov = tikhonov;
+            scaled_tikhonov.sample_weights = scaled.sample_weights;
+            scaled_tikhonov.validation_sample_weights = scaled.validation_sample_weights;
+            try {
+                const auto fit = nytro::nytro_path<double>(X, Y, C, p.sigma, Xv, Yv, scaled);
+                CHECK_MSG(fit.n_iter == expected.n_iter, label);
+                CHECK_CLOSE(fit.coef, expected.coef, 1e-12);
+                CHECK_CLOSE(path_of(fit.validation_rmse), path_of(expected.validation_rmse), 1e-12);
+                const auto nkrls = nytro::nkrls_path<double>(X, Y, C, p.sigma, {1e-4, 1e-2}, Xv, Yv, scaled_tikhonov);
+                CHECK_CLOSE(nkrls.coef, expected_nkrls.coef, 1e-12);
+                CHECK_CLOSE(path_of(nkrls.validation_rmse), path_of(expected_nkrls.validation_rmse), 1e-12);
+            } catch (const std::exception& error) {
+                CHECK_MSG(false, label + ": " + error.what());
+            }
+        }
+    }
+}
+
 NYTRO_TEST(absurd_allocation_throws_out_of_memory) {
     if (nytro::physical_memory_bytes() == 0) return;  // nothing to compare with
     // n = 1e6: the n x n kernel is 8 TB (4 TB in float), refused before allocating.

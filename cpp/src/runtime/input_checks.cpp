@@ -2,6 +2,7 @@
 
 #include "nytro/errors.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -56,17 +57,23 @@ Vector<T> row_scales(const std::vector<double>& weights, Index n, const char* na
     if (weights.empty()) return {};
     require(Index(weights.size()) == n, std::string(name) + " has " + std::to_string(weights.size()) +
                                             " entries but there are " + std::to_string(n) + " rows");
-    double sum = 0.0;
+    double largest = 0.0;
     for (double w : weights) {
         require(std::isfinite(w) && w >= 0,
                 std::string(name) + " must be finite and >= 0, got " + format_number(w));
-        sum += w;
+        largest = std::max(largest, w);
     }
-    require(sum > 0 && std::isfinite(sum), std::string(name) + " must not be all zero (their sum is " +
-                                               format_number(sum) + ")");
+    require(largest > 0, std::string(name) + " must not be all zero");
+    // Summed as w / max w, in [1, n]: n / sum(w) itself overflowed to inf for subnormal
+    // weights (1e-320 each: the rows scaled by inf, NaN everywhere, a crash in Lanczos),
+    // and sum(w) to inf for weights near the top of the range (1e308 each), though only
+    // their ratios matter.
+    double sum = 0.0;
+    for (double w : weights) sum += w / largest;
     Vector<T> scales(n);
     const double unit = double(n) / sum;
-    for (Index i = 0; i < n; ++i) scales[i] = static_cast<T>(std::sqrt(weights[std::size_t(i)] * unit));
+    for (Index i = 0; i < n; ++i)
+        scales[i] = static_cast<T>(std::sqrt(weights[std::size_t(i)] / largest * unit));
     return scales;
 }
 
