@@ -147,6 +147,12 @@ NYTRO_TEST(factor_rejects_bad_arguments) {
                       "rank_tol");
     CHECK_THROWS_WITH(nytro::nystrom_factor<double>(K, {FactorMethod::cholesky, -1.0, -1.0}),
                       std::invalid_argument, "jitter");
+    // dense(m) with fewer rows than the support's centres wrote past its result.
+    for (const FactorMethod method : {FactorMethod::pivoted, FactorMethod::qr, FactorMethod::cholesky}) {
+        const auto factor = nytro::nystrom_factor<double>(K, {method, -1.0, 1e-10});
+        CHECK_EQ(factor.dense(4).rows(), Index(4));
+        CHECK_THROWS_WITH(factor.dense(2), std::invalid_argument, "m=2");
+    }
 }
 
 NYTRO_TEST(factor_numerical_failures_are_runtime_errors) {
