@@ -515,6 +515,41 @@ NYTRO_TEST(sample_weights_matter_only_by_ratio) {
     }
 }
 
+// Targets of 2^+-600: their squared errors over- or underflow float64, and the paths came
+// out silently wrong (every hold-out RMSE 0: t = 1; inf: cg's zero model) or with a false
+// "diverged" error. Refused by name; 2^+-300 still fit as the scaled ordinary targets.
+NYTRO_TEST(targets_at_the_ends_of_float64_are_refused_by_name) {
+    const Problem p = make_problem(60, 4, 12, 20);
+    const MatrixD &X = p.X, &Y = p.Y, &C = p.centers, &Xv = p.X_val, &Yv = p.Y_val;
+    nytro::NytroOptions cg;
+    cg.method = nytro::Method::cg;
+    cg.max_iter = 10;
+    nytro::IterativeOptions lw;
+    lw.max_iter = 10;
+    const std::vector<double> lambdas{1e-4, 1e-2};
+    for (const int exponent : {-600, 600}) {
+        const double s = std::ldexp(1.0, exponent);
+        const MatrixD Ys = Y * s, Yvs = Yv * s;
+        CHECK_THROWS_WITH(nytro::nytro_path<double>(X, Ys, C, p.sigma, Xv, Yvs, cg), std::invalid_argument, "y's");
+        CHECK_THROWS_WITH(nytro::nytro_path<double>(X, Y, C, p.sigma, Xv, Yvs, cg), std::invalid_argument, "y_val's");
+        CHECK_THROWS_WITH(nytro::nytro_path<double>(X, Ys, C, p.sigma, kNone, kNoneY, {}), std::invalid_argument,
+                          "y's");
+        CHECK_THROWS_WITH(nytro::landweber_path<double>(X, Ys, p.sigma, Xv, Yvs, lw), std::invalid_argument, "y's");
+        CHECK_THROWS_WITH(nytro::nkrls_path<double>(X, Ys, C, p.sigma, lambdas, Xv, Yvs), std::invalid_argument,
+                          "y's");
+        CHECK_THROWS_WITH(nytro::krls_path<double>(X, Ys, p.sigma, lambdas, Xv, Yvs), std::invalid_argument, "y's");
+    }
+    const auto expected = nytro::nytro_path<double>(X, Y, C, p.sigma, Xv, Yv, cg);
+    for (const int exponent : {-300, 300}) {
+        const double s = std::ldexp(1.0, exponent);
+        const auto fit = nytro::nytro_path<double>(X, Y * s, C, p.sigma, Xv, Yv * s, cg);
+        CHECK_EQ(fit.n_iter, expected.n_iter);
+        CHECK_CLOSE((fit.coef / s).eval(), expected.coef, 1e-12);
+    }
+    // All-zero targets are in range (their model is 0).
+    CHECK(nytro::nytro_path<double>(X, MatrixD::Zero(X.rows(), 1), C, p.sigma, kNone, kNoneY, cg).coef.isZero());
+}
+
 NYTRO_TEST(absurd_allocation_throws_out_of_memory) {
     if (nytro::physical_memory_bytes() == 0) return;  // nothing to compare with
     // n = 1e6: the n x n kernel is 8 TB (4 TB in float), refused before allocating.

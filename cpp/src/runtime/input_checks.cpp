@@ -33,6 +33,22 @@ void check_training_data(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
 }
 
 template <class T>
+void check_target_range(const MatrixCRef<T>& Y, const MatrixCRef<T>& Y_val) {
+    const double top = std::ldexp(1.0, kTargetExponent), bottom = std::ldexp(1.0, -kTargetExponent);
+    auto check = [&](const MatrixCRef<T>& A, const char* name) {
+        if (A.size() == 0) return;
+        const double peak = double(A.cwiseAbs().maxCoeff());
+        require(peak == 0 || (peak >= bottom && peak <= top),
+                std::string(name) + "'s largest magnitude " + format_number(peak) + " is outside [2^-" +
+                    std::to_string(kTargetExponent) + ", 2^" + std::to_string(kTargetExponent) +
+                    "], where the squared errors of the path over- or underflow: divide y and y_val by a "
+                    "power of two and multiply the coefficients by it");
+    };
+    check(Y, "y");
+    check(Y_val, "y_val");
+}
+
+template <class T>
 void check_centers(const MatrixCRef<T>& centers, const MatrixCRef<T>& X) {
     require(centers.rows() >= 1 && centers.rows() <= X.rows(),
             "the number of centres must be between 1 and n = " + std::to_string(X.rows()) + ", got " +
@@ -83,6 +99,8 @@ template void check_training_data<float>(const MatrixCRef<float>&, const MatrixC
                                          const MatrixCRef<float>&, const MatrixCRef<float>&);
 template void check_training_data<double>(const MatrixCRef<double>&, const MatrixCRef<double>&,
                                           const MatrixCRef<double>&, const MatrixCRef<double>&);
+template void check_target_range<float>(const MatrixCRef<float>&, const MatrixCRef<float>&);
+template void check_target_range<double>(const MatrixCRef<double>&, const MatrixCRef<double>&);
 template void check_centers<float>(const MatrixCRef<float>&, const MatrixCRef<float>&);
 template void check_centers<double>(const MatrixCRef<double>&, const MatrixCRef<double>&);
 

@@ -344,6 +344,7 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
                          const KernelSpec& kernel, const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val,
                          const NytroOptions& options) {
     detail::check_training_data<T>(X, Y, X_val, Y_val);
+    detail::check_target_range<T>(Y, Y_val);
     detail::check_centers<T>(centers, X);
     detail::check_iterative_options(options);
     const int threads = detail::resolve_threads(options.n_threads);

@@ -142,6 +142,7 @@ TikhonovResult<T> nkrls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, con
                              const KernelSpec& kernel, const std::vector<double>& lambdas, const MatrixCRef<T>& X_val,
                              const MatrixCRef<T>& Y_val, const TikhonovOptions& options) {
     detail::check_training_data<T>(X, Y, X_val, Y_val);
+    detail::check_target_range<T>(Y, Y_val);
     detail::check_centers<T>(centers, X);
     detail::check_lambdas(lambdas, X_val.rows() > 0);
     const int threads = detail::resolve_threads(options.n_threads);
@@ -194,6 +195,7 @@ TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, cons
                             const std::vector<double>& lambdas, const MatrixCRef<T>& X_val,
                             const MatrixCRef<T>& Y_val, const TikhonovOptions& options) {
     detail::check_training_data<T>(X, Y, X_val, Y_val);
+    detail::check_target_range<T>(Y, Y_val);
     detail::check_lambdas(lambdas, X_val.rows() > 0);
     const int threads = detail::resolve_threads(options.n_threads);
     const double n = double(X.rows()), n2 = n * n;
