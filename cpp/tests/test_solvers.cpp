@@ -550,6 +550,24 @@ NYTRO_TEST(targets_at_the_ends_of_float64_are_refused_by_name) {
     CHECK(nytro::nytro_path<double>(X, MatrixD::Zero(X.rows(), 1), C, p.sigma, kNone, kNoneY, cg).coef.isZero());
 }
 
+// A linear kernel on |x| ~ 1e120: K^T K overflows, the hold-out error of cg's and hybrid's
+// every t was inf, and they returned t = 1 with the zero model as the fit.
+NYTRO_TEST(krylov_paths_refuse_a_hold_out_error_that_overflows) {
+    const Problem p = make_problem(60, 4, 12, 20);
+    const double s = 1e120;
+    const MatrixD X = p.X * s, C = p.centers * s, Xv = p.X_val * s;
+    const nytro::KernelSpec linear(nytro::KernelType::linear, 1.5, {});
+    for (const nytro::Method method : {nytro::Method::cg, nytro::Method::hybrid})
+        for (const Solver solver : {Solver::direct, Solver::gram}) {
+            nytro::NytroOptions o;
+            o.method = method;
+            o.solver = solver;
+            o.max_iter = 10;
+            CHECK_THROWS_WITH(nytro::nytro_path<double>(X, p.Y, C, linear, Xv, p.Y_val, o), std::runtime_error,
+                              "not finite");
+        }
+}
+
 NYTRO_TEST(absurd_allocation_throws_out_of_memory) {
     if (nytro::physical_memory_bytes() == 0) return;  // nothing to compare with
     // n = 1e6: the n x n kernel is 8 TB (4 TB in float), refused before allocating.
