@@ -47,6 +47,21 @@ def test_figure1_rejects_bad_range(tmp_path):
     assert cli.main(["figure1", "--out", str(tmp_path), "--snr-min", "10", "--snr-max", "1"]) == 2
 
 
+@pytest.mark.parametrize("command", [["demo"], ["figure1", "--quick"], ["figure2", "--quick"], ["table2", "--quick"],
+                                     ["theorem1", "--quick"]])
+def test_out_that_is_a_file_is_refused_before_running(tmp_path, capsys, command):
+    # Each command made --out after its computation: a FileExistsError traceback at the end.
+    existing = tmp_path / "a_file"
+    existing.write_text("not a folder")
+    assert cli.main([*command, "--out", str(existing)]) == 2
+    assert "argument --out" in capsys.readouterr().err
+
+
+def test_theorem1_rejects_a_negative_seed_by_name(tmp_path, capsys):
+    assert cli.main(["theorem1", "--quick", "--seed", "-1", "--out", str(tmp_path)]) == 2
+    assert "--seed" in capsys.readouterr().err
+
+
 def test_theorem1_quick(tmp_path):
     assert cli.main(["theorem1", "--out", str(tmp_path), "--quick"]) == 0
     assert_png(tmp_path / theorem1.PNG)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from . import __version__
@@ -75,8 +76,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    # Every command writes into --out once its computation is done: a file there was a
+    # FileExistsError traceback after the whole run (the demo's fits, an experiment's grid).
+    out = getattr(args, "out", None)
+    if out is not None and os.path.exists(out) and not os.path.isdir(out):
+        print(f"nytro {args.command}: error: argument --out: {out!r} exists and is not a folder", file=sys.stderr)
+        return 2
     try:
         return args.run(args)
-    except (ValueError, MemoryError, FileNotFoundError) as error:
+    except (ValueError, MemoryError, OSError) as error:  # OSError: --out or --data-dir unusable
         print(f"nytro {args.command}: error: {error}", file=sys.stderr)
         return 2
