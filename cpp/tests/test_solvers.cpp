@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <thread>
 #include <type_traits>
+#include <utility>
 
 using namespace support;
 using nytro::Solver;
@@ -440,6 +441,44 @@ NYTRO_TEST(invalid_input_throws_invalid_argument) {
         bad = {};
         bad.tol = std::nan("");
         CHECK_THROWS_WITH(nytro_call(X, Y, C, s, Xv, Yv, bad), std::invalid_argument, "tol");
+        // Enum values cast from out-of-range integers: method 9 returned the zero model,
+        // stopping 9 selected t = 0, step_rule 9 took a step of 0, all without an error.
+        using Set = void (*)(nytro::NytroOptions&);
+        const std::pair<const char*, Set> casts[] = {
+            {"method", [](nytro::NytroOptions& o) { o.method = static_cast<nytro::Method>(9); }},
+            {"step_rule", [](nytro::NytroOptions& o) { o.step_rule = static_cast<StepRule>(9); }},
+            {"stopping", [](nytro::NytroOptions& o) { o.stopping = static_cast<Stopping>(9); }},
+            {"iterates", [](nytro::NytroOptions& o) { o.iterates = static_cast<nytro::Iterates>(9); }},
+            {"metric", [](nytro::NytroOptions& o) { o.metric = static_cast<nytro::Metric>(9); }},
+            {"solver", [](nytro::NytroOptions& o) { o.solver = static_cast<Solver>(9); }},
+            {"storage", [](nytro::NytroOptions& o) { o.storage = static_cast<nytro::Storage>(9); }},
+            {"factor", [](nytro::NytroOptions& o) { o.factor.method = static_cast<nytro::FactorMethod>(9); }},
+        };
+        for (const auto& [name, set] : casts) {
+            bad = {};
+            set(bad);
+            CHECK_THROWS_WITH(nytro_call(X, Y, C, s, Xv, Yv, bad), std::invalid_argument,
+                              std::string(name) + " has no valid value");
+        }
+        // NaN passed for the grid's smallest lambda and inf fitted the zero model.
+        for (const double lambda : {std::nan(""), std::numeric_limits<double>::infinity()}) {
+            bad = {};
+            bad.method = nytro::Method::hybrid;
+            bad.hybrid_lambda = lambda;
+            CHECK_THROWS_WITH(nytro_call(X, Y, C, s, kNone, kNoneY, bad), std::invalid_argument, "hybrid_lambda");
+        }
+        // All-zero validation_weights made every hold-out RMSE 0 and selected t = 1.
+        bad = {};
+        bad.validation_weights = {0.0};
+        CHECK_THROWS_WITH(nytro_call(X, Y, C, s, Xv, Yv, bad), std::invalid_argument, "validation_weights");
+        nytro::TikhonovOptions tikhonov;
+        tikhonov.validation_weights = {0.0};
+        CHECK_THROWS_WITH(nytro::nkrls_path<double>(X, Y, C, s, {1e-3}, Xv, Yv, tikhonov), std::invalid_argument,
+                          "validation_weights");
+        tikhonov = {};
+        tikhonov.solver = static_cast<nytro::TikhonovSolver>(9);
+        CHECK_THROWS_WITH(nytro::krls_path<double>(X, Y, s, {1e-3}, Xv, Yv, tikhonov), std::invalid_argument,
+                          "solver has no valid value");
     }
     nytro::IterativeOptions lw;
     lw.max_iter = 0;

@@ -58,6 +58,11 @@ void check_centers(const MatrixCRef<T>& centers, const MatrixCRef<T>& X) {
     require(centers.allFinite(), "centres contain NaN or infinity");
 }
 
+void check_named(const char* name, const char* argument, int value) {
+    require(std::string(name) != "?", std::string(argument) + " has no valid value (the enum holds " +
+                                          std::to_string(value) + ")");
+}
+
 void check_lambdas(const std::vector<double>& lambdas, bool has_validation) {
     require(!lambdas.empty(), "lambdas must not be empty");
     for (double lambda : lambdas)

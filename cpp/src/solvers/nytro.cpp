@@ -347,6 +347,9 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
     detail::check_target_range<T>(Y, Y_val);
     detail::check_centers<T>(centers, X);
     detail::check_iterative_options(options);
+    detail::check_named(to_string(options.solver), "solver", int(options.solver));
+    detail::check_named(to_string(options.storage), "storage", int(options.storage));
+    detail::check_named(to_string(options.factor.method), "factor", int(options.factor.method));
     const int threads = detail::resolve_threads(options.n_threads);
     const bool half = options.storage == Storage::float16;
     const bool low = (options.storage == Storage::float32 || half) && !std::is_same_v<T, float>;
