@@ -57,6 +57,19 @@ def test_out_that_is_a_file_is_refused_before_running(tmp_path, capsys, command)
     assert "argument --out" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv, flag", [
+    (["--n-centers", "0"], "--n-centers"), (["--max-iter", "-1"], "--max-iter"), (["--threads", "0"], "--threads"),
+    (["--sigma", "nan"], "--sigma"), (["--sigma", "-1"], "--sigma"), (["--seed", "-1"], "--seed"),
+])
+def test_demo_flags_are_refused_by_name_before_reading_data(argv, flag, capsys):
+    # They were checked by the estimators once cpuSmall was read, and named by their
+    # parameters (n_centers, n_threads, random_state).
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["demo", *argv])
+    assert exit_.value.code == 2
+    assert f"argument {flag}:" in capsys.readouterr().err
+
+
 def test_theorem1_rejects_a_negative_seed_by_name(tmp_path, capsys):
     assert cli.main(["theorem1", "--quick", "--seed", "-1", "--out", str(tmp_path)]) == 2
     assert "--seed" in capsys.readouterr().err
