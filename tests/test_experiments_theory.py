@@ -47,6 +47,13 @@ def test_figure1_rejects_bad_range(tmp_path):
     assert cli.main(["figure1", "--out", str(tmp_path), "--snr-min", "10", "--snr-max", "1"]) == 2
 
 
+@pytest.mark.parametrize("n", ["1e280", "inf", "1"])
+def test_figure1_rejects_n_beyond_its_axes_by_name(tmp_path, capsys, n):
+    # 1e280: an OverflowError traceback from matplotlib's log ticks; inf: a bad --snr-min.
+    assert cli.main(["figure1", "--out", str(tmp_path), "--quick", "--n", n]) == 2
+    assert "--n must be" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("command", [["demo"], ["figure1", "--quick"], ["figure2", "--quick"], ["table2", "--quick"],
                                      ["theorem1", "--quick"]])
 def test_out_that_is_a_file_is_refused_before_running(tmp_path, capsys, command):
