@@ -607,6 +607,21 @@ NYTRO_TEST(krylov_paths_refuse_a_hold_out_error_that_overflows) {
         }
 }
 
+// max_iter as "until the rule stops" (2^63 - 1) with two outputs: the columns the path
+// may validate, max_iter q, overflowed (undefined; UBSan stops tools/sanitize.sh there).
+NYTRO_TEST(unbounded_max_iter_with_several_outputs_stops_by_its_rule) {
+    const Problem p = make_problem(60, 4, 12, 20, 2);
+    for (const Solver solver : {Solver::direct, Solver::gram, Solver::spectral}) {
+        nytro::NytroOptions o;
+        o.solver = solver;
+        o.max_iter = std::numeric_limits<Index>::max();
+        o.patience = 5;
+        const auto fit = nytro::nytro_path<double>(p.X, p.Y, p.centers, p.sigma, p.X_val, p.Y_val, o);
+        CHECK_EQ(fit.iterations_run, fit.n_iter + 5);
+        CHECK(fit.coef.allFinite());
+    }
+}
+
 NYTRO_TEST(absurd_allocation_throws_out_of_memory) {
     if (nytro::physical_memory_bytes() == 0) return;  // nothing to compare with
     // n = 1e6: the n x n kernel is 8 TB (4 TB in float), refused before allocating.
