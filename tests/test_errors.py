@@ -296,6 +296,20 @@ def test_fit_at_extreme_scale_is_right_or_refused(cls):
     np.testing.assert_allclose(est.predict(X * 1e200), ref.predict(X), atol=1e-6)
 
 
+@pytest.mark.parametrize("method", ["gd", "cg", "hybrid"])
+def test_linear_kernel_overflow_is_refused_not_a_zero_model(method):
+    """A linear kernel on X * 1e120: K^T K overflows and every hold-out error was inf; cg
+    and hybrid returned the zero model at t = 1 without an error. A model or an error."""
+    X, y = data()
+    try:
+        est = make_estimator(NytroRegressor, kernel="linear", method=method).fit(X * 1e120, y)
+    except (RuntimeError, ValueError) as error:
+        assert re.search("finite|overflow|lambda_max", str(error)), error
+        return
+    assert np.isfinite(est.validation_rmse_[est.n_iter_ - 1]), "selected a model whose hold-out error is inf"
+    assert np.any(est.coef_ != 0), "returned the zero model"
+
+
 @pytest.mark.parametrize("cls", ALL)
 @pytest.mark.parametrize("exponent", [-1000, -600, 600, 1000])
 def test_targets_near_the_ends_of_float64_give_the_scaled_model(cls, exponent):

@@ -189,6 +189,19 @@ def test_table2_rejects_unknown_names(tmp_path, capsys):
     assert "unknown" in capsys.readouterr().err
 
 
+def test_table2_rejects_empty_lists_and_bad_numbers_before_reading_data(tmp_path, capsys):
+    # --datasets "" ran nothing and wrote an empty table; --m 0 and --max-iter 0 fell back
+    # to the defaults; a budget of -1 or nan skipped every method or peer, or none.
+    for argv, flag in ((["--datasets", ""], "--datasets"), (["--methods", " , "], "--methods"),
+                       (["--m", "0"], "--m"), (["--max-iter", "0"], "--max-iter"),
+                       (["--memory-budget-gb", "-1"], "--memory-budget-gb"),
+                       (["--memory-budget-gb", "nan"], "--memory-budget-gb"),
+                       (["--peer-budget", "nan"], "--peer-budget"), (["--peer-budget", "0"], "--peer-budget")):
+        assert table2.main([*argv, "--out", str(tmp_path / "t2")]) == 2, argv
+        assert flag in capsys.readouterr().err, argv
+    assert not (tmp_path / "t2").exists()  # refused before the output folder is made
+
+
 def test_figure2_quick(tmp_path):
     out = tmp_path / "f2"
     assert figure2.main(["--quick", "--threads", "1", "--out", str(out), "--sigma", "0.75", "--no-progress"]) == 0

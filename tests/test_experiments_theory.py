@@ -47,6 +47,41 @@ def test_figure1_rejects_bad_range(tmp_path):
     assert cli.main(["figure1", "--out", str(tmp_path), "--snr-min", "10", "--snr-max", "1"]) == 2
 
 
+@pytest.mark.parametrize("n", ["1e280", "inf", "1"])
+def test_figure1_rejects_n_beyond_its_axes_by_name(tmp_path, capsys, n):
+    # 1e280: an OverflowError traceback from matplotlib's log ticks; inf: a bad --snr-min.
+    assert cli.main(["figure1", "--out", str(tmp_path), "--quick", "--n", n]) == 2
+    assert "--n must be" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["demo"], ["figure1", "--quick"], ["figure2", "--quick"], ["table2", "--quick"],
+                                     ["theorem1", "--quick"]])
+def test_out_that_is_a_file_is_refused_before_running(tmp_path, capsys, command):
+    # Each command made --out after its computation: a FileExistsError traceback at the end.
+    existing = tmp_path / "a_file"
+    existing.write_text("not a folder")
+    assert cli.main([*command, "--out", str(existing)]) == 2
+    assert "argument --out" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["--n-centers", "0"], "--n-centers"), (["--max-iter", "-1"], "--max-iter"), (["--threads", "0"], "--threads"),
+    (["--sigma", "nan"], "--sigma"), (["--sigma", "-1"], "--sigma"), (["--seed", "-1"], "--seed"),
+])
+def test_demo_flags_are_refused_by_name_before_reading_data(argv, flag, capsys):
+    # They were checked by the estimators once cpuSmall was read, and named by their
+    # parameters (n_centers, n_threads, random_state).
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["demo", *argv])
+    assert exit_.value.code == 2
+    assert f"argument {flag}:" in capsys.readouterr().err
+
+
+def test_theorem1_rejects_a_negative_seed_by_name(tmp_path, capsys):
+    assert cli.main(["theorem1", "--quick", "--seed", "-1", "--out", str(tmp_path)]) == 2
+    assert "--seed" in capsys.readouterr().err
+
+
 def test_theorem1_quick(tmp_path):
     assert cli.main(["theorem1", "--out", str(tmp_path), "--quick"]) == 0
     assert_png(tmp_path / theorem1.PNG)

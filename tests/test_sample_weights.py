@@ -214,6 +214,19 @@ def test_unit_and_rescaled_weights_change_nothing(est):
     np.testing.assert_array_equal(c.coef_, d.coef_)
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("est", ALL, ids=lambda e: type(e).__name__)
+def test_subnormal_weights_fit_as_their_ratios(est):
+    # Weights in eighths times 2^-1060 are subnormal yet exact: the same ratios, so the
+    # same fit. n / sum(w) overflowed to inf for them and the fit crashed.
+    p = make_problem(n=150)
+    params = {"random_state": 0} if "random_state" in est.get_params() else {}
+    w = np.round(8 * weights(len(p.X), 11)) / 8
+    a = clone(est).set_params(**params).fit(p.X, p.y, sample_weight=w)
+    b = clone(est).set_params(**params).fit(p.X, p.y, sample_weight=np.ldexp(w, -1060))
+    assert_close(b.predict(p.X_val), a.predict(p.X_val), np.float64, rtol=1e-12)
+
+
 @pytest.mark.parametrize("est", ALL, ids=lambda e: type(e).__name__)
 @pytest.mark.parametrize("bad, message", [
     (lambda n: -np.ones(n), ">= 0"),

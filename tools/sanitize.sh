@@ -100,7 +100,11 @@ if (( do_cpp )); then
     for suite in $suites; do
         stamp "C++ suite $suite"
         suite_status=0
-        "$build/cpp/tests/nytro_test_$suite" || suite_status=$?
+        # The rates CTest pins (cpp/tests/CMakeLists.txt): probed here, on an instrumented
+        # build, they moved the deferred hold-out kernel's store point and failed
+        # nytro.passes' deferred_validation_kernel_is_stored_after_recomputations.
+        NYTRO_RATES=flops=1e11,bytes=3e10,fresh=3e9 NYTRO_RATES_CACHE=off \
+            "$build/cpp/tests/nytro_test_$suite" || suite_status=$?
         if (( suite_status != 0 )); then
             echo "C++ suite $suite FAILED (exit $suite_status)"
             status=$suite_status

@@ -83,4 +83,7 @@ NYTRO_TEST(centers_reject_bad_arguments) {
     CHECK_THROWS_WITH(nytro::sample_centers(10, 0, 0), std::invalid_argument, "n_centers");
     CHECK_THROWS_WITH(nytro::sample_centers(10, -1, 0), std::invalid_argument, "n_centers");
     CHECK_THROWS_WITH(nytro::sample_centers(10, 11, 0), std::invalid_argument, "n_centers");
+    // 10^12 centres need about 96 TB: refused before reserving (std::bad_alloc before).
+    if (nytro::physical_memory_bytes() > 0)
+        CHECK_THROWS_WITH(nytro::sample_centers(Index(1e12), Index(1e12), 0), nytro::out_of_memory, "n_centers");
 }

@@ -265,6 +265,14 @@ NYTRO_TEST(kernel_spec_rejects_bad_values) {
     CHECK_THROWS_WITH(nytro::kernel_matrix<double>(X, X, KernelSpec(KernelType::gaussian, 1.5, {1.0, 0.0, 1.0})),
                       std::invalid_argument, "sigma must be a finite number > 0");
     CHECK_THROWS_WITH(nytro::parse_kernel_type("rbf"), std::invalid_argument, "kernel must be");
+    // A type cast from an out-of-range integer was computed as some other kernel.
+    CHECK_THROWS_WITH(nytro::kernel_matrix<double>(X, X, KernelSpec(static_cast<KernelType>(9), 1.5, {1.0})),
+                      std::invalid_argument, "kernel has no valid type");
+    // NaN in the data was reported as "X / sigma overflows".
+    MatrixD with_nan = X;
+    with_nan(1, 2) = std::nan("");
+    CHECK_THROWS_WITH(nytro::kernel_matrix<double>(with_nan, X, 1.0), std::invalid_argument, "X contains NaN");
+    CHECK_THROWS_WITH(nytro::kernel_matrix<double>(X, with_nan, 1.0), std::invalid_argument, "Z contains NaN");
     // The linear kernel has no bandwidth to check.
     CHECK(nytro::kernel_matrix<double>(X, X, KernelSpec(KernelType::linear, 1.5, {})).allFinite());
 }

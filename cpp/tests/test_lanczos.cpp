@@ -10,6 +10,7 @@
 #include "paths/validation.hpp"
 
 #include <cmath>
+#include <limits>
 
 using namespace support;
 using nytro::Iterates;
@@ -179,6 +180,25 @@ NYTRO_TEST(unstable_step_is_an_error_not_a_model) {
     // A stable step up to the limit 2 / lambda_max passes (the top mode's factor is -1).
     for (Iterates iterates : {Iterates::stepwise, Iterates::lanczos})
         CHECK_CLOSE(diagonal.run(2.0, 100, iterates).coef, diagonal.beta(2.0, 100), 1e-9);
+}
+
+NYTRO_TEST(non_finite_rhs_is_an_error_not_a_crash) {
+    // A^T y of inf or NaN (a linear kernel on |x| ~ 1e120, with the spectral solver and
+    // LAPACK's eigensolver): the Krylov column was left unstarted yet open, and its first
+    // step read past the empty basis (a segfault from Python).
+    Eigen::VectorXd h(10);
+    for (Index i = 0; i < h.size(); ++i) h[i] = double(i + 1) / double(h.size());
+    for (const double bad : {std::numeric_limits<double>::infinity(), std::nan("")}) {
+        Diagonal diagonal(h);
+        diagonal.problem.rhs(3, 0) = bad;
+        CHECK_THROWS_WITH(diagonal.run(0.5, 20, Iterates::lanczos), std::runtime_error, "not finite");
+        nytro::IterativeOptions cg;
+        cg.method = nytro::Method::cg;
+        cg.max_iter = 20;
+        nytro::PathResult<double> result;
+        CHECK_THROWS_WITH(nytro::detail::run_path<double>(diagonal.problem, 0.0, nullptr, cg, result),
+                          std::runtime_error, "not finite");
+    }
 }
 
 NYTRO_TEST(lanczos_flat_spectrum_falls_back_to_steps) {

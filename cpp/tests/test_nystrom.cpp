@@ -7,6 +7,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 using namespace support;
 using nytro::FactorMethod;
@@ -147,6 +148,12 @@ NYTRO_TEST(factor_rejects_bad_arguments) {
                       "rank_tol");
     CHECK_THROWS_WITH(nytro::nystrom_factor<double>(K, {FactorMethod::cholesky, -1.0, -1.0}),
                       std::invalid_argument, "jitter");
+    // dense(m) with fewer rows than the support's centres wrote past its result.
+    for (const FactorMethod method : {FactorMethod::pivoted, FactorMethod::qr, FactorMethod::cholesky}) {
+        const auto factor = nytro::nystrom_factor<double>(K, {method, -1.0, 1e-10});
+        CHECK_EQ(factor.dense(4).rows(), Index(4));
+        CHECK_THROWS_WITH(factor.dense(2), std::invalid_argument, "m=2");
+    }
 }
 
 NYTRO_TEST(factor_numerical_failures_are_runtime_errors) {
@@ -196,6 +203,13 @@ void cholesky_factors(double tol) {
     indefinite(7, 7) = -1.0;
     nytro::Matrix<T> G = indefinite.cast<T>();
     CHECK(!nytro::cholesky_lower_in_place<T>(G));
+    // NaN is no positive pivot: Eigen's test (<= 0) passed it and reported success.
+    for (const auto& [row, col] : {std::pair<Index, Index>{7, 7}, {30, 12}}) {
+        MatrixD with_nan = A;
+        with_nan(row, col) = with_nan(col, row) = std::nan("");
+        nytro::Matrix<T> H = with_nan.cast<T>();
+        CHECK(!nytro::cholesky_lower_in_place<T>(H));
+    }
     nytro::Matrix<T> empty(0, 0);
     CHECK(nytro::cholesky_lower_in_place<T>(empty));
 }
@@ -244,4 +258,28 @@ NYTRO_TEST(normal_equations_match_direct_products) {
     }
     CHECK_THROWS_WITH(nytro::normal_equations<double>(p.X, p.Y.topRows(5), p.centers, nullptr, p.sigma, VectorD()),
                       std::invalid_argument, "Y");
+    // NaN in Y or row_scale made C or H NaN without an error (X's is the kernel's to refuse).
+    MatrixD Y_nan = p.Y;
+    Y_nan(2, 0) = std::nan("");
+    CHECK_THROWS_WITH(nytro::normal_equations<double>(p.X, Y_nan, p.centers, nullptr, p.sigma, VectorD()),
+                      std::invalid_argument, "Y contains NaN");
+    VectorD scale_nan = VectorD::Ones(p.X.rows());
+    scale_nan[4] = std::nan("");
+    CHECK_THROWS_WITH(nytro::normal_equations<double>(p.X, p.Y, p.centers, nullptr, p.sigma, scale_nan),
+                      std::invalid_argument, "row_scale");
+}
+
+// The dense solvers on their edge cases: an empty matrix (Eigen's eigensolver crashed on
+// it), and NaN given to the pivoted QR (an empty range, k = 0, without an error).
+NYTRO_TEST(dense_solvers_edge_cases) {
+    nytro::Vector<double> w;
+    MatrixD V;
+    nytro::symmetric_eigen<double>(MatrixD(0, 0), w, V);
+    CHECK(w.size() == 0 && V.size() == 0);
+    const MatrixD K = MatrixD::Identity(3, 3);
+    CHECK_THROWS_WITH(nytro::pivoted_qr_range<double>(K, std::nan("")), std::invalid_argument, "rank_tol");
+    MatrixD K_nan = K;
+    K_nan(1, 1) = std::nan("");
+    CHECK_THROWS_WITH(nytro::pivoted_qr_range<double>(K_nan, 1e-10), std::invalid_argument, "NaN");
+    CHECK_EQ(nytro::pivoted_qr_range<double>(K, 1e-10).cols(), Index(3));
 }

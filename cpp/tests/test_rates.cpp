@@ -170,6 +170,24 @@ NYTRO_TEST(rates_read_from_a_written_cache) {
     std::remove(file.c_str());
 }
 
+NYTRO_TEST(rates_leave_a_file_that_is_no_cache_alone) {
+    // NYTRO_RATES_CACHE naming a file of something else: it was rewritten (through a
+    // rename, its mode reset) with the rates line added to its own lines.
+    ScopedEnv no_pin("NYTRO_RATES", nullptr);
+    const std::string file = "nytro_test_rates_not_a_cache.txt";
+    const std::string text = "user settings\nkey\tvalue\n";
+    {
+        std::ofstream out(file);
+        out << text;
+    }
+    ScopedEnv cache("NYTRO_RATES_CACHE", file.c_str());
+    unpin();
+    CHECK(probed(nytro::machine_rates(1, /*refresh=*/true)));  // a refresh writes even when unsteady
+    CHECK_EQ(read_text(file), text);
+    unpin();
+    std::remove(file.c_str());
+}
+
 NYTRO_TEST(rates_an_unusable_cache_never_fails) {
     ScopedEnv no_pin("NYTRO_RATES", nullptr);
     for (const char* file : {"/dev/null/rates.txt", "off"}) {

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <thread>
 #include <type_traits>
+#include <utility>
 
 using namespace support;
 using nytro::Solver;
@@ -440,6 +441,44 @@ NYTRO_TEST(invalid_input_throws_invalid_argument) {
         bad = {};
         bad.tol = std::nan("");
         CHECK_THROWS_WITH(nytro_call(X, Y, C, s, Xv, Yv, bad), std::invalid_argument, "tol");
+        // Enum values cast from out-of-range integers: method 9 returned the zero model,
+        // stopping 9 selected t = 0, step_rule 9 took a step of 0, all without an error.
+        using Set = void (*)(nytro::NytroOptions&);
+        const std::pair<const char*, Set> casts[] = {
+            {"method", [](nytro::NytroOptions& o) { o.method = static_cast<nytro::Method>(9); }},
+            {"step_rule", [](nytro::NytroOptions& o) { o.step_rule = static_cast<StepRule>(9); }},
+            {"stopping", [](nytro::NytroOptions& o) { o.stopping = static_cast<Stopping>(9); }},
+            {"iterates", [](nytro::NytroOptions& o) { o.iterates = static_cast<nytro::Iterates>(9); }},
+            {"metric", [](nytro::NytroOptions& o) { o.metric = static_cast<nytro::Metric>(9); }},
+            {"solver", [](nytro::NytroOptions& o) { o.solver = static_cast<Solver>(9); }},
+            {"storage", [](nytro::NytroOptions& o) { o.storage = static_cast<nytro::Storage>(9); }},
+            {"factor", [](nytro::NytroOptions& o) { o.factor.method = static_cast<nytro::FactorMethod>(9); }},
+        };
+        for (const auto& [name, set] : casts) {
+            bad = {};
+            set(bad);
+            CHECK_THROWS_WITH(nytro_call(X, Y, C, s, Xv, Yv, bad), std::invalid_argument,
+                              std::string(name) + " has no valid value");
+        }
+        // NaN passed for the grid's smallest lambda and inf fitted the zero model.
+        for (const double lambda : {std::nan(""), std::numeric_limits<double>::infinity()}) {
+            bad = {};
+            bad.method = nytro::Method::hybrid;
+            bad.hybrid_lambda = lambda;
+            CHECK_THROWS_WITH(nytro_call(X, Y, C, s, kNone, kNoneY, bad), std::invalid_argument, "hybrid_lambda");
+        }
+        // All-zero validation_weights made every hold-out RMSE 0 and selected t = 1.
+        bad = {};
+        bad.validation_weights = {0.0};
+        CHECK_THROWS_WITH(nytro_call(X, Y, C, s, Xv, Yv, bad), std::invalid_argument, "validation_weights");
+        nytro::TikhonovOptions tikhonov;
+        tikhonov.validation_weights = {0.0};
+        CHECK_THROWS_WITH(nytro::nkrls_path<double>(X, Y, C, s, {1e-3}, Xv, Yv, tikhonov), std::invalid_argument,
+                          "validation_weights");
+        tikhonov = {};
+        tikhonov.solver = static_cast<nytro::TikhonovSolver>(9);
+        CHECK_THROWS_WITH(nytro::krls_path<double>(X, Y, s, {1e-3}, Xv, Yv, tikhonov), std::invalid_argument,
+                          "solver has no valid value");
     }
     nytro::IterativeOptions lw;
     lw.max_iter = 0;
@@ -468,6 +507,119 @@ NYTRO_TEST(invalid_input_throws_invalid_argument) {
     CHECK_THROWS_WITH(nytro::parse_tikhonov_solver("cg"), std::invalid_argument, "cg");
     CHECK(nytro::parse_solver("gram") == Solver::gram);
     CHECK(nytro::parse_stopping("window") == Stopping::window);
+}
+
+// Only the weights' ratios matter (w' = w n / sum w): the same ratios at the ends of the
+// range, subnormal (their sum's n / sum overflowed to inf and crashed the fit) or near
+// the largest double (their sum overflowed and was refused), give the fit of ordinary ones.
+NYTRO_TEST(sample_weights_matter_only_by_ratio) {
+    const Problem p = make_problem(60, 4, 12, 20);
+    const MatrixD &X = p.X, &Y = p.Y, &C = p.centers, &Xv = p.X_val, &Yv = p.Y_val;
+    auto weights = [](Index n, int exponent) {
+        std::vector<double> w(static_cast<std::size_t>(n));
+        for (Index i = 0; i < n; ++i) w[std::size_t(i)] = std::ldexp(double(1 + i % 3), exponent);
+        return w;
+    };
+    nytro::NytroOptions ordinary;
+    ordinary.max_iter = 40;
+    ordinary.sample_weights = weights(X.rows(), 0);
+    ordinary.validation_sample_weights = weights(Xv.rows(), 0);
+    nytro::TikhonovOptions tikhonov;
+    tikhonov.sample_weights = ordinary.sample_weights;
+    tikhonov.validation_sample_weights = ordinary.validation_sample_weights;
+    for (const Solver solver : {Solver::direct, Solver::gram}) {
+        ordinary.solver = solver;
+        const auto expected = nytro::nytro_path<double>(X, Y, C, p.sigma, Xv, Yv, ordinary);
+        const auto expected_nkrls = nytro::nkrls_path<double>(X, Y, C, p.sigma, {1e-4, 1e-2}, Xv, Yv, tikhonov);
+        for (const int exponent : {-1060, -1030, 1020}) {  // 2^-1060 is subnormal, 3 x 2^1020 near the top
+            const std::string label = std::string(nytro::to_string(solver)) + " 2^" + std::to_string(exponent);
+            nytro::NytroOptions scaled = ordinary;
+            scaled.sample_weights = weights(X.rows(), exponent);
+            scaled.validation_sample_weights = weights(Xv.rows(), exponent);
+            nytro::TikhonovOptions scaled_tikhonov = tikhonov;
+            scaled_tikhonov.sample_weights = scaled.sample_weights;
+            scaled_tikhonov.validation_sample_weights = scaled.validation_sample_weights;
+            try {
+                const auto fit = nytro::nytro_path<double>(X, Y, C, p.sigma, Xv, Yv, scaled);
+                CHECK_MSG(fit.n_iter == expected.n_iter, label);
+                CHECK_CLOSE(fit.coef, expected.coef, 1e-12);
+                CHECK_CLOSE(path_of(fit.validation_rmse), path_of(expected.validation_rmse), 1e-12);
+                const auto nkrls = nytro::nkrls_path<double>(X, Y, C, p.sigma, {1e-4, 1e-2}, Xv, Yv, scaled_tikhonov);
+                CHECK_CLOSE(nkrls.coef, expected_nkrls.coef, 1e-12);
+                CHECK_CLOSE(path_of(nkrls.validation_rmse), path_of(expected_nkrls.validation_rmse), 1e-12);
+            } catch (const std::exception& error) {
+                CHECK_MSG(false, label + ": " + error.what());
+            }
+        }
+    }
+}
+
+// Targets of 2^+-600: their squared errors over- or underflow float64, and the paths came
+// out silently wrong (every hold-out RMSE 0: t = 1; inf: cg's zero model) or with a false
+// "diverged" error. Refused by name; 2^+-300 still fit as the scaled ordinary targets.
+NYTRO_TEST(targets_at_the_ends_of_float64_are_refused_by_name) {
+    const Problem p = make_problem(60, 4, 12, 20);
+    const MatrixD &X = p.X, &Y = p.Y, &C = p.centers, &Xv = p.X_val, &Yv = p.Y_val;
+    nytro::NytroOptions cg;
+    cg.method = nytro::Method::cg;
+    cg.max_iter = 10;
+    nytro::IterativeOptions lw;
+    lw.max_iter = 10;
+    const std::vector<double> lambdas{1e-4, 1e-2};
+    for (const int exponent : {-600, 600}) {
+        const double s = std::ldexp(1.0, exponent);
+        const MatrixD Ys = Y * s, Yvs = Yv * s;
+        CHECK_THROWS_WITH(nytro::nytro_path<double>(X, Ys, C, p.sigma, Xv, Yvs, cg), std::invalid_argument, "y's");
+        CHECK_THROWS_WITH(nytro::nytro_path<double>(X, Y, C, p.sigma, Xv, Yvs, cg), std::invalid_argument, "y_val's");
+        CHECK_THROWS_WITH(nytro::nytro_path<double>(X, Ys, C, p.sigma, kNone, kNoneY, {}), std::invalid_argument,
+                          "y's");
+        CHECK_THROWS_WITH(nytro::landweber_path<double>(X, Ys, p.sigma, Xv, Yvs, lw), std::invalid_argument, "y's");
+        CHECK_THROWS_WITH(nytro::nkrls_path<double>(X, Ys, C, p.sigma, lambdas, Xv, Yvs), std::invalid_argument,
+                          "y's");
+        CHECK_THROWS_WITH(nytro::krls_path<double>(X, Ys, p.sigma, lambdas, Xv, Yvs), std::invalid_argument, "y's");
+    }
+    const auto expected = nytro::nytro_path<double>(X, Y, C, p.sigma, Xv, Yv, cg);
+    for (const int exponent : {-300, 300}) {
+        const double s = std::ldexp(1.0, exponent);
+        const auto fit = nytro::nytro_path<double>(X, Y * s, C, p.sigma, Xv, Yv * s, cg);
+        CHECK_EQ(fit.n_iter, expected.n_iter);
+        CHECK_CLOSE((fit.coef / s).eval(), expected.coef, 1e-12);
+    }
+    // All-zero targets are in range (their model is 0).
+    CHECK(nytro::nytro_path<double>(X, MatrixD::Zero(X.rows(), 1), C, p.sigma, kNone, kNoneY, cg).coef.isZero());
+}
+
+// A linear kernel on |x| ~ 1e120: K^T K overflows, the hold-out error of cg's and hybrid's
+// every t was inf, and they returned t = 1 with the zero model as the fit.
+NYTRO_TEST(krylov_paths_refuse_a_hold_out_error_that_overflows) {
+    const Problem p = make_problem(60, 4, 12, 20);
+    const double s = 1e120;
+    const MatrixD X = p.X * s, C = p.centers * s, Xv = p.X_val * s;
+    const nytro::KernelSpec linear(nytro::KernelType::linear, 1.5, {});
+    for (const nytro::Method method : {nytro::Method::cg, nytro::Method::hybrid})
+        for (const Solver solver : {Solver::direct, Solver::gram}) {
+            nytro::NytroOptions o;
+            o.method = method;
+            o.solver = solver;
+            o.max_iter = 10;
+            CHECK_THROWS_WITH(nytro::nytro_path<double>(X, p.Y, C, linear, Xv, p.Y_val, o), std::runtime_error,
+                              "not finite");
+        }
+}
+
+// max_iter as "until the rule stops" (2^63 - 1) with two outputs: the columns the path
+// may validate, max_iter q, overflowed (undefined; UBSan stops tools/sanitize.sh there).
+NYTRO_TEST(unbounded_max_iter_with_several_outputs_stops_by_its_rule) {
+    const Problem p = make_problem(60, 4, 12, 20, 2);
+    for (const Solver solver : {Solver::direct, Solver::gram, Solver::spectral}) {
+        nytro::NytroOptions o;
+        o.solver = solver;
+        o.max_iter = std::numeric_limits<Index>::max();
+        o.patience = 5;
+        const auto fit = nytro::nytro_path<double>(p.X, p.Y, p.centers, p.sigma, p.X_val, p.Y_val, o);
+        CHECK_EQ(fit.iterations_run, fit.n_iter + 5);
+        CHECK(fit.coef.allFinite());
+    }
 }
 
 NYTRO_TEST(absurd_allocation_throws_out_of_memory) {

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import sys
 
 from . import __version__
@@ -18,6 +20,37 @@ def _demo(args) -> int:
     print(format_table(rows))
     print(f"validation paths written to {figure}")
     return 0
+
+
+def _at_least(low: int):
+    """An argparse type: an integer >= low (the demo's flags were checked only after its
+    data set was read, and named by the estimators' parameter names)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {value}")
+        return value
+    return parse
+
+
+def _seed(text: str) -> int:
+    value = _at_least(0)(text)
+    if value >= 2**32:
+        raise argparse.ArgumentTypeError(f"must be below 2**32, got {value}")
+    return value
+
+
+def _bandwidth(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid float value: {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
 
 
 class _PrintAndExit(argparse.Action):
@@ -52,11 +85,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="print which instruction-set variant of the core runs, and why, and exit")
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="fit NYTRO and NKRLS on cpuSmall and plot their validation paths")
-    demo.add_argument("--n-centers", type=int, default=1000, help="Nystrom centres m (default 1000)")
-    demo.add_argument("--sigma", type=float, default=1.0, help="Gaussian kernel bandwidth (default 1.0)")
-    demo.add_argument("--max-iter", type=int, default=500, help="NYTRO iterations at most (default 500)")
-    demo.add_argument("--seed", type=int, default=0, help="hold-out split and centres (default 0)")
-    demo.add_argument("--threads", type=int, default=None, help="threads (default: nytro.default_n_threads())")
+    demo.add_argument("--n-centers", type=_at_least(1), default=1000, help="Nystrom centres m (default 1000)")
+    demo.add_argument("--sigma", type=_bandwidth, default=1.0, help="Gaussian kernel bandwidth (default 1.0)")
+    demo.add_argument("--max-iter", type=_at_least(1), default=500, help="NYTRO iterations at most (default 500)")
+    demo.add_argument("--seed", type=_seed, default=0, help="hold-out split and centres (default 0)")
+    demo.add_argument("--threads", type=_at_least(1), default=None,
+                      help="threads (default: nytro.default_n_threads())")
     demo.add_argument("--out", default=".", help="folder for nytro_demo_paths.png (default: .)")
     demo.add_argument("--verbose", "-v", action="count", default=0, help="print progress")
     demo.set_defaults(run=_demo)
@@ -75,8 +109,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    # Every command writes into --out once its computation is done: a file there was a
+    # FileExistsError traceback after the whole run (the demo's fits, an experiment's grid).
+    out = getattr(args, "out", None)
+    if out is not None and os.path.exists(out) and not os.path.isdir(out):
+        print(f"nytro {args.command}: error: argument --out: {out!r} exists and is not a folder", file=sys.stderr)
+        return 2
     try:
         return args.run(args)
-    except (ValueError, MemoryError, FileNotFoundError) as error:
+    except (ValueError, MemoryError, OSError) as error:  # OSError: --out or --data-dir unusable
         print(f"nytro {args.command}: error: {error}", file=sys.stderr)
         return 2

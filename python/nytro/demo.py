@@ -18,6 +18,8 @@ def rmse(estimator, X, y) -> float:
 
 def run_demo(n_centers=1000, sigma=1.0, max_iter=500, seed=0, n_threads=None, out=".", verbose=0):
     """Fit both estimators on the same hold-out split and centres; return the table rows."""
+    # The folder first: a path that cannot be one fails now, not after the fits.
+    os.makedirs(out, exist_ok=True)
     data = load_cpusmall()
     common = dict(n_centers=n_centers, sigma=sigma, random_state=seed, n_threads=n_threads, verbose=verbose)
     estimators = {"NYTRO": NytroRegressor(max_iter=max_iter, **common), "NKRLS": NystromKRLSRegressor(**common)}
@@ -31,7 +33,6 @@ def run_demo(n_centers=1000, sigma=1.0, max_iter=500, seed=0, n_threads=None, ou
             selected = f"t* = {estimator.n_iter_}" + (f", {selected}" if selected else "")
         rows.append((name, seconds, selected, float(np.min(estimator.validation_rmse_)),
                      rmse(estimator, data.X_test, data.y_test)))
-    os.makedirs(out, exist_ok=True)
     figure = os.path.join(out, "nytro_demo_paths.png")
     plot_validation_paths(estimators["NYTRO"], estimators["NKRLS"], figure,
                           title=f"cpuSmall, m = {n_centers}, sigma = {sigma}")

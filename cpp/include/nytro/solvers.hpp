@@ -5,7 +5,9 @@
 //   training rows themselves for the full-kernel methods), so that the prediction is
 //   k(x, centres) alpha, k the kernel (nytro/kernel.hpp; a double sigma converts to the
 //   Gaussian). Validation RMSE is sqrt(mean squared error over all n_val x q
-//   entries).
+//   entries). The paths take targets with max |y| and max |y_val| in [2^-400, 2^400]
+//   (or 0), whose squared errors float64 holds; others throw std::invalid_argument:
+//   divide them by a power of two (exact) and multiply the coefficients by it.
 #pragma once
 
 #include "nytro/kernel.hpp"

@@ -54,7 +54,9 @@ bool cholesky_lower_in_place(Matrix<T>& A) {
             return positive_definite;
     }
     Eigen::LLT<Eigen::Ref<Matrix<T>>> llt(A);  // in place: factors into A's lower triangle
-    return llt.info() == Eigen::Success;
+    // Eigen's pivot test (<= 0) passes NaN, which LAPACK's refuses: a NaN in A reaches
+    // L's diagonal at or after its row.
+    return llt.info() == Eigen::Success && A.diagonal().allFinite();
 }
 
 template bool cholesky_lower_in_place<float>(Matrix<float>&);

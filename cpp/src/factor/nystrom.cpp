@@ -385,6 +385,12 @@ Matrix<T> copy_of(const MatrixCRef<T>& K, const Callback& callback) {
 
 template <class T>
 Matrix<T> NystromFactor<T>::dense(Index m) const {
+    // A support index at or past m would be written outside `full` (heap corruption).
+    for (const Index i : support)
+        require(i >= 0 && i < m, "m=" + std::to_string(m) + " is too few centres for this factor: its support "
+                                 "holds centre " + std::to_string(i));
+    require(Index(support.size()) == R.rows(), "the factor's support has " + std::to_string(support.size()) +
+                                                   " entries but R has " + std::to_string(R.rows()) + " rows");
     Matrix<T> full = Matrix<T>::Zero(m, R.cols());
     for (std::size_t i = 0; i < support.size(); ++i) {
         if (upper_triangular)

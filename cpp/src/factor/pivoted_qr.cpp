@@ -110,6 +110,9 @@ ColMatrix<T> range_of(const MatrixCRef<T>& K, double rank_tol) {
 template <class T>
 ColMatrix<T> pivoted_qr_range(const MatrixCRef<T>& K, double rank_tol, const Callback& callback) {
     require(K.rows() == K.cols() && K.rows() > 0, "a pivoted QR here needs a non-empty square matrix");
+    // Either gave an empty range (k = 0) without an error.
+    require(!std::isnan(rank_tol), "rank_tol must be a number, got nan");
+    require(K.allFinite(), "K contains NaN or infinity");
     if (!callback) return range_of<T>(K, rank_tol);
     check_allocation(double(K.rows()) * double(K.rows()) * sizeof(T),
                      "a copy of K_mm (" + shape_text<T>(K.rows(), K.rows()) + ") for its pivoted QR");

@@ -32,6 +32,12 @@ std::vector<Index> sample_centers(Index n, Index m, std::uint64_t seed) {
     require(n >= 1, "n must be >= 1, got " + std::to_string(n));
     require(m >= 1 && m <= n, "n_centers must be between 1 and n = " + std::to_string(n) +
                                   ", got " + std::to_string(m));
+    // Planned first: a draw of 10^9 centres would reserve and fill tens of GB (a bad_alloc
+    // at best, the OOM killer at worst). About 96 bytes a centre: its index, and up to two
+    // map nodes (32 bytes each with malloc's header) and their buckets. Small draws skip
+    // the check (it reads the memory limits from /proc).
+    if (double(m) * 96.0 >= double(1 << 26))
+        check_allocation(double(m) * 96.0, "the draw of n_centers = " + std::to_string(m) + " centres");
     // The shuffle of [0, n) kept sparse: only the positions a swap has touched are stored
     // (at most 2m), so the draw costs O(m) memory whatever n (a Dask fit draws its centres
     // among 10^9 rows on the client). The swaps, and so the draw, are those of the dense

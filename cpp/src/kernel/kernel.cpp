@@ -67,6 +67,8 @@ void check_kernel_arguments(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, cons
 // ARD: the isotropic kernel on data divided by sigma_j, the tiles unchanged.
 template <class T>
 Matrix<T> scaled(const MatrixCRef<T>& A, const Vector<T>& shift, const Vector<T>& inverse, const char* name) {
+    // Said first: NaN in the data was reported as "X / sigma overflows".
+    if (!A.allFinite()) throw std::invalid_argument(std::string(name) + " contains NaN or infinity");
     Matrix<T> out = ((A.rowwise() - shift.transpose()).array().rowwise() * inverse.transpose().array()).matrix();
     if (!out.allFinite() || !out.rowwise().squaredNorm().allFinite())
         throw std::invalid_argument(std::string(name) +
@@ -461,6 +463,10 @@ KernelType parse_kernel_type(const std::string& value) {
 }
 
 void check_kernel(const KernelSpec& kernel, Index features) {
+    // A type outside the enum (a cast from an integer) was computed as some other kernel.
+    require(kernel.type == KernelType::gaussian || kernel.type == KernelType::laplacian ||
+                kernel.type == KernelType::matern || kernel.type == KernelType::linear,
+            "kernel has no valid type (the enum holds " + std::to_string(int(kernel.type)) + ")");
     if (kernel.type == KernelType::matern)
         require(kernel.nu == 0.5 || kernel.nu == 1.5 || kernel.nu == 2.5,
                 "nu (the Matern kernel's order) must be 0.5, 1.5 or 2.5, got " + format_number(kernel.nu));

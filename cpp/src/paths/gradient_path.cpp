@@ -5,6 +5,7 @@
 #include "paths/lanczos_path.hpp"
 #include "nytro/errors.hpp"
 #include "paths/stopping.hpp"
+#include "runtime/input_checks.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -60,6 +61,14 @@ bool lanczos_applies(const IterativeOptions& options) {
 }
 
 void check_iterative_options(const IterativeOptions& options) {
+    check_named(to_string(options.method), "method", int(options.method));
+    check_named(to_string(options.step_rule), "step_rule", int(options.step_rule));
+    check_named(to_string(options.stopping), "stopping", int(options.stopping));
+    check_named(to_string(options.iterates), "iterates", int(options.iterates));
+    check_named(to_string(options.metric), "metric", int(options.metric));
+    // NaN passed for "the grid's smallest" (< 0) and inf fitted the zero model, silently.
+    require(std::isfinite(options.hybrid_lambda),
+            "hybrid_lambda must be finite (< 0: the grid's smallest), got " + text(options.hybrid_lambda));
     require(options.nu > 0 && std::isfinite(options.nu), "nu must be a finite number > 0, got " + text(options.nu));
     require(options.max_iter >= 1, "max_iter must be >= 1, got " + std::to_string(options.max_iter));
     require(options.patience >= 0, "n_iter_no_change must be >= 1 or None, got " + std::to_string(options.patience));

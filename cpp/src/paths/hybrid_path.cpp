@@ -364,6 +364,12 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
             rule.push(std::sqrt(zero_error / (double(n_val) * double(q))));
         }
     }
+    // A hold-out error that overflowed at every t (data or kernel values near the ends of
+    // the range: a linear kernel on |x| ~ 1e120) selected no model and returned 0 as one.
+    if (validation && (rule.selected() < 1 || !std::isfinite(rule.path()[std::size_t(rule.selected() - 1)])))
+        throw std::runtime_error(std::string("method '") + method + "': the hold-out error is not finite at any "
+                                 "t (an overflow: the features or targets are too large or too small for the "
+                                 "kernel's products); rescale X or y");
     // Without a hold-out set: the lambda given (a refit at a selected (t, lambda)), else the
     // grid's smallest.
     const double fixed_lambda = options.hybrid_lambda > 0 ? options.hybrid_lambda : grid[0];

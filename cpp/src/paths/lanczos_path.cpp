@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <stdexcept>
 
 namespace nytro::detail {
 namespace {
@@ -34,6 +35,12 @@ std::vector<KrylovColumn> start_columns(const Matrix<T>& c, Index most_steps, do
         KrylovColumn& column = columns[std::size_t(j)];
         const Eigen::VectorXd cj = c.col(j).template cast<double>();
         column.norm_c = cj.stableNorm();
+        // A non-finite A^T y (products of a kernel near the ends of the range, e.g. a
+        // linear kernel on |x| ~ 1e120) left the process unstarted yet open, and the
+        // first step read past its empty basis.
+        if (!std::isfinite(column.norm_c))
+            throw std::runtime_error("A^T y is not finite (an overflow: the features or targets are too large or "
+                                     "too small for the kernel's products); rescale X or y");
         if (column.norm_c > 0) column.process.start(cj, most_steps, epsilon, stop_when_singular);
     }
     return columns;

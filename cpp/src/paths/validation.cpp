@@ -146,8 +146,13 @@ void Validation<T>::set_weights(const std::vector<double>& weights) {
     require(Index(weights.size()) == Y_val_.cols(), "validation_weights has " + std::to_string(weights.size()) +
                                                         " entries but y_val has " + std::to_string(Y_val_.cols()) +
                                                         " columns");
-    for (double w : weights)
+    double sum = 0.0;
+    for (double w : weights) {
         require(std::isfinite(w) && w >= 0, "validation_weights must be finite and >= 0, got " + format_number(w));
+        sum += w;
+    }
+    // All zero made every hold-out RMSE 0 and selected t = 1 (or the first lambda).
+    require(sum > 0, "validation_weights must not be all zero");
     weights_ = weights;
 }
 

@@ -2,6 +2,7 @@
 
 #include "nytro/errors.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -32,6 +33,22 @@ void check_training_data(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
 }
 
 template <class T>
+void check_target_range(const MatrixCRef<T>& Y, const MatrixCRef<T>& Y_val) {
+    const double top = std::ldexp(1.0, kTargetExponent), bottom = std::ldexp(1.0, -kTargetExponent);
+    auto check = [&](const MatrixCRef<T>& A, const char* name) {
+        if (A.size() == 0) return;
+        const double peak = double(A.cwiseAbs().maxCoeff());
+        require(peak == 0 || (peak >= bottom && peak <= top),
+                std::string(name) + "'s largest magnitude " + format_number(peak) + " is outside [2^-" +
+                    std::to_string(kTargetExponent) + ", 2^" + std::to_string(kTargetExponent) +
+                    "], where the squared errors of the path over- or underflow: divide y and y_val by a "
+                    "power of two and multiply the coefficients by it");
+    };
+    check(Y, "y");
+    check(Y_val, "y_val");
+}
+
+template <class T>
 void check_centers(const MatrixCRef<T>& centers, const MatrixCRef<T>& X) {
     require(centers.rows() >= 1 && centers.rows() <= X.rows(),
             "the number of centres must be between 1 and n = " + std::to_string(X.rows()) + ", got " +
@@ -39,6 +56,11 @@ void check_centers(const MatrixCRef<T>& centers, const MatrixCRef<T>& X) {
     require(centers.cols() == X.cols(), "centres have " + std::to_string(centers.cols()) +
                                             " features but X has " + std::to_string(X.cols()));
     require(centers.allFinite(), "centres contain NaN or infinity");
+}
+
+void check_named(const char* name, const char* argument, int value) {
+    require(std::string(name) != "?", std::string(argument) + " has no valid value (the enum holds " +
+                                          std::to_string(value) + ")");
 }
 
 void check_lambdas(const std::vector<double>& lambdas, bool has_validation) {
@@ -56,17 +78,23 @@ Vector<T> row_scales(const std::vector<double>& weights, Index n, const char* na
     if (weights.empty()) return {};
     require(Index(weights.size()) == n, std::string(name) + " has " + std::to_string(weights.size()) +
                                             " entries but there are " + std::to_string(n) + " rows");
-    double sum = 0.0;
+    double largest = 0.0;
     for (double w : weights) {
         require(std::isfinite(w) && w >= 0,
                 std::string(name) + " must be finite and >= 0, got " + format_number(w));
-        sum += w;
+        largest = std::max(largest, w);
     }
-    require(sum > 0 && std::isfinite(sum), std::string(name) + " must not be all zero (their sum is " +
-                                               format_number(sum) + ")");
+    require(largest > 0, std::string(name) + " must not be all zero");
+    // Summed as w / max w, in [1, n]: n / sum(w) itself overflowed to inf for subnormal
+    // weights (1e-320 each: the rows scaled by inf, NaN everywhere, a crash in Lanczos),
+    // and sum(w) to inf for weights near the top of the range (1e308 each), though only
+    // their ratios matter.
+    double sum = 0.0;
+    for (double w : weights) sum += w / largest;
     Vector<T> scales(n);
     const double unit = double(n) / sum;
-    for (Index i = 0; i < n; ++i) scales[i] = static_cast<T>(std::sqrt(weights[std::size_t(i)] * unit));
+    for (Index i = 0; i < n; ++i)
+        scales[i] = static_cast<T>(std::sqrt(weights[std::size_t(i)] / largest * unit));
     return scales;
 }
 
@@ -76,6 +104,8 @@ template void check_training_data<float>(const MatrixCRef<float>&, const MatrixC
                                          const MatrixCRef<float>&, const MatrixCRef<float>&);
 template void check_training_data<double>(const MatrixCRef<double>&, const MatrixCRef<double>&,
                                           const MatrixCRef<double>&, const MatrixCRef<double>&);
+template void check_target_range<float>(const MatrixCRef<float>&, const MatrixCRef<float>&);
+template void check_target_range<double>(const MatrixCRef<double>&, const MatrixCRef<double>&);
 template void check_centers<float>(const MatrixCRef<float>&, const MatrixCRef<float>&);
 template void check_centers<double>(const MatrixCRef<double>&, const MatrixCRef<double>&);
 

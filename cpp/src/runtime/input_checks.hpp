@@ -13,6 +13,15 @@ template <class T>
 void check_training_data(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const MatrixCRef<T>& X_val,
                          const MatrixCRef<T>& Y_val);
 
+// The largest |y| and |y_val| within [2^-kTargetExponent, 2^kTargetExponent] (or 0): the
+// paths square the targets' errors (hold-out RMSE) and their Krylov methods the norms
+// of A^T y, which over- or underflow float64 for targets of 2^+-600: the fits then came
+// out silently wrong (every RMSE 0 or inf: t = 1, or cg's zero model) or as a false
+// "diverged" error. nytro's Python API divides such targets by a power of two first.
+template <class T>
+void check_target_range(const MatrixCRef<T>& Y, const MatrixCRef<T>& Y_val);
+constexpr int kTargetExponent = 400;
+
 // 1 <= m <= n centres with X's feature count, all finite.
 template <class T>
 void check_centers(const MatrixCRef<T>& centers, const MatrixCRef<T>& X);
@@ -23,6 +32,11 @@ void check_centers(const MatrixCRef<T>& centers, const MatrixCRef<T>& X);
 // there is one weight per row, each finite and >= 0, and their sum is > 0.
 template <class T>
 Vector<T> row_scales(const std::vector<double>& weights, Index n, const char* name);
+
+// `name` is an option's to_string (nytro/options.hpp): "?" for a value outside the enum's
+// names, as a cast from an integer read elsewhere gives (method 9 ran no step and
+// returned the zero model, stopping 9 selected t = 0). Throws naming `argument`.
+void check_named(const char* name, const char* argument, int value);
 
 // Every lambda finite and > 0; exactly one when there is no hold-out set.
 void check_lambdas(const std::vector<double>& lambdas, bool has_validation);

@@ -59,6 +59,11 @@ bool has_lapack_syevd() { return lapack_dsyevd.load() != nullptr; }
 template <class T>
 void symmetric_eigen(const MatrixCRef<T>& A, Vector<T>& w, Matrix<T>& V) {
     require(A.rows() == A.cols(), "symmetric_eigen needs a square matrix");
+    if (A.rows() == 0) {  // Eigen's solver crashed on it
+        w.resize(0);
+        V.resize(0, 0);
+        return;
+    }
     check_allocation(3.0 * double(A.rows()) * double(A.rows()) * sizeof(T),
                      "an eigendecomposition of a " + shape_text<T>(A.rows(), A.rows()) + " matrix");
     if constexpr (std::is_same_v<T, double>) {

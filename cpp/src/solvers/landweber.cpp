@@ -22,6 +22,7 @@ PathResult<T> landweber_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, con
                              const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val,
                              const IterativeOptions& options) {
     detail::check_training_data<T>(X, Y, X_val, Y_val);
+    detail::check_target_range<T>(Y, Y_val);
     detail::check_iterative_options(options);
     const int threads = detail::resolve_threads(options.n_threads);
     const Index n = X.rows(), q = Y.cols();

@@ -243,7 +243,9 @@ bool make_parents(const std::string& file) {
 }
 
 // Replaces the key's line (others kept), through a temporary file renamed over the
-// cache so that a reader never sees half a file. Failures are ignored.
+// cache so that a reader never sees half a file. Failures are ignored. A file holding a
+// line that no probe wrote is not a cache (NYTRO_RATES_CACHE named the wrong file): it is
+// left alone, where it was rewritten with a rates line added and its mode reset.
 void write_cache(const std::string& file, const std::string& key, const MachineRates& rates) {
     if (!make_parents(file)) return;
     std::vector<std::string> kept;
@@ -251,8 +253,11 @@ void write_cache(const std::string& file, const std::string& key, const MachineR
         std::ifstream in(file);
         std::string line;
         const std::string prefix = std::string(kProbeVersion) + "\t" + key + "\t";
-        while (std::getline(in, line))
-            if (line.rfind(prefix, 0) != 0 && !line.empty()) kept.push_back(line);
+        while (std::getline(in, line)) {
+            if (line.empty()) continue;
+            if (line.rfind("probe-v", 0) != 0 || std::count(line.begin(), line.end(), '\t') != 2) return;
+            if (line.rfind(prefix, 0) != 0) kept.push_back(line);
+        }
     }
     const std::string temporary = file + ".tmp" + std::to_string(::getpid());
     {

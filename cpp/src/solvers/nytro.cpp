@@ -344,8 +344,12 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
                          const KernelSpec& kernel, const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val,
                          const NytroOptions& options) {
     detail::check_training_data<T>(X, Y, X_val, Y_val);
+    detail::check_target_range<T>(Y, Y_val);
     detail::check_centers<T>(centers, X);
     detail::check_iterative_options(options);
+    detail::check_named(to_string(options.solver), "solver", int(options.solver));
+    detail::check_named(to_string(options.storage), "storage", int(options.storage));
+    detail::check_named(to_string(options.factor.method), "factor", int(options.factor.method));
     const int threads = detail::resolve_threads(options.n_threads);
     const bool half = options.storage == Storage::float16;
     const bool low = (options.storage == Storage::float32 || half) && !std::is_same_v<T, float>;
@@ -405,7 +409,11 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
         // The spectral solver may turn K_val into K_val R V at once (it must then be stored); the
         // others may validate only a few times (gd's Lanczos path: once per stretch of its basis),
         // so they store it only once recomputing it has cost about its first touch.
-        const Index validated_columns = options.max_iter * Y.cols();
+        // Saturated: max_iter near 2^63 (a "run until the rule stops" setting) times q
+        // overflowed, which is undefined.
+        const Index validated_columns = options.max_iter > std::numeric_limits<Index>::max() / Y.cols()
+                                            ? std::numeric_limits<Index>::max()
+                                            : options.max_iter * Y.cols();
         const bool rotated = result.solver == Solver::spectral && rotates_hold_out(X_val.rows(), validated_columns);
         setup.validation = detail::make_validation<T>(X_val, Y_val, setup.used, kernel, threads, low, reserved,
                                                       /*defer=*/!rotated, options.callback);

@@ -135,6 +135,13 @@ void select(const Matrix<T>& alphas, Index q, const std::vector<double>& lambdas
     result.coef = alphas.middleCols(result.selected * q, q);
 }
 
+void check_tikhonov_options(const TikhonovOptions& options) {
+    detail::check_named(to_string(options.solver), "solver", int(options.solver));
+    detail::check_named(to_string(options.storage), "storage", int(options.storage));
+    detail::check_named(to_string(options.metric), "metric", int(options.metric));
+    detail::check_named(to_string(options.factor.method), "factor", int(options.factor.method));
+}
+
 }  // namespace
 
 template <class T>
@@ -142,8 +149,10 @@ TikhonovResult<T> nkrls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, con
                              const KernelSpec& kernel, const std::vector<double>& lambdas, const MatrixCRef<T>& X_val,
                              const MatrixCRef<T>& Y_val, const TikhonovOptions& options) {
     detail::check_training_data<T>(X, Y, X_val, Y_val);
+    detail::check_target_range<T>(Y, Y_val);
     detail::check_centers<T>(centers, X);
     detail::check_lambdas(lambdas, X_val.rows() > 0);
+    check_tikhonov_options(options);
     const int threads = detail::resolve_threads(options.n_threads);
     const Index q = Y.cols();
     require(options.storage != Storage::float16,
@@ -194,7 +203,9 @@ TikhonovResult<T> krls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, cons
                             const std::vector<double>& lambdas, const MatrixCRef<T>& X_val,
                             const MatrixCRef<T>& Y_val, const TikhonovOptions& options) {
     detail::check_training_data<T>(X, Y, X_val, Y_val);
+    detail::check_target_range<T>(Y, Y_val);
     detail::check_lambdas(lambdas, X_val.rows() > 0);
+    check_tikhonov_options(options);
     const int threads = detail::resolve_threads(options.n_threads);
     const double n = double(X.rows()), n2 = n * n;
     detail::MemoryPlan plan("KRLS on n = " + std::to_string(X.rows()) + " rows (its kernel is n x n)");

@@ -40,6 +40,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="grid points per axis (default 241, 61 with --quick)")
 
 
+# The largest --n: the axes span d~ up to n and SNR down to 0.1 / n, and matplotlib's log
+# ticks overflowed between 1e250 and 1e280.
+MOST_N = 1e200
+
+
 def regime_panel(n, snr_min, snr_max, d_min, points):
     """The map for one n: dict with the grids, the winners and per-method area shares."""
     if not n >= 2:
@@ -106,6 +111,11 @@ def run(args) -> int:
     points = args.points if args.points is not None else (61 if args.quick else 241)
     if points < 2:
         raise ValueError(f"--points must be >= 2, got {points}")
+    for n in args.n:
+        # inf was reported as a bad --snr-min (its default 0.1 / n is 0), and n of 1e280
+        # made the plot's log ticks overflow (an OverflowError traceback from matplotlib).
+        if not 2 <= n <= MOST_N:
+            raise ValueError(f"--n must be between 2 and {MOST_N:g}, got {n}")
     panels = [regime_panel(float(n), args.snr_min, args.snr_max, args.d_min, points) for n in args.n]
     os.makedirs(args.out, exist_ok=True)
     png = _plot(panels, os.path.join(args.out, PNG))

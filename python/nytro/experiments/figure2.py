@@ -281,7 +281,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         return run(args)
-    except (ValueError, MemoryError, FileNotFoundError) as error:
+    except (ValueError, MemoryError, OSError) as error:
         print(f"figure2: error: {error}", file=sys.stderr)
         return 2
 

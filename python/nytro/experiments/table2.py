@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -147,11 +148,13 @@ PEER_LABELS = {
 }
 
 
-def parse_list(text: str, known, what: str) -> list:
+def parse_list(text: str, known, what: str, allow_empty: bool = False) -> list:
     items = [s.strip() for s in text.split(",") if s.strip()]
     unknown = [s for s in items if s not in known]
     if unknown:
         raise ValueError(f"unknown {what}: {', '.join(unknown)}; known: {', '.join(known)}")
+    if not items and not allow_empty:  # "" ran nothing and wrote an empty table
+        raise ValueError(f"--{what} names none; known: {', '.join(known)}")
     return items
 
 
@@ -622,13 +625,21 @@ def run(args) -> int:
     datasets = parse_list(args.datasets, list(P.CONFIGS) + list(P._ALIASES), "datasets")
     datasets = [P.dataset_config(name).name for name in datasets]
     methods = parse_list(args.methods, METHODS, "methods")
-    skipped_peers = tuple(parse_list(args.skip_peers, PEERS, "peers"))
+    skipped_peers = tuple(parse_list(args.skip_peers, PEERS, "peers", allow_empty=True))
     args.threads = P.resolve_threads(args.threads)
     if args.reps is None:
         args.reps = QUICK["reps"] if args.quick else 5
     if args.reps < 1:
         raise ValueError(f"--reps must be >= 1, got {args.reps}")
-    max_iter = args.max_iter or (QUICK["max_iter"] if args.quick else P.MAX_ITER)
+    # Checked before any data set is read: --m 0 and --max-iter 0 fell back to the defaults
+    # (read with `or`), and a budget of -1 or nan skipped every method or peer, or none.
+    for flag, value in (("--m", args.m), ("--max-iter", args.max_iter)):
+        if value is not None and value < 1:
+            raise ValueError(f"{flag} must be >= 1, got {value}")
+    for flag, value in (("--memory-budget-gb", args.memory_budget_gb), ("--peer-budget", args.peer_budget)):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise ValueError(f"{flag} must be a finite number > 0, got {value}")
+    max_iter = args.max_iter if args.max_iter is not None else (QUICK["max_iter"] if args.quick else P.MAX_ITER)
     budget = P.default_memory_budget() if args.memory_budget_gb is None else args.memory_budget_gb * 1e9
     os.makedirs(args.out, exist_ok=True)
     command = _command(args, datasets, methods)
@@ -676,7 +687,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         return run(args)
-    except (ValueError, MemoryError, FileNotFoundError) as error:
+    except (ValueError, MemoryError, OSError) as error:
         print(f"table2: error: {error}", file=sys.stderr)
         return 2
 

@@ -159,6 +159,8 @@ def run(args) -> int:
     start = time.perf_counter()
     n = args.n if args.n is not None else (300 if args.quick else 1500)
     m = args.m if args.m is not None else (40 if args.quick else 100)
+    if args.seed < 0:  # numpy's own message ("expected non-negative integer") named no flag
+        raise ValueError(f"--seed must be >= 0, got {args.seed}")
     if not args.noise_var > 0 or not args.sigma > 0:
         raise ValueError(f"--noise-var and --sigma must be > 0, got {args.noise_var}, {args.sigma}")
     gamma = 1.0  # 1 / max_i k(x_i, x_i): the Gaussian kernel has k(x, x) = 1
