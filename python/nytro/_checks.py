@@ -493,11 +493,5 @@ def check_sample_weight(sample_weight, n_rows: int, name: str = "sample_weight")
 
 
 def weights_argument(w: np.ndarray | None) -> np.ndarray:
-    """The core's form of optional weights: an empty vector for none; else w scaled by the
-    power of two that brings its sum into [0.5, 1). The core rescales them to w n / sum(w),
-    and n / sum(w) overflows for weights as tiny as 1e-310 (an infinite row scale, on which
-    the core crashed); the power of two is exact, so weights that stay in the normal range
-    give the same numbers as unscaled."""
-    if w is None:
-        return np.zeros(0)
-    return np.ldexp(w, -np.frexp(math.fsum(w))[1])
+    """The core's form of optional weights: an empty vector for none."""
+    return np.zeros(0) if w is None else w
