@@ -923,6 +923,20 @@ def test_without_holdout_equals_in_memory(client):
     assert str(on_dask.value) == str(in_memory.value)  # naming lambdas
 
 
+@pytest.mark.parametrize("solver", ["gram", "direct"])
+def test_linear_kernel_overflow_is_refused_as_in_memory(client, solver):
+    """A linear kernel on X * 1e120: A^T A overflows. cg and hybrid stopped at t = 1 with
+    the zero model, gd and NKRLS failed in SciPy; each now names the overflow, as the core
+    does in memory."""
+    X, y, _ = data(n=200)
+    Xd = da.from_array(X * 1e120, chunks=50)
+    for est in [nytro.NytroRegressor(20, kernel="linear", method=method, solver=solver, random_state=0)
+                for method in ("gd", "cg", "hybrid")] + [nytro.NystromKRLSRegressor(20, kernel="linear",
+                                                                                     random_state=0)]:
+        with pytest.raises(RuntimeError, match="overflow.*rescale X"):
+            est.fit(Xd, y)
+
+
 def test_targets_near_the_end_of_the_range(client):
     """y of size 2^600: scaled by a power of two as in memory, so that the squared
     hold-out errors do not overflow."""

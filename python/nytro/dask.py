@@ -436,10 +436,13 @@ def _client_product(A, B):
 
 
 def _add(*parts):
-    """The sum of the partial sums `parts` in float64, added in their order."""
+    """The sum of the partial sums `parts` in float64, added in their order. An overflow
+    is no warning here: the callers refuse non-finite sums by name (A^T A overflowing,
+    diverged iterations)."""
     total = np.array(parts[0], dtype=np.float64)
-    for part in parts[1:]:
-        total += part
+    with np.errstate(over="ignore", invalid="ignore"):
+        for part in parts[1:]:
+            total += part
     return total
 
 
@@ -1215,6 +1218,11 @@ class _DirectOperator:
         self.products += 1
         out = _client_product(self.R.T, self._sum(_direct_product, lifted.shape, lifted, self.n_threads).astype(
             self.dtype))
+        # The first product is of A^T y or a start vector, never a diverged iterate: a
+        # non-finite one is A^T A itself overflowing, which made cg and hybrid stop at
+        # t = 1 with the zero model.
+        if self.products == 1 and np.all(np.isfinite(B)) and not np.all(np.isfinite(out)):
+            raise RuntimeError(f"A^T A's products are not finite: {_OVERFLOW}")
         return out.reshape(B.shape)
 
     __matmul__ = __call__
@@ -1550,10 +1558,17 @@ def _resolve_step(step_size, method, H, n_train, dim=None, dtype=None):
     return _step_from_top(step_size, method, _top_eigenvalue(H, dim, dtype))
 
 
+# The core's words for products of the kernel that overflow (a linear kernel on |x| ~ 1e120).
+_OVERFLOW = ("an overflow (the features or targets are too large or too small for the kernel's products); "
+             "rescale X or y")
+
+
 def _step_from_top(step_size, method, top):
     """The step of rule "auto" or a given (checked) step, from lambda_max(A^T A) = top."""
     rule, value = chk.check_step_size(step_size)
     if rule == "auto":
+        if not np.isfinite(top):  # the core's error: the kernel's products overflowed
+            raise RuntimeError(f"lambda_max(A^T A) = {top}: {_OVERFLOW}")
         if not top > 0:
             raise RuntimeError(f"lambda_max(A^T A) = {top}: cannot set step_size='auto'")
         return 1.0 / top
@@ -1973,6 +1988,8 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     else:
         H, c = _normal_equations(data, fraction, seed, C, factor, kern, n_threads, split_every, exponents, n_train)
         report("gram", 1, 1)
+        if not np.all(np.isfinite(H)):  # as the direct operator's first product: cg and hybrid gave the zero model
+            raise RuntimeError(f"A^T A is not finite: {_OVERFLOW}")
         if low:  # the core's gram solver keeps A^T A in float32 and widens it in each product
             H = H.astype(np.float32).astype(H.dtype)
     # As nytro.nytro_path: the tasks divide Y's columns by their powers of two (exact), the
@@ -2064,6 +2081,8 @@ def nkrls_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     exponents = _exponents(scales)
     kern = dataclasses.replace(kern, low=low)
     H, c = _normal_equations(data, fraction, seed, C, factor, kern, n_threads, split_every, exponents, n_train)
+    if not np.all(np.isfinite(H)):  # the core's error, not the eigendecomposition's
+        raise RuntimeError(f"A^T A is not finite: {_OVERFLOW}")
     report("gram", 1, 1)
     q = c.shape[1]
     alphas = R @ _shifted_solves(H, c, [lam * n_train for lam in lambdas], values["solver"], data.dtype)

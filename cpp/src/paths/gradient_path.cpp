@@ -103,9 +103,14 @@ double resolve_step(const IterativeOptions& options, Index n, const std::functio
             return 1.0 / (double(n) * (kernel_bound > 0 && std::isfinite(kernel_bound) ? kernel_bound : 1.0));
         case StepRule::automatic: {
             const double top = lambda_max();
-            if (!(top > 0) || !std::isfinite(top))
-                throw std::runtime_error("lambda_max(A^T A) = " + text(top) +
-                                         ": cannot set step_size='auto'");
+            // Not finite: the kernel's products overflowed (a linear kernel on |x| ~ 1e120),
+            // which the user mends by rescaling, not by choosing a step.
+            if (!std::isfinite(top))
+                throw std::runtime_error("lambda_max(A^T A) = " + text(top) + ": an overflow (the features or "
+                                         "targets are too large or too small for the kernel's products); rescale "
+                                         "X or y");
+            if (!(top > 0))
+                throw std::runtime_error("lambda_max(A^T A) = " + text(top) + ": cannot set step_size='auto'");
             return 1.0 / top;
         }
     }
