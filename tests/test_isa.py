@@ -181,3 +181,14 @@ def test_cmake_dir_holds_the_config_or_says_why_not():
     printed = subprocess.run([sys.executable, "-m", "nytro", "--cmake-dir"], capture_output=True, text=True,
                              check=True).stdout.strip()
     assert printed == cmake_dir
+
+
+def test_show_config_into_a_closed_pipe_prints_no_traceback():
+    """`python -m nytro --show-config | head -1`: the reader leaves before the last line,
+    and the command printed a BrokenPipeError traceback."""
+    with subprocess.Popen([sys.executable, "-m", "nytro", "--show-config"], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE) as child:
+        child.stdout.close()  # before the interpreter has even imported nytro
+        stderr = child.stderr.read().decode()
+        child.wait(timeout=60)
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr

@@ -108,6 +108,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # The reader left (`python -m nytro --show-config | head -1`): no traceback for it,
+        # and none again when the interpreter flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+def _main(argv) -> int:
     args = build_parser().parse_args(argv)
     # Every command writes into --out once its computation is done: a file there was a
     # FileExistsError traceback after the whole run (the demo's fits, an experiment's grid).
