@@ -100,9 +100,9 @@ if (( do_cpp )); then
     for suite in $suites; do
         stamp "C++ suite $suite"
         suite_status=0
-        # The rates CTest pins (cpp/tests/CMakeLists.txt): probed here, on an instrumented
-        # build, they moved the deferred hold-out kernel's store point and failed
-        # nytro.passes' deferred_validation_kernel_is_stored_after_recomputations.
+        # The rates CTest pins (cpp/tests/CMakeLists.txt): probed on an instrumented build,
+        # they move the deferred hold-out kernel's store point, which nytro.passes'
+        # deferred_validation_kernel_is_stored_after_recomputations pins.
         NYTRO_RATES=flops=1e11,bytes=3e10,fresh=3e9 NYTRO_RATES_CACHE=off \
             "$build/cpp/tests/nytro_test_$suite" || suite_status=$?
         if (( suite_status != 0 )); then

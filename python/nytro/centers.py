@@ -238,7 +238,7 @@ def approximate_leverage_scores(X, sigma, lam, seed, *, dictionary_size=None,
     n = X.shape[0]
     rng = np.random.default_rng(seed)
     cap = n if dictionary_size is None else min(n, chk.check_int("dictionary_size", dictionary_size, 1))
-    # By name: lam <= 0 or NaN failed in the dictionary's Cholesky factorisation, and
+    # By name: lam <= 0 or NaN would fail in the dictionary's Cholesky factorisation, and
     # oversampling NaN or inf in its size.
     target = chk.positive_number("lam", lam)
     oversampling = chk.positive_number("oversampling", oversampling)

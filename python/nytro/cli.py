@@ -23,8 +23,8 @@ def _demo(args) -> int:
 
 
 def _at_least(low: int):
-    """An argparse type: an integer >= low (the demo's flags were checked only after its
-    data set was read, and named by the estimators' parameter names)."""
+    """An argparse type: an integer >= low, checked before any data set is read and
+    reported under the flag's name."""
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -119,8 +119,8 @@ def main(argv=None) -> int:
 
 def _main(argv) -> int:
     args = build_parser().parse_args(argv)
-    # Every command writes into --out once its computation is done: a file there was a
-    # FileExistsError traceback after the whole run (the demo's fits, an experiment's grid).
+    # Every command writes into --out once its computation is done: a file there is
+    # refused now, not after the whole run (the demo's fits, an experiment's grid).
     out = getattr(args, "out", None)
     if out is not None and os.path.exists(out) and not os.path.isdir(out):
         print(f"nytro {args.command}: error: argument --out: {out!r} exists and is not a folder", file=sys.stderr)

@@ -1116,7 +1116,7 @@ class _DirectOperator:
         """The future's result; _WorkerLost once a worker holding blocks has left. Waited
         for on an event its done-callback sets (finished, failed or cancelled), not by
         future.result(timeout=...): under load, a timeout of that wait racing the result
-        ended distributed's sync with neither (UnboundLocalError: 'result'), which no
+        can end distributed's sync with neither (UnboundLocalError: 'result'), which no
         caller could take for a lost worker."""
         done = threading.Event()
         future.add_done_callback(lambda _: done.set())
@@ -1219,7 +1219,7 @@ class _DirectOperator:
         out = _client_product(self.R.T, self._sum(_direct_product, lifted.shape, lifted, self.n_threads).astype(
             self.dtype))
         # The first product is of A^T y or a start vector, never a diverged iterate: a
-        # non-finite one is A^T A itself overflowing, which made cg and hybrid stop at
+        # non-finite one is A^T A itself overflowing, on which cg and hybrid would stop at
         # t = 1 with the zero model.
         if self.products == 1 and np.all(np.isfinite(B)) and not np.all(np.isfinite(out)):
             raise RuntimeError(f"A^T A's products are not finite: {_OVERFLOW}")
@@ -1988,7 +1988,7 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     else:
         H, c = _normal_equations(data, fraction, seed, C, factor, kern, n_threads, split_every, exponents, n_train)
         report("gram", 1, 1)
-        if not np.all(np.isfinite(H)):  # as the direct operator's first product: cg and hybrid gave the zero model
+        if not np.all(np.isfinite(H)):  # else cg and hybrid stop at t = 1 with the zero model
             raise RuntimeError(f"A^T A is not finite: {_OVERFLOW}")
         if low:  # the core's gram solver keeps A^T A in float32 and widens it in each product
             H = H.astype(np.float32).astype(H.dtype)

@@ -110,7 +110,7 @@ ColMatrix<T> range_of(const MatrixCRef<T>& K, double rank_tol) {
 template <class T>
 ColMatrix<T> pivoted_qr_range(const MatrixCRef<T>& K, double rank_tol, const Callback& callback) {
     require(K.rows() == K.cols() && K.rows() > 0, "a pivoted QR here needs a non-empty square matrix");
-    // Either gave an empty range (k = 0) without an error.
+    // Either would give an empty range (k = 0) and no error.
     require(!std::isnan(rank_tol), "rank_tol must be a number, got nan");
     require(K.allFinite(), "K contains NaN or infinity");
     if (!callback) return range_of<T>(K, rank_tol);

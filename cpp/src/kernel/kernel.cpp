@@ -67,7 +67,7 @@ void check_kernel_arguments(const MatrixCRef<T>& X, const MatrixCRef<T>& Z, cons
 // ARD: the isotropic kernel on data divided by sigma_j, the tiles unchanged.
 template <class T>
 Matrix<T> scaled(const MatrixCRef<T>& A, const Vector<T>& shift, const Vector<T>& inverse, const char* name) {
-    // Said first: NaN in the data was reported as "X / sigma overflows".
+    // Checked first, so that NaN in the data is not reported as an overflow of X / sigma.
     if (!A.allFinite()) throw std::invalid_argument(std::string(name) + " contains NaN or infinity");
     Matrix<T> out = ((A.rowwise() - shift.transpose()).array().rowwise() * inverse.transpose().array()).matrix();
     if (!out.allFinite() || !out.rowwise().squaredNorm().allFinite())
@@ -463,7 +463,7 @@ KernelType parse_kernel_type(const std::string& value) {
 }
 
 void check_kernel(const KernelSpec& kernel, Index features) {
-    // A type outside the enum (a cast from an integer) was computed as some other kernel.
+    // A type outside the enum (a cast from an integer) would be computed as some other kernel.
     require(kernel.type == KernelType::gaussian || kernel.type == KernelType::laplacian ||
                 kernel.type == KernelType::matern || kernel.type == KernelType::linear,
             "kernel has no valid type (the enum holds " + std::to_string(int(kernel.type)) + ")");

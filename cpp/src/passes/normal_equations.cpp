@@ -26,7 +26,7 @@ void check_arguments(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const Matri
     if (row_scale.size() != 0 && row_scale.size() != X.rows())
         throw std::invalid_argument("row_scale must have one entry per row of X (" + std::to_string(X.rows()) +
                                     ") or none, got " + std::to_string(row_scale.size()));
-    // X and centers are checked by the kernel; Y and row_scale gave H or C of NaN silently.
+    // X and centers are checked by the kernel; NaN in Y or row_scale would reach H or C silently.
     if (!Y.allFinite()) throw std::invalid_argument("Y contains NaN or infinity");
     if (!row_scale.allFinite()) throw std::invalid_argument("row_scale contains NaN or infinity");
     check_kernel(kernel, X.cols());

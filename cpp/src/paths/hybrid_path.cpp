@@ -364,8 +364,8 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
             rule.push(std::sqrt(zero_error / (double(n_val) * double(q))));
         }
     }
-    // A hold-out error that overflowed at every t (data or kernel values near the ends of
-    // the range: a linear kernel on |x| ~ 1e120) selected no model and returned 0 as one.
+    // A hold-out error that overflows at every t (data or kernel values near the ends of
+    // the range: a linear kernel on |x| ~ 1e120) selects no model; 0 is not one.
     if (validation && (rule.selected() < 1 || !std::isfinite(rule.path()[std::size_t(rule.selected() - 1)])))
         throw std::runtime_error(std::string("method '") + method + "': the hold-out error is not finite at any "
                                  "t (an overflow: the features or targets are too large or too small for the "

@@ -85,10 +85,9 @@ Vector<T> row_scales(const std::vector<double>& weights, Index n, const char* na
         largest = std::max(largest, w);
     }
     require(largest > 0, std::string(name) + " must not be all zero");
-    // Summed as w / max w, in [1, n]: n / sum(w) itself overflowed to inf for subnormal
-    // weights (1e-320 each: the rows scaled by inf, NaN everywhere, a crash in Lanczos),
-    // and sum(w) to inf for weights near the top of the range (1e308 each), though only
-    // their ratios matter.
+    // Summed as w / max w, in [1, n]: n / sum(w) itself overflows to inf for subnormal
+    // weights (1e-320 each: every row scaled by inf), and sum(w) for weights near the top
+    // of the range (1e308 each), though only their ratios matter.
     double sum = 0.0;
     for (double w : weights) sum += w / largest;
     Vector<T> scales(n);

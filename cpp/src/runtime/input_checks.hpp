@@ -34,8 +34,8 @@ template <class T>
 Vector<T> row_scales(const std::vector<double>& weights, Index n, const char* name);
 
 // `name` is an option's to_string (nytro/options.hpp): "?" for a value outside the enum's
-// names, as a cast from an integer read elsewhere gives (method 9 ran no step and
-// returned the zero model, stopping 9 selected t = 0). Throws naming `argument`.
+// names, as a cast from an integer read elsewhere gives: the paths would run no step or
+// select no iterate on such a value. Throws naming `argument`.
 void check_named(const char* name, const char* argument, int value);
 
 // Every lambda finite and > 0; exactly one when there is no hold-out set.

@@ -59,7 +59,7 @@ bool has_lapack_syevd() { return lapack_dsyevd.load() != nullptr; }
 template <class T>
 void symmetric_eigen(const MatrixCRef<T>& A, Vector<T>& w, Matrix<T>& V) {
     require(A.rows() == A.cols(), "symmetric_eigen needs a square matrix");
-    if (A.rows() == 0) {  // Eigen's solver crashed on it
+    if (A.rows() == 0) {  // Eigen's solver does not take an empty matrix
         w.resize(0);
         V.resize(0, 0);
         return;

@@ -244,8 +244,8 @@ bool make_parents(const std::string& file) {
 
 // Replaces the key's line (others kept), through a temporary file renamed over the
 // cache so that a reader never sees half a file. Failures are ignored. A file holding a
-// line that no probe wrote is not a cache (NYTRO_RATES_CACHE named the wrong file): it is
-// left alone, where it was rewritten with a rates line added and its mode reset.
+// line that no probe wrote is not a cache (NYTRO_RATES_CACHE names the wrong file): it is
+// left alone, not rewritten with a rates line added and its mode reset.
 void write_cache(const std::string& file, const std::string& key, const MachineRates& rates) {
     if (!make_parents(file)) return;
     std::vector<std::string> kept;

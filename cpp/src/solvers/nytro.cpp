@@ -410,7 +410,7 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
         // others may validate only a few times (gd's Lanczos path: once per stretch of its basis),
         // so they store it only once recomputing it has cost about its first touch.
         // Saturated: max_iter near 2^63 (a "run until the rule stops" setting) times q
-        // overflowed, which is undefined.
+        // would overflow, which is undefined.
         const Index validated_columns = options.max_iter > std::numeric_limits<Index>::max() / Y.cols()
                                             ? std::numeric_limits<Index>::max()
                                             : options.max_iter * Y.cols();

@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 # The largest --n: the axes span d~ up to n and SNR down to 0.1 / n, and matplotlib's log
-# ticks overflowed between 1e250 and 1e280.
+# ticks overflow between 1e250 and 1e280.
 MOST_N = 1e200
 
 
@@ -112,8 +112,8 @@ def run(args) -> int:
     if points < 2:
         raise ValueError(f"--points must be >= 2, got {points}")
     for n in args.n:
-        # inf was reported as a bad --snr-min (its default 0.1 / n is 0), and n of 1e280
-        # made the plot's log ticks overflow (an OverflowError traceback from matplotlib).
+        # inf would be reported as a bad --snr-min (its default 0.1 / n is 0), and n of
+        # 1e280 makes the plot's log ticks overflow (an OverflowError from matplotlib).
         if not 2 <= n <= MOST_N:
             raise ValueError(f"--n must be between 2 and {MOST_N:g}, got {n}")
     panels = [regime_panel(float(n), args.snr_min, args.snr_max, args.d_min, points) for n in args.n]

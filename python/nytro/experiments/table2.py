@@ -153,7 +153,7 @@ def parse_list(text: str, known, what: str, allow_empty: bool = False) -> list:
     unknown = [s for s in items if s not in known]
     if unknown:
         raise ValueError(f"unknown {what}: {', '.join(unknown)}; known: {', '.join(known)}")
-    if not items and not allow_empty:  # "" ran nothing and wrote an empty table
+    if not items and not allow_empty:  # "" would run nothing and write an empty table
         raise ValueError(f"--{what} names none; known: {', '.join(known)}")
     return items
 
@@ -631,8 +631,8 @@ def run(args) -> int:
         args.reps = QUICK["reps"] if args.quick else 5
     if args.reps < 1:
         raise ValueError(f"--reps must be >= 1, got {args.reps}")
-    # Checked before any data set is read: --m 0 and --max-iter 0 fell back to the defaults
-    # (read with `or`), and a budget of -1 or nan skipped every method or peer, or none.
+    # Checked before any data set is read: a budget of -1 or nan would skip every method
+    # or peer, or none.
     for flag, value in (("--m", args.m), ("--max-iter", args.max_iter)):
         if value is not None and value < 1:
             raise ValueError(f"{flag} must be >= 1, got {value}")
