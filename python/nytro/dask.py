@@ -751,8 +751,9 @@ def _weight_units(summaries, n_train, n_val, fraction, seed_name="the seed"):
 
 def _unit(rows: int, total: float) -> tuple:
     """rows / total as (k, rows / (total 2^k)), w' = (w 2^k) (rows / (total 2^k)): rows / total
-    overflows for weights as tiny as 1e-310 (chk.weights_argument scales the core's weights
-    alike), and the power of two is exact, so other weights give the same w' as w (rows / total)."""
+    overflows for weights as tiny as 1e-310 (the core's row scales divide by the largest
+    weight instead), and the power of two is exact, so other weights give the same w' as
+    w (rows / total)."""
     k = -int(np.frexp(total)[1])
     return k, rows / float(np.ldexp(total, k))
 
@@ -984,6 +985,11 @@ def _kernel_first_is_accurate(n_train, factor: _Factor, dtype) -> bool:
     return k * 1.25 * float(top) <= limit
 
 
+# The core's words for products of the kernel that overflow (a linear kernel on |x| ~ 1e120).
+_OVERFLOW = ("an overflow (the features or targets are too large or too small for the kernel's products); "
+             "rescale X or y")
+
+
 def _normal_equations(data, fraction, seed, C, factor: _Factor, kern, n_threads, split_every, exponents, n_train):
     """A^T A and A^T Y (A = K R) summed over the chunks as the in-memory gram solver forms
     them: the chunks evaluate the kernel on the factor's support only, and either apply R
@@ -1007,6 +1013,8 @@ def _normal_equations(data, fraction, seed, C, factor: _Factor, kern, n_threads,
         H = trmm(1.0, R64, trmm(1.0, R64, H, side=1), trans_a=1)
         c = trmm(1.0, R64, c, trans_a=1)
         H = (H + H.T) / 2  # exactly symmetric, as the core mirrors its triangle
+    if not np.all(np.isfinite(H)):  # else cg and hybrid stop at t = 1 with the zero model, NKRLS fails in SciPy
+        raise RuntimeError(f"A^T A is not finite: {_OVERFLOW}")
     return H.astype(data.dtype), c.astype(data.dtype)
 
 
@@ -1558,11 +1566,6 @@ def _resolve_step(step_size, method, H, n_train, dim=None, dtype=None):
     return _step_from_top(step_size, method, _top_eigenvalue(H, dim, dtype))
 
 
-# The core's words for products of the kernel that overflow (a linear kernel on |x| ~ 1e120).
-_OVERFLOW = ("an overflow (the features or targets are too large or too small for the kernel's products); "
-             "rescale X or y")
-
-
 def _step_from_top(step_size, method, top):
     """The step of rule "auto" or a given (checked) step, from lambda_max(A^T A) = top."""
     rule, value = chk.check_step_size(step_size)
@@ -1988,8 +1991,6 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     else:
         H, c = _normal_equations(data, fraction, seed, C, factor, kern, n_threads, split_every, exponents, n_train)
         report("gram", 1, 1)
-        if not np.all(np.isfinite(H)):  # else cg and hybrid stop at t = 1 with the zero model
-            raise RuntimeError(f"A^T A is not finite: {_OVERFLOW}")
         if low:  # the core's gram solver keeps A^T A in float32 and widens it in each product
             H = H.astype(np.float32).astype(H.dtype)
     # As nytro.nytro_path: the tasks divide Y's columns by their powers of two (exact), the
@@ -2081,8 +2082,6 @@ def nkrls_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     exponents = _exponents(scales)
     kern = dataclasses.replace(kern, low=low)
     H, c = _normal_equations(data, fraction, seed, C, factor, kern, n_threads, split_every, exponents, n_train)
-    if not np.all(np.isfinite(H)):  # the core's error, not the eigendecomposition's
-        raise RuntimeError(f"A^T A is not finite: {_OVERFLOW}")
     report("gram", 1, 1)
     q = c.shape[1]
     alphas = R @ _shifted_solves(H, c, [lam * n_train for lam in lambdas], values["solver"], data.dtype)

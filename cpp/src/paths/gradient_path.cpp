@@ -106,9 +106,7 @@ double resolve_step(const IterativeOptions& options, Index n, const std::functio
             // Not finite: the kernel's products overflowed (a linear kernel on |x| ~ 1e120),
             // which the user mends by rescaling, not by choosing a step.
             if (!std::isfinite(top))
-                throw std::runtime_error("lambda_max(A^T A) = " + text(top) + ": an overflow (the features or "
-                                         "targets are too large or too small for the kernel's products); rescale "
-                                         "X or y");
+                throw std::runtime_error("lambda_max(A^T A) = " + text(top) + ": " + kOverflowAdvice);
             if (!(top > 0))
                 throw std::runtime_error("lambda_max(A^T A) = " + text(top) + ": cannot set step_size='auto'");
             return 1.0 / top;

@@ -2,6 +2,7 @@
 
 #include "paths/lanczos_path.hpp"
 #include "nytro/errors.hpp"
+#include "runtime/input_checks.hpp"
 #include "paths/stopping.hpp"
 
 #include <Eigen/Eigenvalues>
@@ -368,8 +369,7 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
     // the range: a linear kernel on |x| ~ 1e120) selects no model; 0 is not one.
     if (validation && (rule.selected() < 1 || !std::isfinite(rule.path()[std::size_t(rule.selected() - 1)])))
         throw std::runtime_error(std::string("method '") + method + "': the hold-out error is not finite at any "
-                                 "t (an overflow: the features or targets are too large or too small for the "
-                                 "kernel's products); rescale X or y");
+                                 "t: " + kOverflowAdvice);
     // Without a hold-out set: the lambda given (a refit at a selected (t, lambda)), else the
     // grid's smallest.
     const double fixed_lambda = options.hybrid_lambda > 0 ? options.hybrid_lambda : grid[0];

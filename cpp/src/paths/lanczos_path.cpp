@@ -1,6 +1,7 @@
 #include "paths/lanczos_path.hpp"
 
 #include "nytro/errors.hpp"
+#include "runtime/input_checks.hpp"
 #include "paths/stopping.hpp"
 #include "paths/validation.hpp"
 
@@ -9,6 +10,7 @@
 #include <limits>
 #include <optional>
 #include <stdexcept>
+#include <string>
 
 namespace nytro::detail {
 namespace {
@@ -39,8 +41,7 @@ std::vector<KrylovColumn> start_columns(const Matrix<T>& c, Index most_steps, do
         // linear kernel on |x| ~ 1e120) left the process unstarted yet open, and the
         // first step read past its empty basis.
         if (!std::isfinite(column.norm_c))
-            throw std::runtime_error("A^T y is not finite (an overflow: the features or targets are too large or "
-                                     "too small for the kernel's products); rescale X or y");
+            throw std::runtime_error(std::string("A^T y is not finite: ") + kOverflowAdvice);
         if (column.norm_c > 0) column.process.start(cj, most_steps, epsilon, stop_when_singular);
     }
     return columns;

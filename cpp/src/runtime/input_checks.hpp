@@ -8,6 +8,12 @@
 
 namespace nytro::detail {
 
+// The remedy the paths give when the kernel's products overflow float64 (a linear
+// kernel on |x| ~ 1e120), whichever quantity shows it first.
+inline constexpr const char* kOverflowAdvice =
+    "an overflow (the features or targets are too large or too small for the kernel's products); rescale X "
+    "or y";
+
 // X (n x d, n >= 1), Y (n x q), X_val/Y_val (0 rows, or n_val x d / n_val x q); all finite.
 template <class T>
 void check_training_data(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const MatrixCRef<T>& X_val,

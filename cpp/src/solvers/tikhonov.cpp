@@ -61,8 +61,7 @@ public:
         // A linear kernel on |x| ~ 1e120 overflows A^T A: said here, not as an
         // eigendecomposition that "did not converge".
         if (!H_.allFinite())
-            throw std::runtime_error("A^T A is not finite: an overflow (the features or targets are too large or "
-                                     "too small for the kernel's products); rescale X or y");
+            throw std::runtime_error(std::string("A^T A is not finite: ") + detail::kOverflowAdvice);
         const Index k = H_.rows(), q = C_.cols(), L = static_cast<Index>(shifts.size());
         Matrix<T> out(k, q * L), M;  // M: H + shift I, factored in place; one buffer for all shifts
         for (Index l = 0; l < L; ++l) {
