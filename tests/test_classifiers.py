@@ -117,6 +117,28 @@ def test_hybrid_selects_the_largest_lambda_of_the_least_error(n_classes):
     assert sel.lambda_ == pytest.approx(best.max(), rel=1e-12)
 
 
+def undetermined(path, X, Y, Xv, C, lambdas, draws=3, seed=0):
+    """Per lambda, the hold-out rows whose class float64 does not determine: the rows
+    whose reference prediction changes class when X moves by a few units in the last
+    place. At the grid's smallest lambdas the kernel system's condition number reaches
+    about 1e14, and two correct solvers may then class these rows differently."""
+    cls = (lambda v: v[:, 0] > 0) if Y.shape[1] == 1 else (lambda v: np.argmax(v, axis=1))
+
+    def classes(Xp):
+        args = (Xp, Y, C, 0.5) if path == "nkrls" else (Xp, Y, 0.5)
+        centres = C if path == "nkrls" else Xp
+        fit = getattr(reference, f"{path}_path")
+        return np.array([cls(nytro.kernel_predict(Xv, centres, fit(*args, lambdas=[lam]).coef, 0.5))
+                         for lam in lambdas])
+
+    base = classes(X)
+    rng = np.random.RandomState(seed)
+    moved = np.zeros(base.shape, bool)
+    for _ in range(draws):
+        moved |= classes(X * (1 + 2.0 ** -50 * rng.standard_normal(X.shape))) != base
+    return moved.sum(axis=1)
+
+
 @pytest.mark.parametrize("path", ["nkrls", "krls"])
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_tikhonov_error_path_and_tie_rule(path, n_classes):
@@ -125,11 +147,13 @@ def test_tikhonov_error_path_and_tie_rule(path, n_classes):
     lambdas = nytro.paper_lambdas()[::3]  # a third of the grid: the direct check fits once per lambda
     core = getattr(nytro, f"{path}_path")(*args, lambdas=lambdas, X_val=Xv, y_val=Yv, metric="error")
     ref = getattr(reference, f"{path}_path")(*args, lambdas=lambdas, X_val=Xv, y_val=Yv, metric="error")
-    assert np.all(np.abs(core.validation_rmse - ref.validation_rmse) <= 1.5 / len(Yv))
+    # a row on the boundary may flip, and so may every row that rounding leaves undetermined
+    allowed = (1.5 + undetermined(path, X, Y, Xv, C, lambdas)) / len(Yv)
+    assert np.all(np.abs(core.validation_rmse - ref.validation_rmse) <= allowed)
     centres = C if path == "nkrls" else X
     direct = np.array([misclassified(nytro.kernel_predict(
         Xv, centres, getattr(nytro, f"{path}_path")(*args, lambdas=[lam]).coef, 0.5), Yv) for lam in lambdas])
-    assert np.all(np.abs(core.validation_rmse - direct / len(Yv)) <= 1.5 / len(Yv))
+    assert np.all(np.abs(core.validation_rmse - direct / len(Yv)) <= allowed)
     # ties (common: error counts) go to the largest lambda
     tied = np.flatnonzero(core.validation_rmse == core.validation_rmse.min())
     assert len(tied) > 1
