@@ -53,6 +53,9 @@ function(nytro_add_dispatch_variants out_var)
       target_compile_options(${lib} PRIVATE -fno-gnu-unique)
     endif()
     set_target_properties(${lib} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+    if(NYTRO_UNITY_BUILD)
+      set_target_properties(${lib} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${NYTRO_UNITY_BATCH_SIZE})
+    endif()
     set(object ${CMAKE_CURRENT_BINARY_DIR}/nytro_${variant}${CMAKE_CXX_OUTPUT_EXTENSION})
     add_custom_command(OUTPUT ${object}
       COMMAND ${CMAKE_LINKER} -r --force-group-allocation -o ${object} "$<TARGET_OBJECTS:${lib}>"
