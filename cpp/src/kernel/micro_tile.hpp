@@ -20,6 +20,24 @@
 
 namespace nytro::detail {
 
+// Keeps a loaded packet in a register from here on. Left alone, GCC tuning for Zen 3
+// (-march=znver3, a native build there) folds each use of a packet into its fused
+// multiply-add as a memory operand: kRows loads of every packet instead of one, and the
+// AVX2 tile then waits on loads rather than on its multiply-adds (docs/design.md,
+// "Register tiles"). The empty asm says the register may have changed, so the compiler
+// cannot reload the packet from memory; the arithmetic is unchanged. AVX2 only: the
+// portable AVX-512 variant keeps its packets in registers as it is, and "x" names only
+// the first 16 of its 32 registers.
+template <class Packet>
+EIGEN_STRONG_INLINE void in_register(Packet& packet) {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && defined(EIGEN_VECTORIZE_AVX) && \
+    !defined(EIGEN_VECTORIZE_AVX512)
+    asm("" : "+x"(packet));
+#else
+    (void)packet;
+#endif
+}
+
 template <class T>
 struct MicroTile {
     using Packet = typename Eigen::internal::packet_traits<T>::type;
@@ -56,7 +74,10 @@ struct MicroTile {
         for (Index p = 0; p < depth; ++p, a += a_stride, b += kCols) {
             Packet bv[kPackets];
 #pragma GCC unroll 4
-            for (int v = 0; v < kPackets; ++v) bv[v] = ei::pload<Packet>(b + v * kWidth);
+            for (int v = 0; v < kPackets; ++v) {
+                bv[v] = ei::pload<Packet>(b + v * kWidth);
+                in_register(bv[v]);
+            }
 #pragma GCC unroll 8
             for (int r = 0; r < kRows; ++r) {
                 const Packet ar = ei::pset1<Packet>(a[r]);
