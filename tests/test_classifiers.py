@@ -43,10 +43,14 @@ def split_problem(n_classes, n=200, n_val=60, m=25, seed=0):
     return X[n_val:], Y[n_val:], X[:n_val], Y[:n_val], centers
 
 
+def classes(scores, n_outputs):
+    """The class of each row: the sign of one column, or the argmax of several."""
+    return scores[:, 0] > 0 if n_outputs == 1 else np.argmax(scores, axis=1)
+
+
 def misclassified(scores, Y):
-    """Direct count: the class of a row is the sign of one column, or its argmax."""
-    cls = (lambda v: v[:, 0] > 0) if Y.shape[1] == 1 else (lambda v: np.argmax(v, axis=1))
-    return int(np.count_nonzero(cls(scores) != cls(Y)))
+    """Direct count of the rows classed otherwise than their targets."""
+    return int(np.count_nonzero(classes(scores, Y.shape[1]) != classes(Y, Y.shape[1])))
 
 
 # ---------------------------------------------------------------- sklearn's checks
@@ -122,20 +126,18 @@ def undetermined(path, X, Y, Xv, C, lambdas, draws=3, seed=0):
     whose reference prediction changes class when X moves by a few units in the last
     place. At the grid's smallest lambdas the kernel system's condition number reaches
     about 1e14, and two correct solvers may then class these rows differently."""
-    cls = (lambda v: v[:, 0] > 0) if Y.shape[1] == 1 else (lambda v: np.argmax(v, axis=1))
-
-    def classes(Xp):
+    def classes_at_each_lambda(Xp):
         args = (Xp, Y, C, 0.5) if path == "nkrls" else (Xp, Y, 0.5)
         centres = C if path == "nkrls" else Xp
         fit = getattr(reference, f"{path}_path")
-        return np.array([cls(nytro.kernel_predict(Xv, centres, fit(*args, lambdas=[lam]).coef, 0.5))
+        return np.array([classes(nytro.kernel_predict(Xv, centres, fit(*args, lambdas=[lam]).coef, 0.5), Y.shape[1])
                          for lam in lambdas])
 
-    base = classes(X)
+    base = classes_at_each_lambda(X)
     rng = np.random.RandomState(seed)
     moved = np.zeros(base.shape, bool)
     for _ in range(draws):
-        moved |= classes(X * (1 + 2.0 ** -50 * rng.standard_normal(X.shape))) != base
+        moved |= classes_at_each_lambda(X * (1 + 2.0 ** -50 * rng.standard_normal(X.shape))) != base
     return moved.sum(axis=1)
 
 
