@@ -1638,7 +1638,8 @@ def _lanczos_products(max_iter, k) -> float:
 
 
 # The iteration "cg" and "hybrid" are expected to select: kExpectedKrylovBest in
-# solvers/nytro.cpp (docs/design.md, "How many products auto prices").
+# solvers/nytro.cpp (docs/design.md, "How many products auto prices"; measured:
+# benchmarks/results/auto/history.md, "How many products auto prices").
 _EXPECTED_KRYLOV_BEST = 100
 
 
