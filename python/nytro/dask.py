@@ -350,15 +350,20 @@ def _validated_block(X, Y, dtype, estimator):
 # distributed's nanny starts its workers with MALLOC_TRIM_THRESHOLD_=65536, which also turns
 # off glibc's dynamic mmap threshold: every allocation past 128 KiB is then a fresh mmap,
 # and a freed block at the heap's top is returned at once. The core allocates buffers of
-# 0.5-2 MiB per output tile (Eigen's packing) and of up to 32 MiB per call (a Gram pass's
-# kernel and A row blocks), each page-faulted anew, so a chunk's normal equations ran up
-# to 1.3x slower in a worker than in a plain process. Once per worker process, before its
-# first C++ call, nytro sets the values glibc's dynamic thresholds reach at most: mmap
-# threshold 32 MiB, trim threshold 64 MiB (a worker keeps up to that much freed memory
-# at a heap's top). Not where the worker was given its own MALLOC_MMAP_THRESHOLD_, or a
-# trim threshold of 64 MiB or more.
-_MMAP_THRESHOLD = 32 << 20
-_TRIM_THRESHOLD = 64 << 20
+# 0.5-2 MiB per output tile (Eigen's packing), each page-faulted anew, so a chunk's normal
+# equations ran up to 1.3x slower in a worker than in a plain process. Once per worker
+# process, before its first C++ call, nytro lets buffers of that size come from the heap
+# and stay there between tiles: mmap threshold 4 MiB, trim threshold 8 MiB (a worker keeps
+# up to that much freed memory at a heap's top). Not higher: the arrays of a task's size
+# (a chunk read from storage, its conversion to the computation's dtype, its training
+# rows) must stay mappings of their own, returned to the OS when freed. Taken from the
+# heap, they are freed at different times (a chunk lives until its task has run) between
+# other allocations of the worker's threads, and the holes they leave are never trimmed:
+# the worker's unmanaged memory then grows pass after pass, until distributed reports it
+# as memory pressure, or spills and pauses (issue 47). Not where the worker was given its
+# own MALLOC_MMAP_THRESHOLD_, or a trim threshold of 8 MiB or more.
+_MMAP_THRESHOLD = 4 << 20
+_TRIM_THRESHOLD = 8 << 20
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
 
 
