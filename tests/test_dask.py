@@ -84,6 +84,39 @@ def test_holdout_mask_is_a_seeded_function_of_the_row_index():
     np.testing.assert_array_equal(nd.holdout_mask(rows, np.float32(0.25), 11), nd.holdout_mask(rows, 0.25, 11))
 
 
+def test_a_chunk_task_converts_only_the_rows_it_keeps():
+    """A float32 chunk of a float64 fit: its training (or hold-out) rows are converted,
+    not the whole chunk first (issue 47: that copy, 2x the chunk, raised a worker's peak
+    memory past distributed's spill threshold in the out-of-core fit). The rows are those
+    of the whole chunk's conversion, and a NaN in a row the task does not keep is still
+    refused as in memory."""
+    import tracemalloc
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((20000, 64)).astype(np.float32)
+    Y = rng.standard_normal(20000).astype(np.float32)
+    start = 1000
+    for held in (False, True):
+        kept = nd.holdout_mask(np.arange(start, start + len(X)), FRACTION, SEED)
+        kept = kept if held else ~kept
+        tracemalloc.start()
+        try:
+            rows, targets, scale = nd._chunk_rows(X, Y, start, start + len(X), FRACTION, SEED, np.dtype(np.float64),
+                                                  None, None, held)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        np.testing.assert_array_equal(rows, X.astype(np.float64)[kept])
+        np.testing.assert_array_equal(targets, Y.astype(np.float64)[kept, None])
+        assert rows.dtype == np.float64 and rows.flags.c_contiguous and scale is None
+        # The kept rows in float64 (1.6x the chunk at most), a block of them at a time in
+        # float32, and the checks' masks: under the whole chunk's float64 copy (2x).
+        assert peak < 2 * X.nbytes, (held, peak / X.nbytes)
+        bad = X.copy()
+        bad[np.flatnonzero(~kept)[0], 3] = np.nan
+        with pytest.raises(ValueError, match="X contains NaN or infinity"):
+            nd._chunk_rows(bad, Y, start, start + len(X), FRACTION, SEED, np.dtype(np.float64), None, None, held)
+
+
 def test_numpy_validation_fraction_as_in_memory(client):
     X, y, sigma = data(n=60)
     params = dict(method="cg", max_iter=4, n_iter_no_change=None, random_state=3)

@@ -337,14 +337,39 @@ def _targets(Y):
     return (Y[:, None] if Y.ndim == 1 else Y), w, units
 
 
-def _validated_block(X, Y, dtype, estimator):
-    """The chunk as C-contiguous arrays of the computation's dtype, with the error the
-    in-memory path gives for NaN or infinity (scikit-learn's for an estimator)."""
+def _validated_block(X, Y, dtype, estimator, rows=None):
+    """The chunk (its rows `rows`, a boolean mask, where given) as C-contiguous arrays of
+    the computation's dtype, with the error the in-memory path gives for NaN or infinity
+    in any of its rows (scikit-learn's for an estimator). Where X's own dtype converts to
+    the computation's exactly (float32 to float64, say), X is checked as it is and only
+    the selected rows are converted: a task then holds no converted copy of the whole
+    chunk, which the rows it keeps would make a second copy of."""
+    if rows is not None and estimator is None and np.asarray(X).dtype.kind in "fiub" and \
+            np.can_cast(np.asarray(X).dtype, dtype, "safe"):
+        X = chk.as_matrix(X, "X", np.asarray(X).dtype)
+        return _converted_rows(X, rows, dtype), chk.as_matrix(Y, "y", dtype)[rows]
     if estimator is not None:
         from sklearn.utils.validation import check_X_y
         X, Y = check_X_y(X, Y, dtype=dtype, order="C", multi_output=True, y_numeric=True, estimator=estimator)
-        return X, np.ascontiguousarray(Y.reshape(len(Y), -1), dtype=dtype)
-    return chk.as_matrix(X, "X", dtype), chk.as_matrix(Y, "y", dtype)
+        Y = np.ascontiguousarray(Y.reshape(len(Y), -1), dtype=dtype)
+    else:
+        X, Y = chk.as_matrix(X, "X", dtype), chk.as_matrix(Y, "y", dtype)
+    return (X, Y) if rows is None else (X[rows], Y[rows])
+
+
+# Rows per block where a chunk's rows are gathered and converted (_converted_rows): 1 MiB of
+# float32, a buffer the worker's heap reuses from block to block (see below).
+_CONVERT_ELEMENTS = 1 << 18
+
+
+def _converted_rows(X, rows, dtype):
+    """X's rows `rows` (a boolean mask) in dtype, gathered and converted a block of rows at
+    a time: no copy of them in X's dtype beside the result."""
+    index = np.flatnonzero(rows)
+    out = np.empty((len(index), X.shape[1]), dtype)
+    for r0, r1 in _row_blocks(len(index), X.shape[1], _CONVERT_ELEMENTS):
+        out[r0:r1] = X[index[r0:r1]]
+    return out
 
 
 # distributed's nanny starts its workers with MALLOC_TRIM_THRESHOLD_=65536, which also turns
@@ -523,15 +548,15 @@ def _chunk_rows(X, Y, start, stop, fraction, seed, dtype, estimator, exponents, 
     without weights), w' the weights rescaled to sum to the part's row count, as the core's
     row scales (training) and hold-out row weights."""
     Y, w, units = _targets(Y)
-    X, Y = _validated_block(X, Y, dtype, estimator)
     rows = holdout_mask(np.arange(start, stop), fraction, seed)
     rows = rows if held else ~rows
+    X, Y = _validated_block(X, Y, dtype, estimator, rows)
     # The core's training row scales are in dtype, its hold-out row weights in float64.
     if w is not None:
         k, unit = units[int(held)]  # w' = (w 2^k) unit: see _unit
         w = np.ldexp(w.astype(np.float64)[rows], k) * unit
     scale = None if w is None else np.sqrt(w).astype(np.float64 if held else dtype)
-    return X[rows], _scaled_columns(Y[rows], exponents), scale
+    return X, _scaled_columns(Y, exponents), scale
 
 
 def _gram_part(X, Y, start, stop, fraction, seed, C, R, kern, dtype, estimator, n_threads, exponents, upper=False):
