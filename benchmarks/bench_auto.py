@@ -10,7 +10,7 @@ Each fit runs with the BLAS pool (SciPy's OpenBLAS, which runs the spectral solv
 eigendecomposition) capped at the fit's thread count by threadpoolctl, so that every solver
 runs on as many threads: the core leaves the pool as the caller set it, and an uncapped
 pool of two on a loaded machine made the eigendecomposition 10-30x slower than on one
-thread (docs/design.md, "The spectral solver's stages").
+thread (benchmarks/results/spectral/history.md, "The spectral solver's stages").
 
 Each fit starts 0.2 s after the one before: the spectral solver's eigendecomposition
 runs in SciPy's OpenBLAS, whose threads keep spinning for about 0.1 s after it returns,

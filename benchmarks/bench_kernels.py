@@ -9,7 +9,7 @@
    same-shape GEMM: what each kernel's function costs on top of the distance GEMM.
 2. The direct solver's fused pass K^T (K a - y), with one column in a and with two (the Lanczos
    path's block products): bytes of K read per second against the
-   read bandwidth (dot product of two 800 MB vectors, see docs/design.md).
+   read bandwidth (dot product of two 800 MB vectors, see docs/design.md, "The performance model").
 3. The Gram solver's iteration H b over the lower triangle of H (k x k): bytes of the
    triangle read per second. At k = 2000 (Insurance) the triangle is 8-16 MB and is read
    from L3, so it can pass the memory read bandwidth; at 5000 (Ijcnn) it is 50-100 MB.

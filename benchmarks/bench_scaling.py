@@ -1,7 +1,8 @@
 """OpenMP scaling of the core's stages, from one thread to all cores: each stage's speedup
 over one thread, and its rate against the machine's limit measured at the same thread count.
 
-The performance targets (docs/design.md, "Performance targets") ask for 2 threads at
+The performance targets (benchmarks/results/table2/history.md, "Performance targets: where
+they stand") ask for 2 threads at
 >= 1.8x one thread on the kernel and the fused pass (bench_kernels.py measures that). This script follows
 the same stages further, to as many cores as the machine has (the paper's own times are
 on 12 cores):

@@ -1,6 +1,6 @@
 """Where one large fit's time goes, stage by stage, beside the time each stage's work takes
 at a limit of this machine measured in the same process (the performance targets in
-docs/design.md ask to name what bounds a target that is not met, with the measured figure).
+benchmarks/results/table2/history.md ask to name what bounds a target that is not met, with the measured figure).
 
 The fit is Table 2's `nytro-window` row (GD with the authors' window rule and threshold,
 the split and centres of `--seed`, Table 2's storage and solver), run with a progress

@@ -84,6 +84,39 @@ def test_holdout_mask_is_a_seeded_function_of_the_row_index():
     np.testing.assert_array_equal(nd.holdout_mask(rows, np.float32(0.25), 11), nd.holdout_mask(rows, 0.25, 11))
 
 
+def test_a_chunk_task_converts_only_the_rows_it_keeps():
+    """A float32 chunk of a float64 fit: its training (or hold-out) rows are converted,
+    not the whole chunk first (issue 47: that copy, 2x the chunk, raised a worker's peak
+    memory past distributed's spill threshold in the out-of-core fit). The rows are those
+    of the whole chunk's conversion, and a NaN in a row the task does not keep is still
+    refused as in memory."""
+    import tracemalloc
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((20000, 64)).astype(np.float32)
+    Y = rng.standard_normal(20000).astype(np.float32)
+    start = 1000
+    for held in (False, True):
+        kept = nd.holdout_mask(np.arange(start, start + len(X)), FRACTION, SEED)
+        kept = kept if held else ~kept
+        tracemalloc.start()
+        try:
+            rows, targets, scale = nd._chunk_rows(X, Y, start, start + len(X), FRACTION, SEED, np.dtype(np.float64),
+                                                  None, None, held)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        np.testing.assert_array_equal(rows, X.astype(np.float64)[kept])
+        np.testing.assert_array_equal(targets, Y.astype(np.float64)[kept, None])
+        assert rows.dtype == np.float64 and rows.flags.c_contiguous and scale is None
+        # The kept rows in float64 (1.6x the chunk at most), a block of them at a time in
+        # float32, and the checks' masks: under the whole chunk's float64 copy (2x).
+        assert peak < 2 * X.nbytes, (held, peak / X.nbytes)
+        bad = X.copy()
+        bad[np.flatnonzero(~kept)[0], 3] = np.nan
+        with pytest.raises(ValueError, match="X contains NaN or infinity"):
+            nd._chunk_rows(bad, Y, start, start + len(X), FRACTION, SEED, np.dtype(np.float64), None, None, held)
+
+
 def test_numpy_validation_fraction_as_in_memory(client):
     X, y, sigma = data(n=60)
     params = dict(method="cg", max_iter=4, n_iter_no_change=None, random_state=3)
@@ -730,20 +763,53 @@ def _faults_per_buffer(mib):
     return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - first) / (20 * mib)
 
 
+def _kept_after_free(mib, count):
+    """MiB of RSS this process still holds after a thread other than the main one (as a
+    worker's task thread, whose allocations come from an arena of its own) allocated
+    `count` arrays of `mib` MiB, each followed by a small array that stays (128 KiB, from
+    the heap under any worker setting), and freed the large ones: the pattern of a
+    worker's chunks, freed between allocations that live on."""
+    import threading
+
+    def rss():
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    small, kept = [], []
+
+    def allocate():
+        before, large = rss(), []
+        for _ in range(count):
+            large.append(np.ones(mib << 17))
+            small.append(np.ones(1 << 14))
+        del large
+        kept.append((rss() - before) / 2**20)
+
+    thread = threading.Thread(target=allocate)
+    thread.start()
+    thread.join()
+    return kept[0]
+
+
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's malloc")
 def test_workers_reuse_buffers_after_a_fit(client):
     """distributed's nanny sets MALLOC_TRIM_THRESHOLD_ in its workers, which makes every
     buffer past 128 KiB a fresh mmap: the core's 0.5-2 MiB packing buffers (at every
-    output tile) and its Gram pass's row blocks (up to 32 MiB, at every chunk) were
-    page-faulted anew (256 faults a MiB), and a chunk's normal equations ran up to 1.3x
-    slower than in a plain process. After a fit's first C++ call a worker's freed buffers
-    of those sizes are reused."""
+    output tile) were page-faulted anew (256 faults a MiB), and a chunk's normal equations
+    ran up to 1.3x slower than in a plain process. After a fit's first C++ call a worker's
+    freed buffers of those sizes are reused, and chunk-sized ones (8 MiB) are returned to
+    the OS when freed: with a 32 MiB mmap threshold the holes they left in the heap were
+    kept (issue 47), and a fit from a zarr store raised a worker's unmanaged memory past
+    distributed's spill threshold."""
     assert all(env.get("MALLOC_TRIM_THRESHOLD_") for env in client.run(lambda: dict(os.environ)).values())
     X, y, sigma = data()
     nd.nytro_path(da.from_array(X, chunks=60), da.from_array(y, chunks=60), sigma, n_centers=20, seed=SEED,
                   validation_fraction=FRACTION, method="cg", max_iter=2, solver="gram")
-    for mib in (1, 24):
+    for mib in (1, 3):
         assert all(faults < 16 for faults in client.run(_faults_per_buffer, mib).values()), mib
+    # 8 x 8 MiB freed; the 8 small arrays (1 MiB) stay.
+    kept = client.run(_kept_after_free, 8, 8)
+    assert all(mib < 16 for mib in kept.values()), kept
 
 
 def test_direct_blocks_are_sent_before_the_factor(client, monkeypatch):

@@ -89,7 +89,8 @@ def write(results: str, out: str) -> str:
              "committed under `benchmarks/results/` (by `docs/_scripts/make_performance.py`). Every table",
              "carries the machine that produced it; the paper's times come from 12 Xeon E5-2620 v2 cores",
              "and the authors' MATLAB code. How to rerun each claim: `benchmarks/README.md`; the history",
-             "of these numbers and what was tried: [design notes](design.md).", ""]
+             "of these numbers: each claim's `history.md` ledger; the reasons behind the design and what",
+             "was tried: [design](design.md).", ""]
     for claim, title, paper in CLAIMS:
         if os.path.isdir(os.path.join(results, claim)):
             lines += _section(results, claim, title, paper)

@@ -118,7 +118,8 @@ def gaussian_kernel(X, Z, sigma, *, n_threads=None, dtype=None, out=None, progre
     out: an existing C-contiguous, writable array of shape (len(X), len(Z)) and of the
     computation's dtype to write K into (it is returned). Reusing one saves the first
     touch of a fresh result's pages, which costs a sizeable share of the kernel's own
-    time on a fresh n x m array (measured: docs/design.md).
+    time on a fresh n x m array (measured:
+    benchmarks/results/bench_kernels/history.md, "Measurements behind the code").
     progress: None, or a callable progress("kernel", rows_done, len(X)) called while K is
     formed and once it is; an exception from it aborts the call (out is then partly
     written). Ctrl-C interrupts the call either way.

@@ -337,28 +337,58 @@ def _targets(Y):
     return (Y[:, None] if Y.ndim == 1 else Y), w, units
 
 
-def _validated_block(X, Y, dtype, estimator):
-    """The chunk as C-contiguous arrays of the computation's dtype, with the error the
-    in-memory path gives for NaN or infinity (scikit-learn's for an estimator)."""
+def _validated_block(X, Y, dtype, estimator, rows=None):
+    """The chunk (its rows `rows`, a boolean mask, where given) as C-contiguous arrays of
+    the computation's dtype, with the error the in-memory path gives for NaN or infinity
+    in any of its rows (scikit-learn's for an estimator). Where X's own dtype converts to
+    the computation's exactly (float32 to float64, say), X is checked as it is and only
+    the selected rows are converted: a task then holds no converted copy of the whole
+    chunk, which the rows it keeps would make a second copy of."""
+    if rows is not None and estimator is None and np.asarray(X).dtype.kind in "fiub" and \
+            np.can_cast(np.asarray(X).dtype, dtype, "safe"):
+        X = chk.as_matrix(X, "X", np.asarray(X).dtype)
+        return _converted_rows(X, rows, dtype), chk.as_matrix(Y, "y", dtype)[rows]
     if estimator is not None:
         from sklearn.utils.validation import check_X_y
         X, Y = check_X_y(X, Y, dtype=dtype, order="C", multi_output=True, y_numeric=True, estimator=estimator)
-        return X, np.ascontiguousarray(Y.reshape(len(Y), -1), dtype=dtype)
-    return chk.as_matrix(X, "X", dtype), chk.as_matrix(Y, "y", dtype)
+        Y = np.ascontiguousarray(Y.reshape(len(Y), -1), dtype=dtype)
+    else:
+        X, Y = chk.as_matrix(X, "X", dtype), chk.as_matrix(Y, "y", dtype)
+    return (X, Y) if rows is None else (X[rows], Y[rows])
+
+
+# Rows per block where a chunk's rows are gathered and converted (_converted_rows): 1 MiB of
+# float32, a buffer the worker's heap reuses from block to block (see below).
+_CONVERT_ELEMENTS = 1 << 18
+
+
+def _converted_rows(X, rows, dtype):
+    """X's rows `rows` (a boolean mask) in dtype, gathered and converted a block of rows at
+    a time: no copy of them in X's dtype beside the result."""
+    index = np.flatnonzero(rows)
+    out = np.empty((len(index), X.shape[1]), dtype)
+    for r0, r1 in _row_blocks(len(index), X.shape[1], _CONVERT_ELEMENTS):
+        out[r0:r1] = X[index[r0:r1]]
+    return out
 
 
 # distributed's nanny starts its workers with MALLOC_TRIM_THRESHOLD_=65536, which also turns
 # off glibc's dynamic mmap threshold: every allocation past 128 KiB is then a fresh mmap,
 # and a freed block at the heap's top is returned at once. The core allocates buffers of
-# 0.5-2 MiB per output tile (Eigen's packing) and of up to 32 MiB per call (a Gram pass's
-# kernel and A row blocks), each page-faulted anew, so a chunk's normal equations ran up
-# to 1.3x slower in a worker than in a plain process. Once per worker process, before its
-# first C++ call, nytro sets the values glibc's dynamic thresholds reach at most: mmap
-# threshold 32 MiB, trim threshold 64 MiB (a worker keeps up to that much freed memory
-# at a heap's top). Not where the worker was given its own MALLOC_MMAP_THRESHOLD_, or a
-# trim threshold of 64 MiB or more.
-_MMAP_THRESHOLD = 32 << 20
-_TRIM_THRESHOLD = 64 << 20
+# 0.5-2 MiB per output tile (Eigen's packing), each page-faulted anew, so a chunk's normal
+# equations ran up to 1.3x slower in a worker than in a plain process. Once per worker
+# process, before its first C++ call, nytro lets buffers of that size come from the heap
+# and stay there between tiles: mmap threshold 4 MiB, trim threshold 8 MiB (a worker keeps
+# up to that much freed memory at a heap's top). Not higher: the arrays of a task's size
+# (a chunk read from storage, its conversion to the computation's dtype, its training
+# rows) must stay mappings of their own, returned to the OS when freed. Taken from the
+# heap, they are freed at different times (a chunk lives until its task has run) between
+# other allocations of the worker's threads, and the holes they leave are never trimmed:
+# the worker's unmanaged memory then grows pass after pass, until distributed reports it
+# as memory pressure, or spills and pauses (issue 47). Not where the worker was given its
+# own MALLOC_MMAP_THRESHOLD_, or a trim threshold of 8 MiB or more.
+_MMAP_THRESHOLD = 4 << 20
+_TRIM_THRESHOLD = 8 << 20
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
 
 
@@ -518,15 +548,15 @@ def _chunk_rows(X, Y, start, stop, fraction, seed, dtype, estimator, exponents, 
     without weights), w' the weights rescaled to sum to the part's row count, as the core's
     row scales (training) and hold-out row weights."""
     Y, w, units = _targets(Y)
-    X, Y = _validated_block(X, Y, dtype, estimator)
     rows = holdout_mask(np.arange(start, stop), fraction, seed)
     rows = rows if held else ~rows
+    X, Y = _validated_block(X, Y, dtype, estimator, rows)
     # The core's training row scales are in dtype, its hold-out row weights in float64.
     if w is not None:
         k, unit = units[int(held)]  # w' = (w 2^k) unit: see _unit
         w = np.ldexp(w.astype(np.float64)[rows], k) * unit
     scale = None if w is None else np.sqrt(w).astype(np.float64 if held else dtype)
-    return X[rows], _scaled_columns(Y[rows], exponents), scale
+    return X, _scaled_columns(Y, exponents), scale
 
 
 def _gram_part(X, Y, start, stop, fraction, seed, C, R, kern, dtype, estimator, n_threads, exponents, upper=False):
@@ -1638,7 +1668,8 @@ def _lanczos_products(max_iter, k) -> float:
 
 
 # The iteration "cg" and "hybrid" are expected to select: kExpectedKrylovBest in
-# solvers/nytro.cpp (docs/design.md, "How many products auto prices").
+# solvers/nytro.cpp (docs/design.md, "How many products auto prices"; measured:
+# benchmarks/results/auto/history.md, "How many products auto prices").
 _EXPECTED_KRYLOV_BEST = 100
 
 

@@ -123,8 +123,8 @@ EIGEN_STRONG_INLINE Eigen::internal::Packet4d times_power_of_two(const Eigen::in
 // exp(x) for double packets x <= 0. Eigen's vectorised double exp is a Pade form with a
 // division; this one has none: Cody-Waite reduction x = n ln2 + r with |r| <= ln2 / 2,
 // the degree-13 Taylor polynomial of e^r (truncation below 1e-17 relative), and 2^n by
-// times_power_of_two (its measured gain is in docs/design.md, "The kernel's exp"). x is
-// clamped at -708, where
+// times_power_of_two (its measured gain: benchmarks/results/bench_kernels/history.md,
+// "The kernel's exp"). x is clamped at -708, where
 // 2^n (n >= -1021) is still a normal number: below, the result is exp(-708) = 3e-308
 // instead of a subnormal or 0.
 template <class Packet>

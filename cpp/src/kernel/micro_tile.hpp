@@ -1,7 +1,8 @@
 // A register-blocked tile of dot products, the inner loop of the kernel's GEMM and of the
 // factor's rank-k update. Eigen's own GEMM kernel keeps 24 x 4 doubles in registers on
 // AVX-512 (12 of the 32 vector registers) and ran the factor's rank-k updates well below
-// OpenBLAS's dpotrf doing the same flops (docs/design.md, "Register tiles"). Here the tile is kRows x (kPackets packets) accumulators, sized to the register file,
+// OpenBLAS's dpotrf doing the same flops (measured: benchmarks/results/bench_kernels/history.md,
+// "Register tiles"). Here the tile is kRows x (kPackets packets) accumulators, sized to the register file,
 // and both operands come pre-packed so that every load is contiguous.
 //
 // Operands ("panels") are stored depth-major and zero-padded to their full width: the
@@ -23,9 +24,9 @@ namespace nytro::detail {
 // Keeps a loaded packet in a register from here on. Left alone, GCC tuning for Zen 3
 // (-march=znver3, a native build there) folds each use of a packet into its fused
 // multiply-add as a memory operand: kRows loads of every packet instead of one, and the
-// AVX2 tile then waits on loads rather than on its multiply-adds (docs/design.md,
-// "Register tiles"). The empty asm says the register may have changed, so the compiler
-// cannot reload the packet from memory; the arithmetic is unchanged. AVX2 only: the
+// AVX2 tile then waits on loads rather than on its multiply-adds (measured:
+// benchmarks/results/bench_kernels/history.md, "Register tiles"). The empty asm says the
+// register may have changed, so the compiler cannot reload the packet from memory; the arithmetic is unchanged. AVX2 only: the
 // portable AVX-512 variant keeps its packets in registers as it is, and "x" names only
 // the first 16 of its 32 registers.
 template <class Packet>

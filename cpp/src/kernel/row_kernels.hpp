@@ -97,7 +97,8 @@ EIGEN_STRONG_INLINE void group_weights(const T* w, Index g0, Index count, T (&we
 // waits on memory: it has only as many lines on their way as its out-of-order window
 // holds loads for, and AVX2's packets, half AVX-512's, put twice the instructions between
 // two lines, so without prefetches its fused pass read K well below the bandwidth that
-// AVX-512's reached (docs/design.md, "Prefetching the streamed rows"). A prefetch a few
+// AVX-512's reached (measured: benchmarks/results/bench_kernels/history.md, "Prefetching
+// the streamed rows"). A prefetch a few
 // lines ahead of each of the group's rows keeps more lines coming whatever the width.
 constexpr Index kPrefetchBytes = 512;
 

@@ -101,7 +101,8 @@ void multiply_right(const MatrixCRef<T>& A, const MatrixCRef<T>& R, bool upper, 
                     int n_threads, const std::function<void()>& between) {
     // Tiles of 512 x 512 outputs: each task packs a 512-column slice of R and a 512-row
     // slice of A, where 128-row panels against the whole of R spent much of their time
-    // packing R (measured: docs/design.md, "Measurements behind the code"). The widest
+    // packing R (measured: benchmarks/results/bench_stages/history.md, "Measurements behind
+    // the code"). The widest
     // column tiles, the most work, go first.
     const Index k = R.cols(), row_tiles = tiles_of(A.rows()), col_tiles = tiles_of(k);
     const double flops = 2.0 * A.rows() * R.rows() * R.cols();

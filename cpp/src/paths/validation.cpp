@@ -121,8 +121,9 @@ Validation<T>::Validation(const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val
     if (defer) {
         // One first touch of the stored kernel against one recomputation: its distance
         // GEMM, and the exp and the write of each entry, which cost about as much as 50
-        // more features (docs/design.md, "Storing the hold-out kernel", with where the
-        // break-even falls). A float32 kernel (low_) is computed at about twice the rate.
+        // more features (measured, with where the break-even falls:
+        // benchmarks/results/auto/history.md, "Storing the hold-out kernel"). A float32
+        // kernel (low_) is computed at about twice the rate.
         const MachineRates rates = machine_rates(n_threads);
         const double first_touch = bytes / rates.fresh_bytes;
         const double recompute = 2.0 * double(X_val.rows()) * double(centers.rows()) * double(X_val.cols() + 50) /

@@ -2,7 +2,8 @@
 // matrices (the stored K_nm of the direct solver: 16.7 GB on Covertype), and population
 // in one call for mid-sized ones (populate_pages). On the virtual machines measured, the
 // first write to a fresh page is expensive and grows per page with the buffer, and huge
-// pages cut it for the largest buffers (docs/design.md, "Measurements behind the code").
+// pages cut it for the largest buffers (measured: benchmarks/results/bench_kernels/history.md,
+// "Measurements behind the code").
 #pragma once
 
 #include <cstddef>
@@ -17,7 +18,8 @@ namespace nytro::detail {
 // 4 KiB pages were faster cold, at about this size the two tied, and above it huge pages
 // won (also for the passes over the matrix). With memory freed moments before, huge pages
 // win at every size, and single calls can stall in the "madvise" defragmentation mode's
-// compaction. The measurements: docs/design.md, "Measurements behind the code".
+// compaction. The measurements: benchmarks/results/bench_kernels/history.md,
+// "Measurements behind the code" and "Roofline"; the reason: docs/design.md, "Fresh memory".
 constexpr std::size_t kHugePageAdviceBytes = std::size_t(12) << 30;
 
 // Buffers from this size up to kPopulateOnceLimitBytes are populated in one call.

@@ -8,7 +8,9 @@
 namespace nytro::detail {
 
 // The eigendecomposition of a k x k matrix (LAPACK's ?syevd), counted as 9 k^3 flops,
-// runs at about a fifth of the rate of the products that form it (docs/design.md).
+// runs at about a fifth of the rate of the products that form it (measured:
+// benchmarks/results/auto/history.md, "Measurements behind the code", and
+// benchmarks/results/spectral/history.md, "The spectral solver's stages").
 constexpr double kEigenRateFraction = 0.2;
 
 }  // namespace nytro::detail

@@ -4,7 +4,8 @@
 //   flops, flops32: A = K R with R triangular, then the lower half of A^T A (the Gram
 //     route's two products, 2 n k^2 flops), on a 1024 x 512 block: narrower blocks
 //     run these products well below the rate they reach at the widths where the choice
-//     between the solvers is close (docs/design.md, "How many products auto prices");
+//     between the solvers is close (measured: benchmarks/results/auto/history.md,
+//     "How many products auto prices");
 //   bytes: the direct solver's fused pass K^T (K a - y) over a 64 MiB kernel, larger than
 //     the last-level caches, so read from memory as the fit's K_nm is;
 //   fresh_bytes: that kernel's first write (advice and population as gaussian_kernel

@@ -52,8 +52,8 @@ double lanczos_products(Index max_iter, Index k) {
 // the model prices when the path ends `patience` iterations after its best. It is not
 // known before the path runs, and it spreads over two orders of magnitude across
 // problems; both solvers' costs are linear in it, so its mean prices their expected
-// costs: its mean on the paper's datasets at m = 300-2000 (docs/design.md, "How many
-// products auto prices").
+// costs: its mean on the paper's datasets at m = 300-2000 (measured:
+// benchmarks/results/auto/history.md, "How many products auto prices").
 constexpr double kExpectedKrylovBest = 100.0;
 
 template <class T>

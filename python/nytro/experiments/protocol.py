@@ -249,8 +249,8 @@ class Timer:
 
     The clock starts after ``settle`` seconds of sleep: a BLAS pool that has just worked
     (the previous fit's, often a peer's OpenBLAS) keeps its threads spinning for a while,
-    and on 2 cores they take time from the next fit (measured: docs/design.md,
-    "Measurements behind the code"). Every
+    and on 2 cores they take time from the next fit (measured:
+    benchmarks/results/table2/history.md, "Measurements behind the code"). Every
     method and peer gets the same pause."""
 
     SETTLE_S = 0.25
