@@ -1,7 +1,7 @@
 """NYTRO and Nystrom KRLS on Dask arrays chunked by rows.
 
 The data stay where Dask keeps them (worker memory, or a zarr store read chunk by
-chunk); the client holds O(m^2 + m d + m T) numbers for T iterates (or lambdas). A fit
+chunk); the client holds O(m^2 + m d + m T) numbers for T iterates run (or lambdas). A fit
 takes a pass over y (each chunk's training rows and largest target in absolute value,
 and its sample weights' checks and sums) and three passes over X, each a map over its row
 chunks:
@@ -20,11 +20,15 @@ chunks:
    forms R^T (K^T K) R with R's triangle (the core's kernel-first route: no K_i R, half
    the flops);
 3. the hold-out errors: the path (gd, nu, cg iterates, or NKRLS's lambda grid through one
-   eigendecomposition of A^T A) is computed on the client in m dimensions; the m x T
-   matrix of coefficients alpha_t = R beta_t is sent alike, and each chunk's hold-out rows
-   give the squared errors of the predictions k(X_val_i, C) alpha_t, formed explicitly,
-   summed over rows by the same tree reduction (metric="error": the weights of the rows
-   each alpha_t misclassifies, and of all of them). Method "hybrid" grows its Lanczos bases
+   eigendecomposition of A^T A) is computed on the client in m dimensions; the coefficients
+   alpha_t = R beta_t are sent alike, an m x L block of L iterates at a time (L doubling
+   from 16, to a bounded size), and each chunk's hold-out rows give the squared errors of
+   the predictions k(X_val_i, C) alpha_t, formed explicitly, summed over rows by the same
+   tree reduction (metric="error": the weights of the rows each alpha_t misclassifies, and
+   of all of them); the stopping rule reads each block's errors before the next block is
+   iterated, so a path that stops (n_iter_no_change, "relative", "window") forms and holds
+   only the iterates up to its stop and one block past it, whatever max_iter. Method
+   "hybrid" grows its Lanczos bases
    V on the client; each chunk's hold-out rows give the triangular factor of
    [k(X_val_i, C) R V, y_val_i], combined up a tree of QR factorisations (TSQR), from
    which the errors of every (t, lambda) follow as in the core (a residual plus
@@ -87,6 +91,7 @@ dtype=, or float32 data).
 """
 from __future__ import annotations
 
+import collections
 import ctypes
 import dataclasses
 import functools
@@ -1729,6 +1734,127 @@ def _lanczos_gd(apply, c, step, max_iter, eps, top=None):
     return [beta.astype(c.dtype) for beta in betas], products, step
 
 
+# ------------------------------------------------------------- the stopping rule
+class _StoppingWatch:
+    """reference._select's rule applied one hold-out value at a time, as the core's
+    StoppingRule (paths/stopping.cpp) applies it while iterating: push(value) says whether
+    the path ends at that t; selection() is (t_selected, t_stopped) of the values pushed,
+    reference._select's answer for them (NaN included: a first NaN is np.argmin's
+    minimum, and never a `<` improvement). O(window) work and memory per value."""
+
+    def __init__(self, stopping, tol, window, patience, metric):
+        self.stopping, self.window, self.patience = stopping, window, patience or 0
+        self.by_error = metric == "error"
+        self.tol = (0.05 if stopping == "relative" else 1e-4) if tol is None else tol
+        self.t, self.first = 0, None
+        # metric "error": reference._select's plateau, the index of the first value that
+        # differs from the first (None until one does: no iteration is counted before).
+        self.plateau = None if self.by_error else 0
+        self.improved, self.improved_value = 0, None  # the last strict (`<`) improvement
+        self.lowest, self.lowest_value = 0, None      # np.argmin's 1-based answer so far
+        self.before = None                            # min of the values older than the window
+        self.recent = collections.deque(maxlen=window)
+        self.stopped = None
+
+    def push(self, value) -> bool:
+        value = float(value)
+        self.t += 1
+        t = self.t
+        if t == 1:
+            self.first, self.improved, self.improved_value = value, 1, value
+        if self.plateau is None and value != self.first:  # NaN differs from everything
+            self.plateau = t - 1
+        if self.lowest == 0 or (not math.isnan(self.lowest_value)
+                                and (math.isnan(value) or value < self.lowest_value)):
+            self.lowest, self.lowest_value = t, value
+        if value < self.improved_value:
+            self.improved, self.improved_value = t, value
+        if len(self.recent) == self.window:
+            old = self.recent[0]  # np.minimum propagates NaN, as np.min does
+            self.before = old if self.before is None else float(np.minimum(self.before, old))
+        self.recent.append(value)
+        if self.stopped is None and self._ends(t):
+            self.stopped = t
+        return self.stopped is not None
+
+    def _judged(self, t) -> bool:
+        return self.plateau is not None and t - self.plateau >= self.window
+
+    def _ends(self, t) -> bool:
+        if self.stopping == "best":
+            plateau = t if self.plateau is None else self.plateau
+            return bool(self.patience) and t - max(self.improved, plateau) >= self.patience
+        if self.stopping == "relative":
+            if t < self.window + 1 or not self._judged(t):
+                return False
+            inside = float(np.min(self.recent))
+            return bool(self.before - inside <= self.tol * self.before)
+        if t < self.window or not self._judged(t):
+            return False
+        recent = np.asarray(self.recent)
+        fall = -self.window * np.polyfit(np.arange(self.window, dtype=float), recent, 1)[0]
+        return bool(fall <= self.tol * recent.mean() if self.by_error else fall < self.tol)
+
+    def selection(self):
+        end = self.stopped or self.t
+        if self.stopping == "window":
+            return end, end
+        if self.stopping == "best" and self.patience and self.stopped is not None:
+            return self.improved, end
+        return self.lowest, end
+
+
+def _block_limit(m, q) -> int:
+    """The most iterates validated in one pass: their m x q coefficients within 32 MiB of
+    float64 (the client's copy and the hold-out rows' predictions of a chunk), 4096 at most."""
+    return max(1, min(4096, (32 << 20) // (8 * max(1, m * q))))
+
+
+def _run_path(betas, R, q, path_errors, watch, step, max_iter, validated):
+    """The path from the iterates `betas` (an iterator of k x q arrays, formed on demand):
+    validated in blocks of growing size (path_errors(alphas) gives the hold-out values of
+    the m x (L q) coefficients alphas), the stopping rule `watch` (a _StoppingWatch; None
+    without a hold-out set: the last iterate) applied as the values come, so that the
+    iterates formed and the memory held follow the iterations the rule runs, not max_iter
+    (at most one block past the stop, which doubles up to _block_limit). validated(done) is
+    called after each block. Returns (coef at the selected t, the path to the stop,
+    selected, stopped, iterates formed)."""
+    def finite(beta):
+        if not np.all(np.isfinite(beta)):
+            raise RuntimeError(f"the iterations diverged (step_size={step}): a stable step is below "
+                               "2 / lambda_max(A^T A)")
+        return beta
+
+    if watch is None:
+        last, formed = None, 0
+        for last in betas:
+            formed += 1
+        return _client_product(R, finite(last)), np.zeros(0), max_iter, max_iter, formed
+    path, kept, formed = [], {}, 0
+    size, most = 16, _block_limit(R.shape[0], q)
+    while watch.stopped is None:
+        block = [beta for _, beta in zip(range(size), betas)]
+        if not block:
+            break
+        formed += len(block)
+        finite(block[-1])
+        alphas = _client_product(R, np.hstack(block))
+        values = np.asarray(path_errors(alphas), dtype=np.float64)
+        start = len(path)
+        for i, value in enumerate(values):
+            path.append(value)
+            kept[start + i + 1] = alphas[:, i * q:(i + 1) * q]
+            if watch.push(value):
+                break
+        validated(len(path))
+        # Keep the coefficients a selection may still take (the best so far by either of
+        # reference._select's counts, or the last), copied out of the block's array.
+        kept = {t: alpha.copy() for t, alpha in kept.items() if t in (watch.lowest, watch.improved, len(path))}
+        size = min(2 * size, most)
+    selected, stopped = watch.selection()
+    return kept[selected].copy(), np.asarray(path[:stopped]), selected, stopped, formed
+
+
 # ------------------------------------------------------------------------ hybrid
 def _shifted_solutions(a, b, shifts, norm):
     """z_k(shift) = (T_k + shift I)^-1 norm e_1 for every k = 1..len(a) and shift, T_k the
@@ -2025,29 +2151,25 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
         else:
             step = _resolve_step(step_size, method, H, n_train * bound, k, data.dtype)
         if lanczos is not None:
-            betas, products = lanczos, spent
+            betas = iter(lanczos)
         else:
             # cg with a hold-out set ends where its Krylov space is invariant (t = rank at
             # the latest), as the core's path: later iterates repeat the last one.
-            betas = list(reference._cg_iterates(apply, c, max_iter, krylov_eps, until_invariant=True)
-                         if method == "cg" and n_val else reference._iterates(apply, c, method, step, nu, max_iter))
-            products = spent + len(betas)  # the products of a basis that fell short, then the steps
-        # gram: one product with A^T A per iterate (or Lanczos vector), on the client;
-        # direct: each a pass over the workers' blocks (the step's estimate included)
-        products = H.products if mode == "direct" else products
-        if not np.all(np.isfinite(betas[-1])):
-            raise RuntimeError(f"the iterations diverged (step_size={step}): a stable step is below "
-                               "2 / lambda_max(A^T A)")
-        if n_val == 0:
-            coef, path, selected, stopped = _client_product(R, betas[-1]), np.zeros(0), max_iter, max_iter
-        else:
-            alphas = _client_product(R, np.hstack(betas))
+            betas = (reference._cg_iterates(apply, c, max_iter, krylov_eps, until_invariant=True)
+                     if method == "cg" and n_val else reference._iterates(apply, c, method, step, nu, max_iter))
+
+        def path_errors(alphas):
             errors = (operator.holdout_errors(alphas, metric) if mode == "direct" else
                       _holdout_errors(data, fraction, seed, C, alphas, kern, n_threads, split_every, exponents, metric))
-            report("validation", 1, 1)
-            path = errors if metric == "error" else _pooled_rmse(errors, scales, n_val)
-            selected, stopped = reference._select(path, stopping, rule_tol, window, patience, metric)
-            coef, path = alphas[:, (selected - 1) * q:selected * q], path[:stopped]
+            return errors if metric == "error" else _pooled_rmse(errors, scales, n_val)
+
+        watch = _StoppingWatch(stopping, rule_tol, window, patience, metric) if n_val else None
+        coef, path, selected, stopped, formed = _run_path(betas, R, q, path_errors, watch, step, max_iter,
+                                                          lambda done: report("validation", done, max_iter))
+        # gram: one product with A^T A per iterate (or Lanczos vector), on the client;
+        # direct: each a pass over the workers' blocks (the step's estimate included); the
+        # products of a basis that fell short, then the steps
+        products = H.products if mode == "direct" else (spent if lanczos is not None else spent + formed)
     coef, path = _unscaled(coef, path, scales, metric)
     result = PathResult(coef=coef[:, 0] if data.one_d else coef, validation_rmse=path, n_iter=selected,
                         iterations_run=stopped, step_size=step, rank=R.shape[1], solver=mode,
