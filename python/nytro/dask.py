@@ -2294,6 +2294,8 @@ def predict(X, centers, coef, sigma, *, kernel="gaussian", matern_nu=1.5, n_thre
 
 def _predict_block(x, centers, coef, kern, n_threads):
     x = _dense(x)
+    if x.shape[0] == 0:  # an empty chunk (fit takes them): no rows to predict, not an empty X
+        return np.zeros((0,) + coef.shape[1:], chk.compute_dtype(None, centers, coef))
     threads = _task_threads(n_threads)
     with _CORE_LOCK:
         return kernel_predict(x, centers, coef, kern.sigma, kernel=kern.kernel, matern_nu=kern.matern_nu,
