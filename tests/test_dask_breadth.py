@@ -423,3 +423,17 @@ def test_predict_takes_empty_chunks_as_fit_does(client, estimator):
     predicted = np.asarray(predicted.compute() if hasattr(predicted, "compute") else predicted)
     np.testing.assert_array_equal(predicted, model.predict(X))
 
+
+@pytest.mark.parametrize("solver", ["gram", "direct"])
+def test_weights_whose_sum_overflows_fit_as_their_ratios(client, solver):
+    """Weights each finite whose sum overflows float64 (the chunks' sums too): the fit of
+    their ratios, as in memory; the sums' overflow refused them as "all zero"."""
+    X, y, sigma = data()
+    w = np.round(8 * weights(len(X))) / 8
+    with np.errstate(over="ignore"):
+        assert not np.isfinite(np.sum(np.ldexp(w[:70], 1021)))
+    kwargs = dict(method="nu", max_iter=12, solver=solver)
+    fit = dask_fit(X, y, sigma, sample_weight=np.ldexp(w, 1021), **kwargs)
+    plain = dask_fit(X, y, sigma, sample_weight=w, **kwargs)
+    np.testing.assert_allclose(fit.result.coef, plain.result.coef, rtol=1e-12, atol=0)
+    check_path(fit, in_memory_fit(X, y, sigma, fit, w=w, solver=solver, method="nu", max_iter=12), X.dtype)

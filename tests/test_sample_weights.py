@@ -221,6 +221,38 @@ def test_subnormal_weights_fit_as_their_ratios(est):
     assert_close(b.predict(p.X_val), a.predict(p.X_val), np.float64, rtol=1e-12)
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("est", ALL, ids=lambda e: type(e).__name__)
+def test_weights_whose_sum_overflows_fit_as_their_ratios(est):
+    # Each weight finite, their sum past float64's largest: 1e308 on every row is the
+    # unweighted fit, and eighths times 2^1020 the fit of their ratios. The sum's overflow
+    # refused them as "all zero".
+    p = make_problem(n=150)
+    w = np.round(8 * weights(len(p.X), 11)) / 8
+    with np.errstate(over="ignore"):
+        assert not np.isfinite(np.sum(np.ldexp(w, 1020)))
+    for given, same in ((np.full(len(p.X), 1e308), None), (np.ldexp(w, 1020), w)):
+        expected = seeded(est).fit(p.X, p.y, sample_weight=same).predict(p.X_val)
+        got = seeded(est).fit(p.X, p.y, sample_weight=given).predict(p.X_val)
+        assert_close(got, expected, np.float64, rtol=1e-12)
+
+
+def seeded(est):
+    """A clone of est with random_state=0 where it takes one."""
+    return clone(est).set_params(**({"random_state": 0} if "random_state" in est.get_params() else {}))
+
+
+def test_path_weights_whose_sum_overflows_fit_as_their_ratios():
+    p = make_problem(n=150)
+    w, wv = np.round(8 * weights(len(p.X), 11)) / 8, np.round(8 * weights(len(p.X_val), 12)) / 8
+    kwargs = dict(X_val=p.X_val, y_val=p.y_val, method="cg", max_iter=10, **SERIAL)
+    a = nytro.nytro_path(p.X, p.y, p.centers, p.sigma, sample_weight=w, sample_weight_val=wv, **kwargs)
+    b = nytro.nytro_path(p.X, p.y, p.centers, p.sigma, sample_weight=np.ldexp(w, 1020),
+                         sample_weight_val=np.ldexp(wv, 1020), **kwargs)
+    assert_close(b.coef, a.coef, np.float64, rtol=1e-12)
+    assert_close(b.validation_rmse, a.validation_rmse, np.float64, rtol=1e-12)
+
+
 @pytest.mark.parametrize("est", ALL, ids=lambda e: type(e).__name__)
 @pytest.mark.parametrize("bad, message", [
     (lambda n: -np.ones(n), ">= 0"),

@@ -473,7 +473,8 @@ def check_sample_weight(sample_weight, n_rows: int, name: str = "sample_weight")
     """None, or the weights as a float64 vector of n_rows entries, checked as scikit-learn's
     _check_sample_weight does (a scalar is every row's weight): one per row, finite, >= 0,
     and not all zero. Their scale does not matter: the core rescales them to sum to the row
-    count (see the estimators' fit)."""
+    count (see the estimators' fit); weights whose sum would overflow float64 (each finite,
+    as 1e308 on every row) are returned divided by a power of two (exact), the same ratios."""
     if sample_weight is None:
         return None
     w = real_weights(sample_weight, name)
@@ -487,8 +488,12 @@ def check_sample_weight(sample_weight, n_rows: int, name: str = "sample_weight")
     if np.any(w < 0):
         bad = int(np.flatnonzero(w < 0)[0])
         raise ValueError(f"{name} must be >= 0, got {w[bad]} at row {bad}")
-    if not np.any(w > 0) or not np.isfinite(np.sum(w)):
-        raise ValueError(f"{name} must not be all zero (and its sum must be finite)")
+    if not np.any(w > 0):
+        raise ValueError(f"{name} must not be all zero: give some rows a positive weight")
+    with np.errstate(over="ignore"):
+        overflows = not np.isfinite(np.sum(w))
+    if overflows:  # the largest weight to [0.5, 1): a sum of n_rows such weights is finite
+        w = np.ldexp(w, -int(np.frexp(np.max(w))[1]))
     return w
 
 

@@ -489,15 +489,19 @@ def _count_and_peak(Y, start, stop, fraction, seed):
 
 def _weight_summary(w, held, start):
     """The chunk's weights as the client checks them: the first non-finite and the first
-    negative weight (global row, value) or None, then the sums and the counts of positive
-    weights of its training and hold-out rows."""
+    negative weight (global row, value) or None, then for its training and hold-out rows
+    the sum of the weights divided by 2^e and the count of positive weights, and e, the
+    exponent of the largest finite weight (a sum of finite weights may overflow: 1e308 on
+    every row; the power of two is exact)."""
     w = chk.real_weights(w).reshape(-1)
     firsts = []
     for bad in (~np.isfinite(w), w < 0):
         i = np.flatnonzero(bad)
         firsts.append((start + int(i[0]), float(w[i[0]])) if i.size else None)
-    parts = [(float(np.sum(w[rows])), int(np.count_nonzero(w[rows] > 0))) for rows in (~held, held)]
-    return firsts[0], firsts[1], parts[0], parts[1]
+    finite = w[np.isfinite(w)]
+    e = int(np.frexp(np.max(finite))[1]) if finite.size and np.max(finite) > 0 else 0
+    parts = [(float(np.sum(np.ldexp(w[rows], -e))), int(np.count_nonzero(w[rows] > 0))) for rows in (~held, held)]
+    return firsts[0], firsts[1], parts[0], parts[1], e
 
 
 def _pick_rows(X, start, stop, fraction, seed, ordinals):
@@ -741,26 +745,29 @@ def _weight_units(summaries, n_train, n_val, fraction, seed_name="the seed"):
         if bad:
             row, value = min(bad)
             raise ValueError(f"sample_weight must be {requirement}, got {value} at row {row}")
-    sums = [math.fsum(s[2 + part][0] for s in summaries) for part in (0, 1)]
+    # The sums in units of 2^top, top the largest chunk's exponent (exact powers of two).
+    top = max(s[4] for s in summaries)
+    sums = [math.fsum(math.ldexp(s[2 + part][0], s[4] - top) for s in summaries) for part in (0, 1)]
     positive = [sum(s[2 + part][1] for s in summaries) for part in (0, 1)]
-    if not sum(positive) or not math.isfinite(sums[0] + sums[1]):
-        raise ValueError("sample_weight must not be all zero (and its sum must be finite)")
+    if not sum(positive):
+        raise ValueError("sample_weight must not be all zero: give some rows a positive weight")
     for part, rows, name in ((0, n_train, "training"), (1, n_val, "hold-out")):
         if rows and not positive[part]:
             raise ValueError(
                 f"sample_weight is zero on every one of the {rows} {name} rows the hold-out split "
                 f"(validation_fraction={fraction}) left: the {name} error has no weight; give more rows a "
                 f"positive weight or change {seed_name}")
-    return tuple(_unit(rows, total) if rows else None for rows, total in zip((n_train, n_val), sums))
+    return tuple(_unit(rows, total, top) if rows else None for rows, total in zip((n_train, n_val), sums))
 
 
-def _unit(rows: int, total: float) -> tuple:
-    """rows / total as (k, rows / (total 2^k)), w' = (w 2^k) (rows / (total 2^k)): rows / total
-    overflows for weights as tiny as 1e-310 (the core's row scales divide by the largest
-    weight instead), and the power of two is exact, so other weights give the same w' as
-    w (rows / total)."""
-    k = -int(np.frexp(total)[1])
-    return k, rows / float(np.ldexp(total, k))
+def _unit(rows: int, total: float, exponent: int = 0) -> tuple:
+    """rows / (total 2^exponent) as (k, rows / (total 2^(k + exponent))), w' = (w 2^k)
+    (rows / (total 2^(k + exponent))): rows / total overflows for weights as tiny as 1e-310
+    (the core's row scales divide by the largest weight instead), the sum of weights as
+    large as 1e308 overflows (hence its exponent apart), and the power of two is exact, so
+    other weights give the same w' as w (rows / total)."""
+    e = int(np.frexp(total)[1])
+    return -(e + exponent), rows / float(np.ldexp(total, -e))
 
 
 def _exponents(scales: chk.TargetScales):
