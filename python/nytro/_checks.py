@@ -164,12 +164,15 @@ def check_bandwidth(sigma):
     """sigma as a float (one bandwidth) or a float64 array (one per feature, ARD), its values
     finite and > 0; whether an array has one entry per feature is for check_kernel, which
     knows the data."""
-    if np.ndim(sigma) == 0:
-        return check_sigma(sigma)
     try:
-        bandwidths = np.asarray(sigma, dtype=np.float64)
+        # np.ndim itself raises for a ragged nesting ([[1, 2], [1]]), which has no shape.
+        scalar = np.ndim(sigma) == 0
+        bandwidths = None if scalar else np.asarray(sigma, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ValueError(f"sigma must be a number or a 1-D array of numbers, got {sigma!r}") from None
+        raise ValueError(f"sigma must be a number or a 1-D array of numbers (one bandwidth per feature), "
+                         f"got {sigma!r}") from None
+    if scalar:
+        return check_sigma(sigma)
     if bandwidths.ndim == 1:
         bad = ~(np.isfinite(bandwidths) & (bandwidths > 0))
         if bad.any():
