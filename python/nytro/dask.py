@@ -952,15 +952,7 @@ def _leverage_ordinals(rows: _TrainingRows, m: int, kern: _Kernel, seed, top: fl
     from . import centers as lev
     kernel = lev._Kernel(kern.sigma, kern.kernel, kern.matern_nu)
     kernel.scale = top if top > 0 else 1.0
-    n = rows.shape[0]
-    rng = np.random.default_rng(seed)
-    cap, most = max(1, min(n, m // 2)), lev._MOST_CANDIDATES_PER_CENTRE * m
-    dictionary, lam, _, _ = lev._grow(rows, rng, cap, kernel,
-                                      lambda lam, d_eff: 4.0 * d_eff >= m or lam <= lev._SMALLEST_LAMBDA, most=most)
-    count = lev._candidate_count(n, lam, lev._FINAL_CANDIDATES_PER_CENTRE * m, most)
-    candidates = np.sort(rng.choice(n, size=count, replace=False))
-    scores = dictionary.scores(rows, candidates, lam, kernel)
-    return np.sort(candidates[rng.choice(count, size=m, replace=False, p=lev._quantised(scores))])
+    return lev._leverage_draw(rows, m, kernel, np.random.default_rng(seed))[0]
 
 
 def _centers(data: _Data, counts, n_centers, fraction, seed, center_seed, selection="uniform", kern=None):
