@@ -158,9 +158,9 @@ def test_patience_bounds_the_work_and_memory_of_a_long_path(client, method, solv
         tracemalloc.stop()
     run = fit.result.iterations_run
     assert run < 10**4 and peak < 16 * 2**20, (run, peak)
-    # Blocks of 16, 32, 64, ... iterates: under 2 run + 16 formed; "direct" adds the step's
-    # Lanczos estimate of lambda_max, at most k = 40 products.
-    assert validated[-1] == run and run <= fit.result.products <= 2 * run + 16 + (40 if solver == "direct" else 0)
+    # Blocks of 4 x patience iterates, then doubling: under 2 run + 80 formed; "direct" adds
+    # the step's Lanczos estimate of lambda_max, at most k = 40 products.
+    assert validated[-1] == run and run <= fit.result.products <= 2 * run + 80 + (40 if solver == "direct" else 0)
     expected = in_memory_path(X, y, sigma, fit, solver=solver, method=method, max_iter=10**7, n_iter_no_change=20,
                               iterates="stepwise")
     check_path(fit, expected, X.dtype)

@@ -22,7 +22,7 @@ chunks:
 3. the hold-out errors: the path (gd, nu, cg iterates, or NKRLS's lambda grid through one
    eigendecomposition of A^T A) is computed on the client in m dimensions; the coefficients
    alpha_t = R beta_t are sent alike, an m x L block of L iterates at a time (L doubling
-   from 16, to a bounded size), and each chunk's hold-out rows give the squared errors of
+   to a bounded size), and each chunk's hold-out rows give the squared errors of
    the predictions k(X_val_i, C) alpha_t, formed explicitly, summed over rows by the same
    tree reduction (metric="error": the weights of the rows each alpha_t misclassifies, and
    of all of them); the stopping rule reads each block's errors before the next block is
@@ -1815,7 +1815,7 @@ def _run_path(betas, R, q, path_errors, watch, step, max_iter, validated):
     the m x (L q) coefficients alphas), the stopping rule `watch` (a _StoppingWatch; None
     without a hold-out set: the last iterate) applied as the values come, so that the
     iterates formed and the memory held follow the iterations the rule runs, not max_iter
-    (at most one block past the stop, which doubles up to _block_limit). validated(done) is
+    (at most one block past the stop; the blocks double up to _block_limit). validated(done) is
     called after each block. Returns (coef at the selected t, the path to the stop,
     selected, stopped, iterates formed)."""
     def finite(beta):
@@ -1830,7 +1830,13 @@ def _run_path(betas, R, q, path_errors, watch, step, max_iter, validated):
             formed += 1
         return _client_product(R, finite(last)), np.zeros(0), max_iter, max_iter, formed
     path, kept, formed = [], {}, 0
-    size, most = 16, _block_limit(R.shape[0], q)
+    most = _block_limit(R.shape[0], q)
+    # Each block is a pass over the hold-out rows (a read of X's chunks in "gram" mode): a
+    # rule that can stop starts with a few times the iterations it needs before it can
+    # (patience or window), one that cannot (stopping="best" without patience) validates
+    # as many as the block's memory allows at once.
+    reach = watch.patience if watch.stopping == "best" else watch.window
+    size = min(most, max(64, 4 * reach)) if reach else most
     while watch.stopped is None:
         block = [beta for _, beta in zip(range(size), betas)]
         if not block:
