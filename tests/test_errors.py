@@ -130,7 +130,8 @@ def test_n_centers_counts_the_training_rows(cls):
 
 
 @pytest.mark.parametrize("cls", ALL)
-@pytest.mark.parametrize("sigma", [0, -1.0, np.nan, np.inf, -np.inf, "1.0", None, [1.0]])
+@pytest.mark.parametrize("sigma", [0, -1.0, np.nan, np.inf, -np.inf, "1.0", None, [1.0], [[1.0, 2.0], [1.0]],
+                                   [1.0, [2.0, 3.0]]])
 def test_bad_sigma(cls, sigma):
     X, y = data()
     with pytest.raises(ValueError, match="sigma"):
@@ -474,6 +475,8 @@ LOW_LEVEL_CASES = {
     "kernel sigma nan": (lambda: nytro.gaussian_kernel(X0, X0, np.nan), "sigma .* got nan"),
     "kernel sigma inf": (lambda: nytro.gaussian_kernel(X0, X0, np.inf), "sigma .* got inf"),
     "kernel sigma str": (lambda: nytro.gaussian_kernel(X0, X0, "1"), "sigma must be a real number, got '1'"),
+    "kernel ragged sigma": (lambda: nytro.kernel_matrix(X0, X0, sigma=[[1.0, 2.0], [1.0]]),
+                            r"sigma must be a number or a 1-D array of numbers \(one bandwidth per feature\)"),
     "kernel complex": (lambda: nytro.gaussian_kernel(X0 + 0j, X0, 1.0), "X must hold real numbers, got dtype complex"),
     "kernel object": (lambda: nytro.gaussian_kernel(X0, X0.astype(object), 1.0),
                       "Z must hold real numbers, got dtype object"),
