@@ -265,7 +265,10 @@ sigma : float or array-like of shape (n_features,)
 N_CENTERS = Param("n_centers", 1000, _checked_by(lambda value: chk.check_int("n_centers", value, 1)), """\
 n_centers : int
     Nystrom centres m, drawn without replacement from the training rows (see
-    center_selection); ignored when `centers` is given.""")
+    center_selection); ignored when `centers` is given. The estimators cap it at the
+    training rows left after the hold-out split, with a UserWarning, as scikit-learn's
+    Nystroem caps n_components (the m used is n_centers_); the functions, and the
+    estimators on Dask arrays, refuse more centres than rows (ValueError).""")
 CENTERS = Param("centers", None, _checked_by(chk.check_centers_form), """\
 centers : array of shape (m, d), 1-D integer array, or None
     Your own centres: the points themselves, or indices of rows of the X given to fit
@@ -347,6 +350,10 @@ centers_ : ndarray of shape (m, n_features)
     The rows predict evaluates the kernel at: the Nystrom centres (the Nystrom
     estimators), or the training part of the rows given to fit (the full-kernel ones;
     all of them after a refit)."""),
+    Attribute("n_centers_", """\
+n_centers_ : int
+    The number of centres m the fit used: n_centers, capped at the training rows
+    (with a UserWarning), or the number of rows of `centers` when given."""),
     Attribute("coef_", """\
 coef_ : ndarray of shape (m,) or (m, n_outputs)
     The model at the selected regularisation: predict(X) = k(X, centers_) @ coef_

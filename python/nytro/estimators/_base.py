@@ -36,6 +36,22 @@ class ProgressPrinter:
             print(f"[{self.name}] {stage} {done}/{total}", file=sys.stderr, flush=True)
 
 
+def capped_n_centers(estimator, n_train: int) -> int:
+    """The estimator's n_centers, or n_train with a UserWarning where it asks for more
+    centres than the training rows left after the hold-out split. As scikit-learn's
+    Nystroem caps n_components at n_samples: the default m (1000) would otherwise refuse
+    every data set of under about 1250 rows, and inside a search every fit would fail.
+    m = n_train is no approximation left: the model is then KRLS on the training rows."""
+    m = int(estimator.n_centers)
+    if m <= n_train:
+        return m
+    warnings.warn(
+        f"{type(estimator).__name__}: n_centers={m} is more than the {n_train} training rows left after the "
+        f"hold-out split; using all {n_train} as centres (n_centers_). Set n_centers <= {n_train} to silence "
+        "this warning.", UserWarning, stacklevel=5)
+    return n_train
+
+
 # The estimator objects whose fit is running, by id: an object is not thread-safe (as in
 # scikit-learn, fit sets its attributes one by one), and a second fit of the same object
 # from another thread is refused with a clear error instead of mixing two fits' attributes.
@@ -182,7 +198,7 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
         self._check_parameters()
         if _is_dask_array(X):
             from ..dask import fit_estimator
-            return fit_estimator(self, X, y, sample_weight)
+            return self._count_centers(fit_estimator(self, X, y, sample_weight))
         key = id(self)
         with _FITTING_LOCK:
             if key in _FITTING:
@@ -198,13 +214,21 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
             self.centers_ = self._own_rows(self.centers_, X)
             self.coef_ = coef[:, 0] if one_output else coef
             self._keep_intercept(intercept, one_output)
-            return self
+            return self._count_centers(self)
         finally:
             # The weights are fit's arguments, not the model's: not kept (nor pickled).
             self.__dict__.pop("_fit_sample_weight", None)
             self.__dict__.pop("_weights_of_split", None)
             with _FITTING_LOCK:
                 _FITTING.discard(key)
+
+    def _count_centers(self, fitted):
+        """`fitted` with n_centers_, the number of centres m the fit used (at most the
+        training rows: capped_n_centers), for the Nystrom estimators (those that take
+        n_centers)."""
+        if "n_centers" in fitted.get_params(deep=False):
+            fitted.n_centers_ = int(fitted.centers_.shape[0])
+        return fitted
 
     def _keep_intercept(self, intercept, one_output: bool):
         """intercept_ from the per-column means: a float for one output. Only the

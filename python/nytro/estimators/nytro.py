@@ -4,7 +4,7 @@ from __future__ import annotations
 from .. import options as opt
 from .._api import nytro_path
 from ..centers import choose_centers
-from ._base import KernelRegressorBase
+from ._base import KernelRegressorBase, capped_n_centers
 
 
 @opt.documented
@@ -57,8 +57,8 @@ class NytroRegressor(KernelRegressorBase):
         self.options = options
 
     _family = opt.NYTRO
-    _attributes = ("centers_", "coef_", "intercept_", "n_iter_", "validation_rmse_", "step_size_", "rank_", "solver_",
-                   "products_", "lambda_")
+    _attributes = ("centers_", "n_centers_", "coef_", "intercept_", "n_iter_", "validation_rmse_", "step_size_",
+                   "rank_", "solver_", "products_", "lambda_")
 
     def _fit_path(self, X, Y, rng):
         X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)
@@ -85,7 +85,9 @@ class NytroRegressor(KernelRegressorBase):
         return coef
 
     def _centers(self, X, X_train, rng):
-        """The fit's centres: `centers`, or n_centers drawn by center_selection."""
-        return choose_centers(X, X_train, n_centers=self.n_centers, centers=self.centers,
+        """The fit's centres: `centers`, or n_centers drawn by center_selection, at most
+        every training row (capped_n_centers)."""
+        n_centers = self.n_centers if self.centers is not None else capped_n_centers(self, X_train.shape[0])
+        return choose_centers(X, X_train, n_centers=n_centers, centers=self.centers,
                               center_selection=self.center_selection, sigma=self.sigma, rng=rng,
                               n_threads=self._n_threads(), kernel=self.kernel, matern_nu=self.matern_nu)

@@ -45,7 +45,7 @@ class NystromKRLSRegressor(KernelRegressorBase):
         self.options = options
 
     _family = opt.NKRLS
-    _attributes = ("centers_", "coef_", "intercept_", "lambda_", "lambdas_", "validation_rmse_", "rank_")
+    _attributes = ("centers_", "n_centers_", "coef_", "intercept_", "lambda_", "lambdas_", "validation_rmse_", "rank_")
 
     def _fit_path(self, X, Y, rng):
         lambdas = np.asarray(chk.check_lambdas(self.lambdas))
