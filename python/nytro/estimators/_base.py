@@ -170,6 +170,10 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
                 f"better ({self._path_attribute()} holds the path).", ConvergenceWarning, stacklevel=4)
         return result.coef
 
+    def _calibrate(self, X_val, Y_val, centers, coef):
+        """Called by the Nystrom fits with the hold-out rows and the model selected on them
+        (before any refit); the classifiers fit their probabilities there."""
+
     @staticmethod
     def _own_rows(rows, X):
         """rows as centers_: a copy where they are the caller's X itself (fit without a
