@@ -317,7 +317,11 @@ random_state : int, RandomState or None
     Seeds the hold-out split and the centres.""")
 VERBOSE = Param("verbose", 0, _checked_by(chk.check_verbose), """\
 verbose : int
-    Print progress to stderr.""")
+    Progress on stderr: 0 prints nothing; 1 draws one tqdm bar for each stage of the
+    fit that lasts (the kernel, the factor, A^T A, the iterations, ...), with its
+    elapsed time and an estimate of what is left, and ends with one line: the selected
+    t and lambda, sigma, m, why the path stopped, and the fit's time; 2 and more print
+    the core's counters, "stage done/total" a line, then the same summary.""")
 DTYPE = Param("dtype", None, _checked_by(lambda value: chk.float_dtype_name("dtype", value, chk.DTYPES)), """\
 dtype : {None, "float32", "float64"}
     Compute precision; None computes in float32 for float32 X, float64 otherwise.
