@@ -741,3 +741,11 @@ def test_centers_are_not_a_view_of_the_callers_X(cls, params):
     X += 1.0
     np.testing.assert_array_equal(est.predict(X_test), before)
     assert not np.shares_memory(est.centers_, X)
+
+
+@pytest.mark.parametrize("n_jobs", [0, 1.5, True, "2"])
+def test_bad_n_jobs(n_jobs):
+    X, y = data()
+    with pytest.raises(ValueError, match=r"^n_jobs must be None, a positive int or a negative int \(-1: every CPU\), "
+                                         rf"got {n_jobs!r}$".replace(".", r"\.")):
+        NytroRegressor(n_centers=10, n_jobs=n_jobs).fit(X, y)

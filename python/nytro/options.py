@@ -326,6 +326,16 @@ DTYPE = Param("dtype", None, _checked_by(lambda value: chk.float_dtype_name("dty
 dtype : {None, "float32", "float64"}
     Compute precision; None computes in float32 for float32 X, float64 otherwise.
     NumPy's spellings (np.float32, np.dtype("float64"), "f4", float) are accepted.""")
+N_JOBS = Param("n_jobs", None, _checked_by(chk.check_n_jobs), """\
+n_jobs : int or None
+    scikit-learn's name for the core's threads, changing only the time of a fit (the
+    model is the same for any count): a positive count, or -1 for every CPU (-2 all
+    but one, ..., within the CPU affinity and the cgroup quota, as joblib counts them);
+    None leaves the count to n_threads, whose None takes what the surrounding context
+    allows (OMP_NUM_THREADS, threadpoolctl, and so inside GridSearchCV(n_jobs=k)'s
+    worker processes joblib's limit of cpu_count // k threads). n_jobs and n_threads
+    both given must agree (ValueError otherwise): neither overrides the other. See the
+    user guide, "Parallelism".""")
 SELECTION = Param("selection", "error", _checked_by(_choosing("selection", chk.SELECTIONS)), """\
 selection : {"error", "rmse"}
     What the classifiers' hold-out selection minimises: the fraction of misclassified
@@ -335,7 +345,7 @@ selection : {"error", "rmse"}
 
 # Every row outside the families' tables, by name.
 SHARED = {p.name: p for p in (SIGMA, N_CENTERS, CENTERS, CENTER_SELECTION, LAMBDAS, VALIDATION_FRACTION, REFIT,
-                              FIT_INTERCEPT, RANDOM_STATE, VERBOSE, DTYPE, SELECTION)}
+                              FIT_INTERCEPT, RANDOM_STATE, N_JOBS, VERBOSE, DTYPE, SELECTION)}
 
 
 @dataclass(frozen=True)

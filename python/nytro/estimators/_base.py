@@ -116,6 +116,22 @@ def fit_summary(est, seconds: float) -> str:
     return f"fitted in {seconds:.2f} s: {selected}" + (f"; path stopped: {reason}" if reason else "")
 
 
+def threads_of_jobs(n_jobs, n_threads):
+    """The core's thread count from scikit-learn's n_jobs and nytro's n_threads: n_threads
+    where n_jobs is None (None: the context's limit, nytro.default_n_threads()); else n_jobs,
+    a negative count taken from joblib.cpu_count() (-1 every CPU, -2 all but one, at
+    least 1), which n_threads, if given, must equal."""
+    if n_jobs is None:
+        return n_threads
+    if n_jobs < 0:
+        from joblib import cpu_count  # scikit-learn's own dependency; within affinity and cgroup quota
+        n_jobs = max(1, cpu_count() + 1 + n_jobs)
+    if n_threads is not None and n_threads != n_jobs:
+        raise ValueError(f"n_jobs={n_jobs} and n_threads={n_threads} are both given and differ: n_jobs is "
+                         "scikit-learn's name for the core's threads; give one of them (or equal values)")
+    return n_jobs
+
+
 def capped_n_centers(estimator, n_train: int) -> int:
     """The estimator's n_centers, or n_train with a UserWarning where it asks for more
     centres than the training rows left after the hold-out split. As scikit-learn's
@@ -361,7 +377,9 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
         takes the object's value; two values set differently are refused)."""
         family = self._family
         shortcuts = {name: getattr(self, name) for name in family.option_names if hasattr(self, name)}
-        return opt.options_object(family, opt.merged(family, self.options, shortcuts))
+        values = opt.merged(family, self.options, shortcuts)
+        values["n_threads"] = threads_of_jobs(getattr(self, "n_jobs", None), values["n_threads"])
+        return opt.options_object(family, values)
 
     def _n_threads(self):
         return self.n_threads if self._family is None else self._options().n_threads

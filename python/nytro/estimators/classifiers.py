@@ -300,14 +300,15 @@ class NytroClassifier(KernelClassifierMixin, NytroRegressor):
                  stopping="best", tol=None, window=10, n_iter_no_change=50, iterates="auto", factor="pivoted",
                  solver="auto", storage=None, centers=None, center_selection="uniform", selection="error",
                  validation_fraction=0.2, refit=False,
-                 random_state=None, n_threads=None, verbose=0, dtype=None, options=None):
+                 random_state=None, n_threads=None, n_jobs=None, verbose=0, dtype=None, options=None):
         super().__init__(
             n_centers, sigma, kernel=kernel, matern_nu=matern_nu, method=method, nu=nu, max_iter=max_iter,
             step_size=step_size, stopping=stopping,
             tol=tol, window=window, n_iter_no_change=n_iter_no_change, iterates=iterates, factor=factor,
             solver=solver, storage=storage, centers=centers, center_selection=center_selection,
             validation_fraction=validation_fraction, refit=refit,
-            random_state=random_state, n_threads=n_threads, verbose=verbose, dtype=dtype, options=options)
+            random_state=random_state, n_threads=n_threads,
+            n_jobs=n_jobs, verbose=verbose, dtype=dtype, options=options)
         self.selection = selection
         del self.fit_intercept  # not a classifier's parameter: the codes are fitted as they are
 
@@ -320,11 +321,13 @@ class NystromKRLSClassifier(KernelClassifierMixin, NystromKRLSRegressor):
     def __init__(self, n_centers=1000, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, lambdas=None, factor="pivoted",
                  solver="eigh", storage=None, centers=None, center_selection="uniform",
                  selection="error", validation_fraction=0.2, refit=False, random_state=None, n_threads=None,
+                 n_jobs=None,
                  verbose=0, dtype=None, options=None):
         super().__init__(
             n_centers, sigma, kernel=kernel, matern_nu=matern_nu, lambdas=lambdas, factor=factor, solver=solver,
             storage=storage, centers=centers, center_selection=center_selection,
             validation_fraction=validation_fraction, refit=refit, random_state=random_state, n_threads=n_threads,
+            n_jobs=n_jobs,
             verbose=verbose, dtype=dtype, options=options)
         self.selection = selection
         del self.fit_intercept  # not a classifier's parameter: the codes are fitted as they are

@@ -27,6 +27,7 @@ class NytroRegressor(KernelRegressorBase):
                  stopping="best", tol=None, window=10, n_iter_no_change=50, iterates="auto", factor="pivoted",
                  solver="auto", storage=None, centers=None, center_selection="uniform",
                  validation_fraction=0.2, refit=False, fit_intercept=False, random_state=None, n_threads=None,
+                 n_jobs=None,
                  verbose=0, dtype=None,
                  options=None):
         self.n_centers = n_centers
@@ -52,6 +53,7 @@ class NytroRegressor(KernelRegressorBase):
         self.fit_intercept = fit_intercept
         self.random_state = random_state
         self.n_threads = n_threads
+        self.n_jobs = n_jobs
         self.verbose = verbose
         self.dtype = dtype
         self.options = options

@@ -24,6 +24,7 @@ class NystromKRLSRegressor(KernelRegressorBase):
     def __init__(self, n_centers=1000, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, lambdas=None,
                  factor="pivoted", solver="eigh", storage=None, centers=None, center_selection="uniform",
                  validation_fraction=0.2, refit=False, fit_intercept=False, random_state=None, n_threads=None,
+                 n_jobs=None,
                  verbose=0, dtype=None, options=None):
         self.n_centers = n_centers
         self.centers = centers
@@ -40,6 +41,7 @@ class NystromKRLSRegressor(KernelRegressorBase):
         self.fit_intercept = fit_intercept
         self.random_state = random_state
         self.n_threads = n_threads
+        self.n_jobs = n_jobs
         self.verbose = verbose
         self.dtype = dtype
         self.options = options
@@ -85,7 +87,7 @@ class KRLSRegressor(KernelRegressorBase):
 
     def __init__(self, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, lambdas=None, solver="eigh",
                  validation_fraction=0.2, refit=False, fit_intercept=False,
-                 random_state=None, n_threads=None, verbose=0, dtype=None, options=None):
+                 random_state=None, n_threads=None, n_jobs=None, verbose=0, dtype=None, options=None):
         self.sigma = sigma
         self.kernel = kernel
         self.matern_nu = matern_nu
@@ -96,6 +98,7 @@ class KRLSRegressor(KernelRegressorBase):
         self.fit_intercept = fit_intercept
         self.random_state = random_state
         self.n_threads = n_threads
+        self.n_jobs = n_jobs
         self.verbose = verbose
         self.dtype = dtype
         self.options = options
