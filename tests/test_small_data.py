@@ -70,3 +70,13 @@ def test_gridsearch_on_iris_with_the_default_n_centers_fits_every_candidate():
     with pytest.warns(UserWarning, match="is more than the"):
         search.fit(X, y)
     assert search.best_score_ > 0.8
+
+
+def test_capped_leverage_centres_take_every_training_row():
+    X, y = _standardised(load_iris)
+    n_train = _n_train(len(y))
+    with pytest.warns(UserWarning, match=CAP.format(n_train)):
+        fitted = NytroClassifier(center_selection="leverage", sigma=3.0, random_state=0).fit(X, y)
+    assert fitted.n_centers_ == n_train
+    rows = {tuple(r) for r in X}
+    assert fitted.centers_.shape == (n_train, X.shape[1]) and all(tuple(c) in rows for c in fitted.centers_)
