@@ -438,6 +438,16 @@ def check_n_threads(n_threads) -> int:
     return check_int("n_threads", n_threads, 1, INT_MAX)
 
 
+def check_n_jobs(n_jobs):
+    """scikit-learn's n_jobs: None, or an int other than 0 (negative: counted from the
+    CPUs, -1 all of them)."""
+    if n_jobs is None:
+        return None
+    if isinstance(n_jobs, (bool, np.bool_)) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:
+        raise ValueError(f"n_jobs must be None, a positive int or a negative int (-1: every CPU), got {n_jobs!r}")
+    return int(n_jobs)
+
+
 def available_cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
