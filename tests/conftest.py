@@ -165,3 +165,19 @@ def problem() -> Problem:
 @pytest.fixture(params=[np.float64, np.float32], ids=["float64", "float32"])
 def dtype(request):
     return np.dtype(request.param)
+
+
+# Why integer weights cannot equal repeated rows under the default hold-out split (the
+# user guide's "Sample weights" says it too): the split holds out round(fraction n) of the
+# n rows given, and the centres are drawn from the training rows. Repeating row i w_i
+# times changes n (sum w against the row count), lets the copies of one row fall on both
+# sides of the split, and makes a repeated row w_i times likelier to be a centre; and the
+# check shuffles the weighted rows and drops the weight-0 ones. Drawing both on the
+# distinct rows would need the fit to find repeated rows by their values, which would
+# change the split and centres of every unweighted fit on data with duplicated rows.
+# What holds instead: without a split and with centres given as points, the check passes
+# (test_sample_weights.py, test_sklearn_weight_equivalence_holds_without_the_draws), and
+# given the same training and hold-out rows integer weights fit what repeated rows fit
+# (test_sample_weights.py, test_integer_weights_equal_repeated_rows). KOLS draws nothing.
+SAMPLE_WEIGHT_XFAIL = ("the hold-out split and the centres are drawn from the rows given, which repeating rows "
+                       "changes; without them the check passes (test_sample_weights.py)")

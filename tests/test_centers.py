@@ -155,6 +155,59 @@ def test_estimator_with_leverage_centres_fits_better():
     assert errors["leverage"] < 0.8 * errors["uniform"], errors
 
 
+def scoring_flops(monkeypatch):
+    """A list that collects the flops of every scoring of candidates by a dictionary (the
+    kernel block, the triangular solve and the Cholesky factorisation of its M rows)."""
+    import nytro.centers as lev
+    spent, scores = [], lev._Dictionary.scores
+
+    def counted(self, X, candidates, lam, kern):
+        M = self.rows.size
+        spent.append(len(candidates) * M * (X.shape[1] + M) + M ** 3 / 3.0)
+        return scores(self, X, candidates, lam, kern)
+
+    monkeypatch.setattr(lev._Dictionary, "scores", counted)
+    return spent
+
+
+def test_leverage_levels_cost_about_one_fit(monkeypatch):
+    """Smooth low-dimensional data, where d_eff grows slowly as lambda falls: the levels
+    stop within n m (d + 100) scoring flops (the kernel block and about a hundred
+    products of one fit), not at lambda = 1e-12 or d_eff = m / 4 after tens of levels of
+    40 m candidates (several such budgets)."""
+    rng = np.random.default_rng(0)
+    n, m, d = 20_000, 400, 2
+    X = rng.uniform(-1, 1, (n, d))
+    spent = scoring_flops(monkeypatch)
+    chosen = leverage_centers(X, m, 0.5, seed=0)
+    assert np.unique(chosen).size == m
+    assert sum(spent) <= n * m * (d + 100), (sum(spent) / (n * m * (d + 100)), len(spent))
+
+
+def test_leverage_budget_keeps_the_centres_quality_on_digits(monkeypatch):
+    """scikit-learn's digits (1797 rows, 64 features) as a ridge regression of the digit:
+    where the budget ends the levels early (here at a lambda 4 times larger), the
+    centres give the hold-out error of the unbounded levels' within 3%."""
+    import nytro.centers as lev
+    from sklearn.datasets import load_digits
+    X, y = load_digits(return_X_y=True)
+    X = X / 16.0
+    errors, levels = {}, {}
+    for bounded in (True, False):
+        if not bounded:
+            monkeypatch.setattr(lev, "_BUDGET_PRODUCTS", np.inf)
+        rmse = []
+        for seed in range(2):
+            perm = np.random.default_rng(seed).permutation(len(X))
+            train, test = perm[:1400], perm[1400:]
+            est = NystromKRLSRegressor(n_centers=600, sigma=4.0, center_selection="leverage", random_state=seed)
+            rmse.append(np.sqrt(np.mean((est.fit(X[train], y[train]).predict(X[test]) - y[test]) ** 2)))
+        errors[bounded] = np.mean(rmse)
+        levels[bounded] = len(leverage_centers(X[:1400], 600, 4.0, seed=0, return_details=True)[1]["dictionary_sizes"])
+    assert levels[True] < levels[False], levels  # the budget binds on this problem
+    assert errors[True] <= 1.03 * errors[False], errors
+
+
 def test_leverage_selection_is_reproducible_through_the_estimator():
     X, y, _ = mixture(1500, 6)
     est = NytroRegressor(n_centers=30, sigma=0.5, center_selection="leverage", random_state=3, max_iter=20)

@@ -13,6 +13,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import nytro
 from nytro import (NystromKRLSClassifier, NystromKRLSRegressor, NytroClassifier, NytroRegressor,
                    reference)
+from conftest import SAMPLE_WEIGHT_XFAIL
 from nytro.estimators.classifiers import encode_labels
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -61,8 +62,7 @@ def misclassified(scores, Y):
 @parametrize_with_checks([NytroClassifier(n_centers=8, sigma=1.0, random_state=0),
                           NystromKRLSClassifier(n_centers=8, sigma=1.0, random_state=0)],
                          expected_failed_checks=lambda estimator: {
-                             "check_sample_weight_equivalence_on_dense_data":
-                             "the hold-out split and the centres are drawn from the rows given"})
+                             "check_sample_weight_equivalence_on_dense_data": SAMPLE_WEIGHT_XFAIL})
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 

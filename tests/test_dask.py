@@ -165,6 +165,64 @@ def test_direct_path_equals_in_memory_direct(client, method, max_iter, chunks):
     assert 1 < fit.result.n_iter < max_iter
 
 
+@pytest.mark.parametrize("solver", ["gram", "direct"])
+@pytest.mark.parametrize("method", ["gd", "nu"])
+def test_patience_bounds_the_work_and_memory_of_a_long_path(client, method, solver):
+    """max_iter=10**7 with n_iter_no_change: the stopping rule runs while the path is
+    iterated, so the iterates formed, validated and held follow the iterations run (at
+    most one validation block past the stop), not max_iter (which held every iterate: GBs
+    here), with the in-memory fit's selection."""
+    import tracemalloc
+
+    X, y, sigma = data(n=2000)
+    validated = []
+
+    def progress(stage, done, total):
+        if stage == "validation":
+            validated.append(done)
+
+    tracemalloc.start()
+    try:
+        fit = nd.nytro_path(da.from_array(X, chunks=500), da.from_array(y, chunks=500), sigma, n_centers=40,
+                            validation_fraction=FRACTION, seed=SEED, method=method, max_iter=10**7,
+                            n_iter_no_change=20, iterates="stepwise", solver=solver, progress=progress)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    run = fit.result.iterations_run
+    assert run < 10**4 and peak < 16 * 2**20, (run, peak)
+    # Blocks of 4 x patience iterates, then doubling: under 2 run + 80 formed; "direct" adds
+    # the step's Lanczos estimate of lambda_max, at most k = 40 products.
+    assert validated[-1] == run and run <= fit.result.products <= 2 * run + 80 + (40 if solver == "direct" else 0)
+    expected = in_memory_path(X, y, sigma, fit, solver=solver, method=method, max_iter=10**7, n_iter_no_change=20,
+                              iterates="stepwise")
+    check_path(fit, expected, X.dtype)
+
+
+def test_stopping_watch_is_reference_select():
+    """_StoppingWatch, the rule applied value by value, against reference._select on the
+    whole path: every rule and metric, paths with plateaus, ties, NaN and inf."""
+    rng = np.random.default_rng(5)
+    for trial in range(400):
+        n = int(rng.integers(1, 60))
+        kind = trial % 4
+        path = rng.random(n) if kind == 0 else np.round(rng.random(n), 1)  # ties where rounded
+        if kind == 2:
+            path[: int(rng.integers(0, n + 1))] = path[0]  # a starting plateau
+        if kind == 3 and n > 2:
+            path[rng.integers(0, n, 2)] = [np.nan, np.inf]
+        for stopping in ("best", "relative", "window"):
+            for metric in ("rmse", "error"):
+                patience, window = int(rng.integers(0, 6)), int(rng.integers(2, 6))
+                tol = None if trial % 3 else float(rng.random() * 0.1)
+                watch = nd._StoppingWatch(stopping, tol, window, patience, metric)
+                for value in path:
+                    if watch.push(value):
+                        break
+                expected = nytro.reference._select(path, stopping, tol, window, patience, metric)
+                assert watch.selection() == expected, (path, stopping, metric, patience, window, tol)
+
+
 # float64 with several outputs in direct mode: test_per_column_target_scales_equal_in_memory.
 @pytest.mark.parametrize("dtype", [np.float32])
 def test_direct_several_outputs_and_stopping(client, dtype):

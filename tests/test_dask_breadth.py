@@ -407,3 +407,33 @@ def test_duplicated_centres_equal_in_memory(client, dtype, storage, kernel_first
     tol = np.float32 if storage else dtype
     assert_close(fit.result.validation_rmse, expected.validation_rmse, tol, "NKRLS validation path")
     assert_close(fit.result.coef, expected.coef, tol, "NKRLS coef")
+
+
+@pytest.mark.parametrize("estimator", [nytro.NytroRegressor, nytro.NytroClassifier])
+def test_predict_takes_empty_chunks_as_fit_does(client, estimator):
+    """A Dask X with empty chunks (a filtered or concatenated array) is fitted, and
+    predicted: the empty chunks give no rows, the others the in-memory prediction."""
+    X, y, sigma = data()
+    if estimator is nytro.NytroClassifier:
+        y = np.where(y > np.median(y), "high", "low")
+    chunks = ((0, 100, 0, 0, len(X) - 100),)
+    Xd, yd = da.from_array(X, chunks=chunks + ((X.shape[1],))), da.from_array(y, chunks=chunks)
+    model = estimator(40, sigma, method="cg", max_iter=8, random_state=0).fit(Xd, yd)
+    predicted = model.predict(Xd)
+    predicted = np.asarray(predicted.compute() if hasattr(predicted, "compute") else predicted)
+    np.testing.assert_array_equal(predicted, model.predict(X))
+
+
+@pytest.mark.parametrize("solver", ["gram", "direct"])
+def test_weights_whose_sum_overflows_fit_as_their_ratios(client, solver):
+    """Weights each finite whose sum overflows float64 (the chunks' sums too): the fit of
+    their ratios, as in memory; the sums' overflow refused them as "all zero"."""
+    X, y, sigma = data()
+    w = np.round(8 * weights(len(X))) / 8
+    with np.errstate(over="ignore"):
+        assert not np.isfinite(np.sum(np.ldexp(w[:70], 1021)))
+    kwargs = dict(method="nu", max_iter=12, solver=solver)
+    fit = dask_fit(X, y, sigma, sample_weight=np.ldexp(w, 1021), **kwargs)
+    plain = dask_fit(X, y, sigma, sample_weight=w, **kwargs)
+    np.testing.assert_allclose(fit.result.coef, plain.result.coef, rtol=1e-12, atol=0)
+    check_path(fit, in_memory_fit(X, y, sigma, fit, w=w, solver=solver, method="nu", max_iter=12), X.dtype)

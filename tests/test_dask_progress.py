@@ -78,8 +78,8 @@ def test_a_bad_progress_is_refused_by_name(client):
 
 def test_verbose_estimator_prints_its_stages(client, capsys):
     X, y, sigma = dask_arrays()
-    nytro.NytroRegressor(n_centers=40, sigma=sigma, method="cg", max_iter=10, solver="direct", verbose=1,
-                         random_state=0).fit(X, y)
+    nytro.NytroRegressor(n_centers=40, sigma=sigma, method="cg", max_iter=10, solver="direct", verbose=2,
+                         random_state=0).fit(X, y)  # verbose=2: the counters (1 draws bars)
     err = capsys.readouterr().err
     for stage in ("split", "centres", "product", "validation"):
         assert f"[NytroRegressor] {stage} " in err, err

@@ -113,11 +113,23 @@ def test_complex_and_object_input(cls):
 
 # ================================================================ estimators: parameters
 @pytest.mark.parametrize("cls", NYSTROM)
-@pytest.mark.parametrize("n_centers", [0, -3, 1.5, "5", 41, 10**6])
+@pytest.mark.parametrize("n_centers", [0, -3, 1.5, "5"])
 def test_bad_n_centers(cls, n_centers):
-    X, y = data()  # 50 rows, 40 of them left for training after the 20% hold-out
+    X, y = data()
     with pytest.raises(ValueError, match=f"n_centers.*{n_centers}"):
         make_estimator(cls, n_centers=n_centers).fit(X, y)
+
+
+@pytest.mark.parametrize("cls", NYSTROM)
+@pytest.mark.parametrize("n_centers", [41, 10**6])
+def test_too_many_centres_are_capped_with_a_warning_naming_n_centers(cls, n_centers):
+    """More centres than training rows: all of them, as scikit-learn's Nystroem does
+    (issue 44; before, a ValueError)."""
+    X, y = data()  # 50 rows, 40 of them left for training after the 20% hold-out
+    with pytest.warns(UserWarning, match=rf"n_centers={n_centers} is more than the 40 training rows left after the "
+                      r"hold-out split; using all 40 as centres \(n_centers_\). Set n_centers <= 40"):
+        fitted = make_estimator(cls, n_centers=n_centers).fit(X, y)
+    assert fitted.n_centers_ == 40
 
 
 @pytest.mark.parametrize("cls", NYSTROM)
@@ -125,12 +137,14 @@ def test_n_centers_counts_the_training_rows(cls):
     """Without a hold-out set every row can be a centre."""
     X, y = data()
     make_estimator(cls, n_centers=50, validation_fraction=None, lambdas=[1e-3]).fit(X, y)
-    with pytest.raises(ValueError, match="n_centers=51"):
-        make_estimator(cls, n_centers=51, validation_fraction=None, lambdas=[1e-3]).fit(X, y)
+    with pytest.warns(UserWarning, match="n_centers=51 is more than the 50 training rows"):
+        capped = make_estimator(cls, n_centers=51, validation_fraction=None, lambdas=[1e-3]).fit(X, y)
+    assert capped.n_centers_ == 50
 
 
 @pytest.mark.parametrize("cls", ALL)
-@pytest.mark.parametrize("sigma", [0, -1.0, np.nan, np.inf, -np.inf, "1.0", None, [1.0]])
+@pytest.mark.parametrize("sigma", [0, -1.0, np.nan, np.inf, -np.inf, "1.0", None, [1.0], [[1.0, 2.0], [1.0]],
+                                   [1.0, [2.0, 3.0]]])
 def test_bad_sigma(cls, sigma):
     X, y = data()
     with pytest.raises(ValueError, match="sigma"):
@@ -474,6 +488,8 @@ LOW_LEVEL_CASES = {
     "kernel sigma nan": (lambda: nytro.gaussian_kernel(X0, X0, np.nan), "sigma .* got nan"),
     "kernel sigma inf": (lambda: nytro.gaussian_kernel(X0, X0, np.inf), "sigma .* got inf"),
     "kernel sigma str": (lambda: nytro.gaussian_kernel(X0, X0, "1"), "sigma must be a real number, got '1'"),
+    "kernel ragged sigma": (lambda: nytro.kernel_matrix(X0, X0, sigma=[[1.0, 2.0], [1.0]]),
+                            r"sigma must be a number or a 1-D array of numbers \(one bandwidth per feature\)"),
     "kernel complex": (lambda: nytro.gaussian_kernel(X0 + 0j, X0, 1.0), "X must hold real numbers, got dtype complex"),
     "kernel object": (lambda: nytro.gaussian_kernel(X0, X0.astype(object), 1.0),
                       "Z must hold real numbers, got dtype object"),
@@ -728,3 +744,11 @@ def test_centers_are_not_a_view_of_the_callers_X(cls, params):
     X += 1.0
     np.testing.assert_array_equal(est.predict(X_test), before)
     assert not np.shares_memory(est.centers_, X)
+
+
+@pytest.mark.parametrize("n_jobs", [0, 1.5, True, "2"])
+def test_bad_n_jobs(n_jobs):
+    X, y = data()
+    with pytest.raises(ValueError, match=r"^n_jobs must be None, a positive int or a negative int \(-1: every CPU\), "
+                                         rf"got {n_jobs!r}$".replace(".", r"\.")):
+        NytroRegressor(n_centers=10, n_jobs=n_jobs).fit(X, y)

@@ -14,6 +14,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import nytro
 from nytro import (KOLSRegressor, KRLSRegressor, LandweberRegressor, NystromKRLSRegressor,
                    NytroRegressor)
+from conftest import SAMPLE_WEIGHT_XFAIL
 
 # LandweberRegressor's defaults are the paper's (step 1/n, 500 iterations), whose path is
 # still falling at its end on these small problems: its ConvergenceWarning is tested in
@@ -63,14 +64,10 @@ SKLEARN_INSTANCES = [
 
 
 def expected_failed_checks(estimator):
-    """Integer sample weights fit what repeated rows fit only with the same centres and
-    hold-out rows, and the estimators draw both from the rows they are given: repeating
-    rows changes the draws (as for scikit-learn's own randomised estimators). With them
-    pinned the equivalence holds: test_sample_weights.py. KOLS draws nothing and passes."""
+    """scikit-learn's checks these estimators fail, with the reason (see above)."""
     if isinstance(estimator, KOLSRegressor):
         return {}
-    return {"check_sample_weight_equivalence_on_dense_data":
-            "the hold-out split and the centres are drawn from the rows given (test_sample_weights.py pins them)"}
+    return {"check_sample_weight_equivalence_on_dense_data": SAMPLE_WEIGHT_XFAIL}
 
 
 @parametrize_with_checks(SKLEARN_INSTANCES, expected_failed_checks=expected_failed_checks)

@@ -1,5 +1,5 @@
 """Ctrl-C stops a long fit promptly (docs/design.md, "Contracts": check for Ctrl-C between
-iterations), and verbose=1 reports progress on stderr.
+iterations), and verbose=2 reports the core's progress counters on stderr.
 
 The interrupt tests run the fit in a child interpreter, so that a core that ignores the
 signal costs a killed child rather than a hung test run."""
@@ -254,15 +254,18 @@ def test_ctrl_c_stops_a_long_stage(stage):
     (KRLSRegressor, {}),
 ])
 def test_verbose_prints_progress_to_stderr(cls, params, capsys):
+    """verbose=2: the core's counters, one line each, then the summary line of every
+    verbose fit (verbose=1 draws tqdm bars instead: test_verbose.py)."""
     rng = np.random.RandomState(0)
     X = rng.standard_normal((300, 2))
     y = np.sin(X[:, 0])
 
-    cls(verbose=1, random_state=0, **params).fit(X, y)
+    cls(verbose=2, random_state=0, **params).fit(X, y)
     out, err = capsys.readouterr()
     assert out == ""
-    lines = err.splitlines()
-    assert lines, "verbose=1 printed nothing"
+    *lines, summary = err.splitlines()
+    assert summary.startswith(f"[{cls.__name__}] fitted in ")
+    assert lines, "verbose=2 printed nothing"
     # "[NytroRegressor] <stage> done/total", the last one of a stage when it completes
     pattern = re.compile(rf"\[{cls.__name__}\] [\w ]+ (\d+)/(\d+)")
     for line in lines:

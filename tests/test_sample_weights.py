@@ -15,8 +15,8 @@ from sklearn.base import clone
 import nytro
 import nytro.reference as ref
 from conftest import SERIAL, assert_close, make_noisy_problem, make_problem
-from nytro import (KOLSRegressor, KRLSRegressor, LandweberRegressor, NystromKRLSRegressor,
-                   NytroRegressor)
+from nytro import (KOLSRegressor, KRLSRegressor, LandweberRegressor, NystromKRLSClassifier, NystromKRLSRegressor,
+                   NytroClassifier, NytroRegressor)
 
 
 def weights(n, seed, *, integer=False, zeros=True):
@@ -185,6 +185,24 @@ def test_estimator_integer_weights_equal_repeated_rows(which):
     assert relative_error_of(c.predict(p.X_val), a.predict(p.X_val)) > 1e-4  # the weights matter
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("est", [
+    NytroRegressor(sigma=10.0, method="gd", max_iter=30), NystromKRLSRegressor(sigma=10.0, lambdas=[1e-3]),
+    KRLSRegressor(sigma=3.0, lambdas=[1e-3]), LandweberRegressor(sigma=3.0, max_iter=30),
+    NytroClassifier(sigma=1.0, max_iter=30), NystromKRLSClassifier(sigma=1.0, lambdas=[1e-3])],
+    ids=lambda e: type(e).__name__)
+def test_sklearn_weight_equivalence_holds_without_the_draws(est):
+    """scikit-learn's check_sample_weight_equivalence, which the estimators' default hold-out
+    split fails (test_estimators.py says why), passes where nothing is drawn from the rows
+    given: no hold-out split, and centres given as points (the check's rows are shuffled,
+    and its weight-0 rows dropped, so centres given as row indices would differ)."""
+    from sklearn.utils.estimator_checks import check_sample_weight_equivalence_on_dense_data
+    params = {"validation_fraction": None}
+    if "centers" in est.get_params():
+        params["centers"] = np.random.default_rng(1).random((8, 30))  # the check's X: 15 rows, 30 features
+    check_sample_weight_equivalence_on_dense_data(type(est).__name__, clone(est).set_params(**params))
+
+
 def relative_error_of(a, b):
     return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
 
@@ -219,6 +237,38 @@ def test_subnormal_weights_fit_as_their_ratios(est):
     a = clone(est).set_params(**params).fit(p.X, p.y, sample_weight=w)
     b = clone(est).set_params(**params).fit(p.X, p.y, sample_weight=np.ldexp(w, -1060))
     assert_close(b.predict(p.X_val), a.predict(p.X_val), np.float64, rtol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("est", ALL, ids=lambda e: type(e).__name__)
+def test_weights_whose_sum_overflows_fit_as_their_ratios(est):
+    # Each weight finite, their sum past float64's largest: 1e308 on every row is the
+    # unweighted fit, and eighths times 2^1020 the fit of their ratios. The sum's overflow
+    # refused them as "all zero".
+    p = make_problem(n=150)
+    w = np.round(8 * weights(len(p.X), 11)) / 8
+    with np.errstate(over="ignore"):
+        assert not np.isfinite(np.sum(np.ldexp(w, 1020)))
+    for given, same in ((np.full(len(p.X), 1e308), None), (np.ldexp(w, 1020), w)):
+        expected = seeded(est).fit(p.X, p.y, sample_weight=same).predict(p.X_val)
+        got = seeded(est).fit(p.X, p.y, sample_weight=given).predict(p.X_val)
+        assert_close(got, expected, np.float64, rtol=1e-12)
+
+
+def seeded(est):
+    """A clone of est with random_state=0 where it takes one."""
+    return clone(est).set_params(**({"random_state": 0} if "random_state" in est.get_params() else {}))
+
+
+def test_path_weights_whose_sum_overflows_fit_as_their_ratios():
+    p = make_problem(n=150)
+    w, wv = np.round(8 * weights(len(p.X), 11)) / 8, np.round(8 * weights(len(p.X_val), 12)) / 8
+    kwargs = dict(X_val=p.X_val, y_val=p.y_val, method="cg", max_iter=10, **SERIAL)
+    a = nytro.nytro_path(p.X, p.y, p.centers, p.sigma, sample_weight=w, sample_weight_val=wv, **kwargs)
+    b = nytro.nytro_path(p.X, p.y, p.centers, p.sigma, sample_weight=np.ldexp(w, 1020),
+                         sample_weight_val=np.ldexp(wv, 1020), **kwargs)
+    assert_close(b.coef, a.coef, np.float64, rtol=1e-12)
+    assert_close(b.validation_rmse, a.validation_rmse, np.float64, rtol=1e-12)
 
 
 @pytest.mark.parametrize("est", ALL, ids=lambda e: type(e).__name__)

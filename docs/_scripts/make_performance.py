@@ -37,6 +37,7 @@ CLAIMS = [
     ("auto", "solver='auto' against the fastest solver, native and with the AVX2 variant", "(engineering)"),
     ("centers", "Centres: uniform against leverage scores", "(the paper samples uniformly)"),
     ("dask", "Dask: overhead against in memory, out of core, and scale-out", "(engineering)"),
+    ("gridsearch_jobs", "GridSearchCV's n_jobs over nytro on 2 cores", "(engineering)"),
 ]
 
 

@@ -164,12 +164,15 @@ def check_bandwidth(sigma):
     """sigma as a float (one bandwidth) or a float64 array (one per feature, ARD), its values
     finite and > 0; whether an array has one entry per feature is for check_kernel, which
     knows the data."""
-    if np.ndim(sigma) == 0:
-        return check_sigma(sigma)
     try:
-        bandwidths = np.asarray(sigma, dtype=np.float64)
+        # np.ndim itself raises for a ragged nesting ([[1, 2], [1]]), which has no shape.
+        scalar = np.ndim(sigma) == 0
+        bandwidths = None if scalar else np.asarray(sigma, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ValueError(f"sigma must be a number or a 1-D array of numbers, got {sigma!r}") from None
+        raise ValueError(f"sigma must be a number or a 1-D array of numbers (one bandwidth per feature), "
+                         f"got {sigma!r}") from None
+    if scalar:
+        return check_sigma(sigma)
     if bandwidths.ndim == 1:
         bad = ~(np.isfinite(bandwidths) & (bandwidths > 0))
         if bad.any():
@@ -435,6 +438,16 @@ def check_n_threads(n_threads) -> int:
     return check_int("n_threads", n_threads, 1, INT_MAX)
 
 
+def check_n_jobs(n_jobs):
+    """scikit-learn's n_jobs: None, or an int other than 0 (negative: counted from the
+    CPUs, -1 all of them)."""
+    if n_jobs is None:
+        return None
+    if isinstance(n_jobs, (bool, np.bool_)) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:
+        raise ValueError(f"n_jobs must be None, a positive int or a negative int (-1: every CPU), got {n_jobs!r}")
+    return int(n_jobs)
+
+
 def available_cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -473,7 +486,8 @@ def check_sample_weight(sample_weight, n_rows: int, name: str = "sample_weight")
     """None, or the weights as a float64 vector of n_rows entries, checked as scikit-learn's
     _check_sample_weight does (a scalar is every row's weight): one per row, finite, >= 0,
     and not all zero. Their scale does not matter: the core rescales them to sum to the row
-    count (see the estimators' fit)."""
+    count (see the estimators' fit); weights whose sum would overflow float64 (each finite,
+    as 1e308 on every row) are returned divided by a power of two (exact), the same ratios."""
     if sample_weight is None:
         return None
     w = real_weights(sample_weight, name)
@@ -487,8 +501,12 @@ def check_sample_weight(sample_weight, n_rows: int, name: str = "sample_weight")
     if np.any(w < 0):
         bad = int(np.flatnonzero(w < 0)[0])
         raise ValueError(f"{name} must be >= 0, got {w[bad]} at row {bad}")
-    if not np.any(w > 0) or not np.isfinite(np.sum(w)):
-        raise ValueError(f"{name} must not be all zero (and its sum must be finite)")
+    if not np.any(w > 0):
+        raise ValueError(f"{name} must not be all zero: give some rows a positive weight")
+    with np.errstate(over="ignore"):
+        overflows = not np.isfinite(np.sum(w))
+    if overflows:  # the largest weight to [0.5, 1): a sum of n_rows such weights is finite
+        w = np.ldexp(w, -int(np.frexp(np.max(w))[1]))
     return w
 
 

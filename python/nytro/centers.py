@@ -32,7 +32,11 @@ rows.
 Where it stops. A path-regularised fit (NYTRO's t, or a lambda grid) has no single lambda,
 and m centres resolve about m effective dimensions: the levels descend until the
 estimated d_eff(lambda) reaches m / 4 (m ~ d_eff log d_eff centres, the theory's count),
-or lambda reaches 1e-12, and the m centres are then drawn without replacement,
+or lambda reaches 1e-12, or the next level and the final draw would take the scoring
+flops past n m (m + d), about one gram fit's (on smooth low-dimensional data d_eff grows
+slowly as lambda falls: the levels would descend for tens of levels of 40 m candidates
+each, at several fits' cost; the draw is then made at the lambda reached, whose scores
+are the smoother ones), and the m centres are then drawn without replacement,
 proportionally to l~ at that lambda, from a uniform candidate set of
 min(n, max(10 m, 4 / lambda), 40 m) rows (every level's candidates are capped at 40 m
 too). The dictionary then holds about m / 2 rows, so each level costs at most about
@@ -74,6 +78,19 @@ _SMALLEST_LAMBDA = 1e-12
 # At most this many candidates per centre, whatever lambda: it bounds the selection's cost
 # by O(m^3) independently of n (a region then needs about n / (40 m) rows to be seen).
 _MOST_CANDIDATES_PER_CENTRE = 40
+
+
+# The levels' budget: the scoring flops of all levels and of the final draw stay within
+# n m (d + _BUDGET_PRODUCTS), about one fit's: the kernel block K_nm and the products of a
+# path of about the 100 iterations the cost model expects the default fit to take
+# (kExpectedKrylovBest in cpp/src/solvers/nytro.cpp).
+_BUDGET_PRODUCTS = 100.0
+
+
+def _scoring_cost(candidates, size, d):
+    """Flops of scoring `candidates` rows with a dictionary of `size` rows in d features:
+    the kernel block, the triangular solve, the dictionary's Cholesky factorisation."""
+    return candidates * size * (d + size) + size ** 3 / 3.0
 
 
 def _candidate_count(n, lam, least, most):
@@ -166,33 +183,44 @@ def _quantised(p):
     return q / q.sum()  # every candidate keeps a chance (the floor of 1)
 
 
-def _grow(X, rng, cap, kern, done, oversampling=_DICTIONARY_PER_DIMENSION, most=None):
-    """BLESS's levels: lambda halves from 1 (= max k(x, x)) until done(lambda, d_eff);
-    the dictionary holds oversampling x d_eff rows (at most cap). Returns (dictionary,
-    lambda, d_eff, dictionary sizes). At most `most` candidates a level (None: n)."""
-    n = X.shape[0]
+def _grow(X, rng, cap, kern, done, oversampling=_DICTIONARY_PER_DIMENSION, most=None, budget=None, final=0):
+    """BLESS's levels: lambda halves from 1 (= max k(x, x)) until done(lambda, d_eff), or
+    until the next level and a final draw from `final` candidates would take the scoring
+    flops spent past `budget` (None: no budget); the dictionary holds oversampling x d_eff
+    rows (at most cap). Returns (dictionary, lambda, d_eff, dictionary sizes, flops
+    spent). At most `most` candidates a level (None: n)."""
+    n, d = X.shape
     most = n if most is None else most
-    dictionary, lam, sizes = _Dictionary(), 1.0, []
+    dictionary, lam, sizes, spent = _Dictionary(), 1.0, [], 0.0
     while True:
         lam /= 2.0
         R = _candidate_count(n, lam, 64, most)
         candidates = np.sort(rng.choice(n, size=R, replace=False))
         scores = dictionary.scores(X, candidates, lam, kern)
+        spent += _scoring_cost(R, dictionary.rows.size, d)
         d_eff = n * float(scores.mean())
         size = int(min(cap, max(4, math.ceil(oversampling * d_eff))))
         dictionary.resample(candidates, scores, size, rng)
         sizes.append(size)
         if done(lam, d_eff):
-            return dictionary, lam, d_eff, sizes
+            return dictionary, lam, d_eff, sizes, spent
+        # The next level may grow the dictionary: d_eff(lambda / 2) <= 2 d_eff(lambda).
+        grown = min(cap, 2 * size)
+        ahead = _scoring_cost(_candidate_count(n, lam / 2.0, 64, most), size, d) + _scoring_cost(final, grown, d)
+        if budget is not None and spent + ahead > budget:
+            return dictionary, lam, d_eff, sizes, spent
 
 
 def leverage_centers(X, n_centers, sigma, seed, *, kernel="gaussian", matern_nu=1.5, n_threads=None,
                      return_details=False):
     """Indices of n_centers distinct rows of X drawn by approximate ridge leverage scores
     (BLESS-style; see the module's docstring). Deterministic for a given seed whatever
-    n_threads. return_details: also a dict with the final lambda, its estimated d_eff and
-    the levels' dictionary sizes. kernel, sigma, matern_nu: the fit's kernel (as in
-    nytro.kernel_matrix)."""
+    n_threads. Its cost is bounded by about one fit's: the levels and the final draw spend
+    at most n m (m + d) flops on scoring (the kernel block and A^T A of a gram fit), the
+    levels stopping at a larger lambda where they would spend more. return_details: also
+    a dict with the final lambda, its estimated d_eff, the levels' dictionary sizes, the
+    scoring flops spent ("flops") and that budget ("budget"). kernel, sigma, matern_nu: the
+    fit's kernel (as in nytro.kernel_matrix)."""
     opt.check_parameters(opt.KERNEL_FUNCTIONS, locals(), opt.FUNCTION_SHARED)  # each by its row, first
     X = chk.as_matrix(X, "X", np.dtype(np.float64))
     n = X.shape[0]
@@ -200,21 +228,33 @@ def leverage_centers(X, n_centers, sigma, seed, *, kernel="gaussian", matern_nu=
     if m > n:
         raise ValueError(f"n_centers={m} is more than the {n} rows to draw from")
     kern = _scaled(_as_kernel(kernel, sigma, matern_nu, n_threads, X.shape[1]), X)
-    rng = np.random.default_rng(seed)
+    chosen, details = _leverage_draw(X, m, kern, np.random.default_rng(seed))
+    return (chosen, details) if return_details else chosen
+
+
+def _leverage_draw(X, m, kern, rng):
+    """leverage_centers' levels and final draw on X (an array, or any object with its
+    shape and rows by index, as nytro.dask's training rows gathered on demand): (the
+    sorted indices of m rows, the details)."""
+    n, d = X.shape
     # The levels stop at d_eff ~ m / 4 (m centres then oversample d_eff by about the
     # factor the theory's m ~ d_eff log d_eff asks for), where the dictionary holds about
-    # m / 2 rows.
+    # m / 2 rows; or where the next level would spend more than the budget, about one
+    # fit's flops (on smooth low-dimensional data d_eff grows slowly as lambda falls, and
+    # the levels would otherwise descend towards _SMALLEST_LAMBDA at 40 m candidates
+    # each). The final draw's candidates, at most 40 m, are reserved in the budget.
     cap, most = max(1, min(n, m // 2)), _MOST_CANDIDATES_PER_CENTRE * m
-    dictionary, lam, d_eff, sizes = _grow(
+    final = _candidate_count(n, _SMALLEST_LAMBDA, _FINAL_CANDIDATES_PER_CENTRE * m, most)
+    budget = n * m * (d + _BUDGET_PRODUCTS)
+    dictionary, lam, d_eff, sizes, spent = _grow(
         X, rng, cap, kern, lambda lam, d_eff: 4.0 * d_eff >= m or lam <= _SMALLEST_LAMBDA,
-        most=most)
+        most=most, budget=budget, final=final)
     R = _candidate_count(n, lam, _FINAL_CANDIDATES_PER_CENTRE * m, most)
     candidates = np.sort(rng.choice(n, size=R, replace=False))
     scores = dictionary.scores(X, candidates, lam, kern)
+    spent += _scoring_cost(R, dictionary.rows.size, d)
     chosen = np.sort(candidates[rng.choice(R, size=m, replace=False, p=_quantised(scores))])
-    if return_details:
-        return chosen, {"lambda": lam, "d_eff": d_eff, "dictionary_sizes": sizes}
-    return chosen
+    return chosen, {"lambda": lam, "d_eff": d_eff, "dictionary_sizes": sizes, "flops": spent, "budget": budget}
 
 
 def exact_leverage_scores(X, sigma, lam, *, kernel="gaussian", matern_nu=1.5):
@@ -243,7 +283,7 @@ def approximate_leverage_scores(X, sigma, lam, seed, *, dictionary_size=None,
     target = chk.positive_number("lam", lam)
     oversampling = chk.positive_number("oversampling", oversampling)
     kern = _scaled(_as_kernel(kernel, sigma, matern_nu, n_threads, X.shape[1]), X)
-    dictionary, _, _, _ = _grow(X, rng, cap, kern, lambda level, d_eff: level <= target, oversampling)
+    dictionary = _grow(X, rng, cap, kern, lambda level, d_eff: level <= target, oversampling)[0]
     return dictionary.scores(X, np.arange(n), target, kern)
 
 

@@ -1,7 +1,7 @@
 """NYTRO and Nystrom KRLS on Dask arrays chunked by rows.
 
 The data stay where Dask keeps them (worker memory, or a zarr store read chunk by
-chunk); the client holds O(m^2 + m d + m T) numbers for T iterates (or lambdas). A fit
+chunk); the client holds O(m^2 + m d + m T) numbers for T iterates run (or lambdas). A fit
 takes a pass over y (each chunk's training rows and largest target in absolute value,
 and its sample weights' checks and sums) and three passes over X, each a map over its row
 chunks:
@@ -20,11 +20,15 @@ chunks:
    forms R^T (K^T K) R with R's triangle (the core's kernel-first route: no K_i R, half
    the flops);
 3. the hold-out errors: the path (gd, nu, cg iterates, or NKRLS's lambda grid through one
-   eigendecomposition of A^T A) is computed on the client in m dimensions; the m x T
-   matrix of coefficients alpha_t = R beta_t is sent alike, and each chunk's hold-out rows
-   give the squared errors of the predictions k(X_val_i, C) alpha_t, formed explicitly,
-   summed over rows by the same tree reduction (metric="error": the weights of the rows
-   each alpha_t misclassifies, and of all of them). Method "hybrid" grows its Lanczos bases
+   eigendecomposition of A^T A) is computed on the client in m dimensions; the coefficients
+   alpha_t = R beta_t are sent alike, an m x L block of L iterates at a time (L doubling
+   to a bounded size), and each chunk's hold-out rows give the squared errors of
+   the predictions k(X_val_i, C) alpha_t, formed explicitly, summed over rows by the same
+   tree reduction (metric="error": the weights of the rows each alpha_t misclassifies, and
+   of all of them); the stopping rule reads each block's errors before the next block is
+   iterated, so a path that stops (n_iter_no_change, "relative", "window") forms and holds
+   only the iterates up to its stop and one block past it, whatever max_iter. Method
+   "hybrid" grows its Lanczos bases
    V on the client; each chunk's hold-out rows give the triangular factor of
    [k(X_val_i, C) R V, y_val_i], combined up a tree of QR factorisations (TSQR), from
    which the errors of every (t, lambda) follow as in the core (a residual plus
@@ -87,6 +91,7 @@ dtype=, or float32 data).
 """
 from __future__ import annotations
 
+import collections
 import ctypes
 import dataclasses
 import functools
@@ -514,15 +519,19 @@ def _count_and_peak(Y, start, stop, fraction, seed):
 
 def _weight_summary(w, held, start):
     """The chunk's weights as the client checks them: the first non-finite and the first
-    negative weight (global row, value) or None, then the sums and the counts of positive
-    weights of its training and hold-out rows."""
+    negative weight (global row, value) or None, then for its training and hold-out rows
+    the sum of the weights divided by 2^e and the count of positive weights, and e, the
+    exponent of the largest finite weight (a sum of finite weights may overflow: 1e308 on
+    every row; the power of two is exact)."""
     w = chk.real_weights(w).reshape(-1)
     firsts = []
     for bad in (~np.isfinite(w), w < 0):
         i = np.flatnonzero(bad)
         firsts.append((start + int(i[0]), float(w[i[0]])) if i.size else None)
-    parts = [(float(np.sum(w[rows])), int(np.count_nonzero(w[rows] > 0))) for rows in (~held, held)]
-    return firsts[0], firsts[1], parts[0], parts[1]
+    finite = w[np.isfinite(w)]
+    e = int(np.frexp(np.max(finite))[1]) if finite.size and np.max(finite) > 0 else 0
+    parts = [(float(np.sum(np.ldexp(w[rows], -e))), int(np.count_nonzero(w[rows] > 0))) for rows in (~held, held)]
+    return firsts[0], firsts[1], parts[0], parts[1], e
 
 
 def _pick_rows(X, start, stop, fraction, seed, ordinals):
@@ -766,26 +775,29 @@ def _weight_units(summaries, n_train, n_val, fraction, seed_name="the seed"):
         if bad:
             row, value = min(bad)
             raise ValueError(f"sample_weight must be {requirement}, got {value} at row {row}")
-    sums = [math.fsum(s[2 + part][0] for s in summaries) for part in (0, 1)]
+    # The sums in units of 2^top, top the largest chunk's exponent (exact powers of two).
+    top = max(s[4] for s in summaries)
+    sums = [math.fsum(math.ldexp(s[2 + part][0], s[4] - top) for s in summaries) for part in (0, 1)]
     positive = [sum(s[2 + part][1] for s in summaries) for part in (0, 1)]
-    if not sum(positive) or not math.isfinite(sums[0] + sums[1]):
-        raise ValueError("sample_weight must not be all zero (and its sum must be finite)")
+    if not sum(positive):
+        raise ValueError("sample_weight must not be all zero: give some rows a positive weight")
     for part, rows, name in ((0, n_train, "training"), (1, n_val, "hold-out")):
         if rows and not positive[part]:
             raise ValueError(
                 f"sample_weight is zero on every one of the {rows} {name} rows the hold-out split "
                 f"(validation_fraction={fraction}) left: the {name} error has no weight; give more rows a "
                 f"positive weight or change {seed_name}")
-    return tuple(_unit(rows, total) if rows else None for rows, total in zip((n_train, n_val), sums))
+    return tuple(_unit(rows, total, top) if rows else None for rows, total in zip((n_train, n_val), sums))
 
 
-def _unit(rows: int, total: float) -> tuple:
-    """rows / total as (k, rows / (total 2^k)), w' = (w 2^k) (rows / (total 2^k)): rows / total
-    overflows for weights as tiny as 1e-310 (the core's row scales divide by the largest
-    weight instead), and the power of two is exact, so other weights give the same w' as
-    w (rows / total)."""
-    k = -int(np.frexp(total)[1])
-    return k, rows / float(np.ldexp(total, k))
+def _unit(rows: int, total: float, exponent: int = 0) -> tuple:
+    """rows / (total 2^exponent) as (k, rows / (total 2^(k + exponent))), w' = (w 2^k)
+    (rows / (total 2^(k + exponent))): rows / total overflows for weights as tiny as 1e-310
+    (the core's row scales divide by the largest weight instead), the sum of weights as
+    large as 1e308 overflows (hence its exponent apart), and the power of two is exact, so
+    other weights give the same w' as w (rows / total)."""
+    e = int(np.frexp(total)[1])
+    return -(e + exponent), rows / float(np.ldexp(total, -e))
 
 
 def _exponents(scales: chk.TargetScales):
@@ -970,15 +982,7 @@ def _leverage_ordinals(rows: _TrainingRows, m: int, kern: _Kernel, seed, top: fl
     from . import centers as lev
     kernel = lev._Kernel(kern.sigma, kern.kernel, kern.matern_nu)
     kernel.scale = top if top > 0 else 1.0
-    n = rows.shape[0]
-    rng = np.random.default_rng(seed)
-    cap, most = max(1, min(n, m // 2)), lev._MOST_CANDIDATES_PER_CENTRE * m
-    dictionary, lam, _, _ = lev._grow(rows, rng, cap, kernel,
-                                      lambda lam, d_eff: 4.0 * d_eff >= m or lam <= lev._SMALLEST_LAMBDA, most=most)
-    count = lev._candidate_count(n, lam, lev._FINAL_CANDIDATES_PER_CENTRE * m, most)
-    candidates = np.sort(rng.choice(n, size=count, replace=False))
-    scores = dictionary.scores(rows, candidates, lam, kernel)
-    return np.sort(candidates[rng.choice(count, size=m, replace=False, p=lev._quantised(scores))])
+    return lev._leverage_draw(rows, m, kernel, np.random.default_rng(seed))[0]
 
 
 def _centers(data: _Data, counts, n_centers, fraction, seed, center_seed, selection="uniform", kern=None):
@@ -1760,6 +1764,133 @@ def _lanczos_gd(apply, c, step, max_iter, eps, top=None):
     return [beta.astype(c.dtype) for beta in betas], products, step
 
 
+# ------------------------------------------------------------- the stopping rule
+class _StoppingWatch:
+    """reference._select's rule applied one hold-out value at a time, as the core's
+    StoppingRule (paths/stopping.cpp) applies it while iterating: push(value) says whether
+    the path ends at that t; selection() is (t_selected, t_stopped) of the values pushed,
+    reference._select's answer for them (NaN included: a first NaN is np.argmin's
+    minimum, and never a `<` improvement). O(window) work and memory per value."""
+
+    def __init__(self, stopping, tol, window, patience, metric):
+        self.stopping, self.window, self.patience = stopping, window, patience or 0
+        self.by_error = metric == "error"
+        self.tol = (0.05 if stopping == "relative" else 1e-4) if tol is None else tol
+        self.t, self.first = 0, None
+        # metric "error": reference._select's plateau, the index of the first value that
+        # differs from the first (None until one does: no iteration is counted before).
+        self.plateau = None if self.by_error else 0
+        self.improved, self.improved_value = 0, None  # the last strict (`<`) improvement
+        self.lowest, self.lowest_value = 0, None      # np.argmin's 1-based answer so far
+        self.before = None                            # min of the values older than the window
+        self.recent = collections.deque(maxlen=window)
+        self.stopped = None
+
+    def push(self, value) -> bool:
+        value = float(value)
+        self.t += 1
+        t = self.t
+        if t == 1:
+            self.first, self.improved, self.improved_value = value, 1, value
+        if self.plateau is None and value != self.first:  # NaN differs from everything
+            self.plateau = t - 1
+        if self.lowest == 0 or (not math.isnan(self.lowest_value)
+                                and (math.isnan(value) or value < self.lowest_value)):
+            self.lowest, self.lowest_value = t, value
+        if value < self.improved_value:
+            self.improved, self.improved_value = t, value
+        if len(self.recent) == self.window:
+            old = self.recent[0]  # np.minimum propagates NaN, as np.min does
+            self.before = old if self.before is None else float(np.minimum(self.before, old))
+        self.recent.append(value)
+        if self.stopped is None and self._ends(t):
+            self.stopped = t
+        return self.stopped is not None
+
+    def _judged(self, t) -> bool:
+        return self.plateau is not None and t - self.plateau >= self.window
+
+    def _ends(self, t) -> bool:
+        if self.stopping == "best":
+            plateau = t if self.plateau is None else self.plateau
+            return bool(self.patience) and t - max(self.improved, plateau) >= self.patience
+        if self.stopping == "relative":
+            if t < self.window + 1 or not self._judged(t):
+                return False
+            inside = float(np.min(self.recent))
+            return bool(self.before - inside <= self.tol * self.before)
+        if t < self.window or not self._judged(t):
+            return False
+        recent = np.asarray(self.recent)
+        fall = -self.window * np.polyfit(np.arange(self.window, dtype=float), recent, 1)[0]
+        return bool(fall <= self.tol * recent.mean() if self.by_error else fall < self.tol)
+
+    def selection(self):
+        end = self.stopped or self.t
+        if self.stopping == "window":
+            return end, end
+        if self.stopping == "best" and self.patience and self.stopped is not None:
+            return self.improved, end
+        return self.lowest, end
+
+
+def _block_limit(m, q) -> int:
+    """The most iterates validated in one pass: their m x q coefficients within 32 MiB of
+    float64 (the client's copy and the hold-out rows' predictions of a chunk), 4096 at most."""
+    return max(1, min(4096, (32 << 20) // (8 * max(1, m * q))))
+
+
+def _run_path(betas, R, q, path_errors, watch, step, max_iter, validated):
+    """The path from the iterates `betas` (an iterator of k x q arrays, formed on demand):
+    validated in blocks of growing size (path_errors(alphas) gives the hold-out values of
+    the m x (L q) coefficients alphas), the stopping rule `watch` (a _StoppingWatch; None
+    without a hold-out set: the last iterate) applied as the values come, so that the
+    iterates formed and the memory held follow the iterations the rule runs, not max_iter
+    (at most one block past the stop; the blocks double up to _block_limit). validated(done) is
+    called after each block. Returns (coef at the selected t, the path to the stop,
+    selected, stopped, iterates formed)."""
+    def finite(beta):
+        if not np.all(np.isfinite(beta)):
+            raise RuntimeError(f"the iterations diverged (step_size={step}): a stable step is below "
+                               "2 / lambda_max(A^T A)")
+        return beta
+
+    if watch is None:
+        last, formed = None, 0
+        for last in betas:
+            formed += 1
+        return _client_product(R, finite(last)), np.zeros(0), max_iter, max_iter, formed
+    path, kept, formed = [], {}, 0
+    most = _block_limit(R.shape[0], q)
+    # Each block is a pass over the hold-out rows (a read of X's chunks in "gram" mode): a
+    # rule that can stop starts with a few times the iterations it needs before it can
+    # (patience or window), one that cannot (stopping="best" without patience) validates
+    # as many as the block's memory allows at once.
+    reach = watch.patience if watch.stopping == "best" else watch.window
+    size = min(most, max(64, 4 * reach)) if reach else most
+    while watch.stopped is None:
+        block = [beta for _, beta in zip(range(size), betas)]
+        if not block:
+            break
+        formed += len(block)
+        finite(block[-1])
+        alphas = _client_product(R, np.hstack(block))
+        values = np.asarray(path_errors(alphas), dtype=np.float64)
+        start = len(path)
+        for i, value in enumerate(values):
+            path.append(value)
+            kept[start + i + 1] = alphas[:, i * q:(i + 1) * q]
+            if watch.push(value):
+                break
+        validated(len(path))
+        # Keep the coefficients a selection may still take (the best so far by either of
+        # reference._select's counts, or the last), copied out of the block's array.
+        kept = {t: alpha.copy() for t, alpha in kept.items() if t in (watch.lowest, watch.improved, len(path))}
+        size = min(2 * size, most)
+    selected, stopped = watch.selection()
+    return kept[selected].copy(), np.asarray(path[:stopped]), selected, stopped, formed
+
+
 # ------------------------------------------------------------------------ hybrid
 def _shifted_solutions(a, b, shifts, norm):
     """z_k(shift) = (T_k + shift I)^-1 norm e_1 for every k = 1..len(a) and shift, T_k the
@@ -2056,29 +2187,25 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
         else:
             step = _resolve_step(step_size, method, H, n_train * bound, k, data.dtype)
         if lanczos is not None:
-            betas, products = lanczos, spent
+            betas = iter(lanczos)
         else:
             # cg with a hold-out set ends where its Krylov space is invariant (t = rank at
             # the latest), as the core's path: later iterates repeat the last one.
-            betas = list(reference._cg_iterates(apply, c, max_iter, krylov_eps, until_invariant=True)
-                         if method == "cg" and n_val else reference._iterates(apply, c, method, step, nu, max_iter))
-            products = spent + len(betas)  # the products of a basis that fell short, then the steps
-        # gram: one product with A^T A per iterate (or Lanczos vector), on the client;
-        # direct: each a pass over the workers' blocks (the step's estimate included)
-        products = H.products if mode == "direct" else products
-        if not np.all(np.isfinite(betas[-1])):
-            raise RuntimeError(f"the iterations diverged (step_size={step}): a stable step is below "
-                               "2 / lambda_max(A^T A)")
-        if n_val == 0:
-            coef, path, selected, stopped = _client_product(R, betas[-1]), np.zeros(0), max_iter, max_iter
-        else:
-            alphas = _client_product(R, np.hstack(betas))
+            betas = (reference._cg_iterates(apply, c, max_iter, krylov_eps, until_invariant=True)
+                     if method == "cg" and n_val else reference._iterates(apply, c, method, step, nu, max_iter))
+
+        def path_errors(alphas):
             errors = (operator.holdout_errors(alphas, metric) if mode == "direct" else
                       _holdout_errors(data, fraction, seed, C, alphas, kern, n_threads, split_every, exponents, metric))
-            report("validation", 1, 1)
-            path = errors if metric == "error" else _pooled_rmse(errors, scales, n_val)
-            selected, stopped = reference._select(path, stopping, rule_tol, window, patience, metric)
-            coef, path = alphas[:, (selected - 1) * q:selected * q], path[:stopped]
+            return errors if metric == "error" else _pooled_rmse(errors, scales, n_val)
+
+        watch = _StoppingWatch(stopping, rule_tol, window, patience, metric) if n_val else None
+        coef, path, selected, stopped, formed = _run_path(betas, R, q, path_errors, watch, step, max_iter,
+                                                          lambda done: report("validation", done, max_iter))
+        # gram: one product with A^T A per iterate (or Lanczos vector), on the client;
+        # direct: each a pass over the workers' blocks (the step's estimate included); the
+        # products of a basis that fell short, then the steps
+        products = H.products if mode == "direct" else (spent if lanczos is not None else spent + formed)
     coef, path = _unscaled(coef, path, scales, metric)
     result = PathResult(coef=coef[:, 0] if data.one_d else coef, validation_rmse=path, n_iter=selected,
                         iterations_run=stopped, step_size=step, rank=R.shape[1], solver=mode,
@@ -2203,6 +2330,8 @@ def predict(X, centers, coef, sigma, *, kernel="gaussian", matern_nu=1.5, n_thre
 
 def _predict_block(x, centers, coef, kern, n_threads):
     x = _dense(x)
+    if x.shape[0] == 0:  # an empty chunk (fit takes them): no rows to predict, not an empty X
+        return np.zeros((0,) + coef.shape[1:], chk.compute_dtype(None, centers, coef))
     threads = _task_threads(n_threads)
     with _CORE_LOCK:
         return kernel_predict(x, centers, coef, kern.sigma, kernel=kern.kernel, matern_nu=kern.matern_nu,

@@ -265,7 +265,10 @@ sigma : float or array-like of shape (n_features,)
 N_CENTERS = Param("n_centers", 1000, _checked_by(lambda value: chk.check_int("n_centers", value, 1)), """\
 n_centers : int
     Nystrom centres m, drawn without replacement from the training rows (see
-    center_selection); ignored when `centers` is given.""")
+    center_selection); ignored when `centers` is given. The estimators cap it at the
+    training rows left after the hold-out split, with a UserWarning, as scikit-learn's
+    Nystroem caps n_components (the m used is n_centers_); the functions, and the
+    estimators on Dask arrays, refuse more centres than rows (ValueError).""")
 CENTERS = Param("centers", None, _checked_by(chk.check_centers_form), """\
 centers : array of shape (m, d), 1-D integer array, or None
     Your own centres: the points themselves, or indices of rows of the X given to fit
@@ -314,11 +317,25 @@ random_state : int, RandomState or None
     Seeds the hold-out split and the centres.""")
 VERBOSE = Param("verbose", 0, _checked_by(chk.check_verbose), """\
 verbose : int
-    Print progress to stderr.""")
+    Progress on stderr: 0 prints nothing; 1 draws one tqdm bar for each stage of the
+    fit that lasts (the kernel, the factor, A^T A, the iterations, ...), with its
+    elapsed time and an estimate of what is left, and ends with one line: the selected
+    t and lambda, sigma, m, why the path stopped, and the fit's time; 2 and more print
+    the core's counters, "stage done/total" a line, then the same summary.""")
 DTYPE = Param("dtype", None, _checked_by(lambda value: chk.float_dtype_name("dtype", value, chk.DTYPES)), """\
 dtype : {None, "float32", "float64"}
     Compute precision; None computes in float32 for float32 X, float64 otherwise.
     NumPy's spellings (np.float32, np.dtype("float64"), "f4", float) are accepted.""")
+N_JOBS = Param("n_jobs", None, _checked_by(chk.check_n_jobs), """\
+n_jobs : int or None
+    scikit-learn's name for the core's threads, changing only the time of a fit (the
+    model is the same for any count): a positive count, or -1 for every CPU (-2 all
+    but one, ..., within the CPU affinity and the cgroup quota, as joblib counts them);
+    None leaves the count to n_threads, whose None takes what the surrounding context
+    allows (OMP_NUM_THREADS, threadpoolctl, and so inside GridSearchCV(n_jobs=k)'s
+    worker processes joblib's limit of cpu_count // k threads). n_jobs and n_threads
+    both given must agree (ValueError otherwise): neither overrides the other. See the
+    user guide, "Parallelism".""")
 SELECTION = Param("selection", "error", _checked_by(_choosing("selection", chk.SELECTIONS)), """\
 selection : {"error", "rmse"}
     What the classifiers' hold-out selection minimises: the fraction of misclassified
@@ -328,7 +345,7 @@ selection : {"error", "rmse"}
 
 # Every row outside the families' tables, by name.
 SHARED = {p.name: p for p in (SIGMA, N_CENTERS, CENTERS, CENTER_SELECTION, LAMBDAS, VALIDATION_FRACTION, REFIT,
-                              FIT_INTERCEPT, RANDOM_STATE, VERBOSE, DTYPE, SELECTION)}
+                              FIT_INTERCEPT, RANDOM_STATE, N_JOBS, VERBOSE, DTYPE, SELECTION)}
 
 
 @dataclass(frozen=True)
@@ -347,6 +364,10 @@ centers_ : ndarray of shape (m, n_features)
     The rows predict evaluates the kernel at: the Nystrom centres (the Nystrom
     estimators), or the training part of the rows given to fit (the full-kernel ones;
     all of them after a refit)."""),
+    Attribute("n_centers_", """\
+n_centers_ : int
+    The number of centres m the fit used: n_centers, capped at the training rows
+    (with a UserWarning), or the number of rows of `centers` when given."""),
     Attribute("coef_", """\
 coef_ : ndarray of shape (m,) or (m, n_outputs)
     The model at the selected regularisation: predict(X) = k(X, centers_) @ coef_

@@ -24,7 +24,8 @@ def _is_dask_array(X) -> bool:
 
 
 class ProgressPrinter:
-    """Prints "stage done/total" to stderr at most every `every` seconds."""
+    """Prints "stage done/total" to stderr at most every `every` seconds (verbose >= 2:
+    the core's own counters, one line each)."""
 
     def __init__(self, name: str, every: float = 1.0):
         self.name, self.every, self.last = name, every, 0.0
@@ -34,6 +35,117 @@ class ProgressPrinter:
         if now - self.last >= self.every or done == total:
             self.last = now
             print(f"[{self.name}] {stage} {done}/{total}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        """Nothing to close: the lines are printed as they come."""
+
+
+class ProgressBars:
+    """verbose=1: one tqdm bar on stderr per stage of the core that lasts (the kernel,
+    the factor, A^T A, the iterations, ...), with its elapsed time and an estimate of
+    what is left. The core reports each stage as (stage, done, total); a new stage name,
+    a new total or a count that goes back starts the next bar and closes the last.
+    A bar appears only once its stage has run `delay` seconds: the many short stages
+    of a small fit print nothing, and a fit ends with its one summary line. A finished
+    stage's bar is cleared (leave=False): the summary line is what a fit leaves.
+    `mininterval` is tqdm's: the shortest time between two redraws."""
+
+    def __init__(self, name: str, delay: float = 0.5, mininterval: float = 0.1):
+        self.name, self.delay, self.mininterval, self.bar = name, delay, mininterval, None
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        bar = self.bar
+        if bar is None or bar.desc != f"[{self.name}] {stage}" or bar.total != total or done < bar.n:
+            self.close()
+            from tqdm.auto import tqdm  # imported by a verbose fit only: `import nytro` stays light
+            bar = self.bar = tqdm(total=total, desc=f"[{self.name}] {stage}", file=sys.stderr, delay=self.delay,
+                                  mininterval=self.mininterval, leave=False, dynamic_ncols=True)
+        bar.update(done - bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def _number(value) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def stop_reason(est) -> str | None:
+    """Why the iterative path ended where it did, from the fitted attributes: max_iter,
+    a stopping rule, n_iter_no_change after the best, or the end of the Krylov space (cg,
+    hybrid); None for the Tikhonov and KOLS fits, which have no path to stop."""
+    if not hasattr(est, "n_iter_"):
+        return None
+    path = getattr(est, "validation_rmse_", None)
+    length = 0 if path is None else len(path)
+    if length == 0:
+        return f"no hold-out set: ran max_iter={est.max_iter} iterations"
+    if length >= est.max_iter:
+        return f"reached max_iter={est.max_iter}"
+    if est.stopping != "best":
+        return f"stopping={est.stopping!r} met at t={length}"
+    if est.n_iter_no_change is not None and length >= est.n_iter_ + est.n_iter_no_change:
+        return f"no improvement in n_iter_no_change={est.n_iter_no_change} iterations after t={est.n_iter_}"
+    return f"the Krylov space was exhausted at t={length} (method={est.method!r})"
+
+
+def fit_summary(est, seconds: float) -> str:
+    """The closing line of a verbose fit: what was selected (t, lambda), with what
+    (sigma, m, rank, solver), why the path stopped, and the fit's wall time."""
+    parts = []
+    if getattr(est, "n_iter_", None) is not None:
+        parts.append(f"t={est.n_iter_}")
+    lambdas = getattr(est, "lambdas_", None)
+    if getattr(est, "lambda_", None) is not None:
+        grid = f" of {len(lambdas)}" if lambdas is not None else ""
+        parts.append(f"lambda={_number(float(est.lambda_))}{grid}")
+    if est.kernel != "linear":
+        sigma = np.asarray(est.sigma, dtype=float)
+        parts.append(f"sigma={_number(float(sigma))}" if sigma.ndim == 0 else f"sigma=(ARD, {sigma.size} values)")
+    if hasattr(est, "n_centers_"):
+        parts.append(f"m={est.n_centers_}" + (f" (rank {est.rank_})" if hasattr(est, "rank_") else ""))
+    if hasattr(est, "solver_"):
+        parts.append(f"solver={est.solver_}")
+    path = getattr(est, "validation_rmse_", None)
+    if getattr(est, "refit", False) and path is not None and len(path) > 0:
+        parts.append("refitted on all rows")
+    reason = stop_reason(est)
+    selected = ", ".join(parts)
+    return f"fitted in {seconds:.2f} s: {selected}" + (f"; path stopped: {reason}" if reason else "")
+
+
+def threads_of_jobs(n_jobs, n_threads):
+    """The core's thread count from scikit-learn's n_jobs and nytro's n_threads: n_threads
+    where n_jobs is None (None: the context's limit, nytro.default_n_threads()); else n_jobs,
+    a negative count taken from joblib.cpu_count() (-1 every CPU, -2 all but one, at
+    least 1), which n_threads, if given, must equal."""
+    if n_jobs is None:
+        return n_threads
+    if n_jobs < 0:
+        from joblib import cpu_count  # scikit-learn's own dependency; within affinity and cgroup quota
+        n_jobs = max(1, cpu_count() + 1 + n_jobs)
+    if n_threads is not None and n_threads != n_jobs:
+        raise ValueError(f"n_jobs={n_jobs} and n_threads={n_threads} are both given and differ: n_jobs is "
+                         "scikit-learn's name for the core's threads; give one of them (or equal values)")
+    return n_jobs
+
+
+def capped_n_centers(estimator, n_train: int) -> int:
+    """The estimator's n_centers, or n_train with a UserWarning where it asks for more
+    centres than the training rows left after the hold-out split. As scikit-learn's
+    Nystroem caps n_components at n_samples: the default m (1000) would otherwise refuse
+    every data set of under about 1250 rows, and inside a search every fit would fail.
+    m = n_train is no approximation left: the model is then KRLS on the training rows."""
+    m = int(estimator.n_centers)
+    if m <= n_train:
+        return m
+    warnings.warn(
+        f"{type(estimator).__name__}: n_centers={m} is more than the {n_train} training rows left after the "
+        f"hold-out split; using all {n_train} as centres (n_centers_). Set n_centers <= {n_train} to silence "
+        "this warning.", UserWarning, stacklevel=6)
+    return n_train
 
 
 # The estimator objects whose fit is running, by id: an object is not thread-safe (as in
@@ -97,7 +209,25 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
         return bool(getattr(self, "refit", False)) and held_out
 
     def _progress(self):
-        return ProgressPrinter(type(self).__name__) if self.verbose else None
+        """The progress callable of the running fit (fit makes it: _start_progress)."""
+        return self.__dict__.get("_progress_display")
+
+    def _start_progress(self):
+        """verbose=0: nothing; 1: tqdm bars (ProgressBars) and a summary line at the end
+        of fit; 2 and more: the core's counters (ProgressPrinter), and the summary."""
+        verbose = chk.check_verbose(getattr(self, "verbose", 0))
+        name = type(self).__name__
+        display = None if verbose == 0 else ProgressBars(name) if verbose == 1 else ProgressPrinter(name)
+        self.__dict__["_progress_display"] = display
+        return display
+
+    def _stop_progress(self, display, started: float, fitted: bool) -> None:
+        if display is None:
+            return
+        display.close()
+        if fitted:
+            print(f"[{type(self).__name__}] {fit_summary(self, time.perf_counter() - started)}", file=sys.stderr,
+                  flush=True)
 
     def _split(self, X, Y, rng, needed_train: int = 1):
         """(X_train, Y_train, X_val, Y_val); validation parts have 0 rows without hold-out.
@@ -151,8 +281,12 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
             warnings.warn(
                 f"{type(self).__name__} selected the last iteration, t = max_iter = {self.max_iter}: the "
                 "regularisation path may have been cut before its best model. A larger max_iter may fit "
-                f"better ({self._path_attribute()} holds the path).", ConvergenceWarning, stacklevel=4)
+                f"better ({self._path_attribute()} holds the path).", ConvergenceWarning, stacklevel=5)
         return result.coef
+
+    def _calibrate(self, X_val, Y_val, centers, coef):
+        """Called by the Nystrom fits with the hold-out rows and the model selected on them
+        (before any refit); the classifiers fit their probabilities there."""
 
     @staticmethod
     def _own_rows(rows, X):
@@ -180,9 +314,20 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
             zero, or a wrong length are refused (ValueError).
         """
         self._check_parameters()
+        started, display, fitted = time.perf_counter(), self._start_progress(), False
+        try:
+            result = self._fit_rows(X, y, sample_weight)
+            fitted = True
+            return result
+        finally:
+            self._stop_progress(display, started, fitted)
+            if self.__dict__.get("_progress_display") is display:  # not a concurrent, refused fit's
+                self.__dict__.pop("_progress_display", None)
+
+    def _fit_rows(self, X, y, sample_weight):
         if _is_dask_array(X):
             from ..dask import fit_estimator
-            return fit_estimator(self, X, y, sample_weight)
+            return self._count_centers(fit_estimator(self, X, y, sample_weight))
         key = id(self)
         with _FITTING_LOCK:
             if key in _FITTING:
@@ -198,13 +343,21 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
             self.centers_ = self._own_rows(self.centers_, X)
             self.coef_ = coef[:, 0] if one_output else coef
             self._keep_intercept(intercept, one_output)
-            return self
+            return self._count_centers(self)
         finally:
             # The weights are fit's arguments, not the model's: not kept (nor pickled).
             self.__dict__.pop("_fit_sample_weight", None)
             self.__dict__.pop("_weights_of_split", None)
             with _FITTING_LOCK:
                 _FITTING.discard(key)
+
+    def _count_centers(self, fitted):
+        """`fitted` with n_centers_, the number of centres m the fit used (at most the
+        training rows: capped_n_centers), for the Nystrom estimators (those that take
+        n_centers)."""
+        if "n_centers" in fitted.get_params(deep=False):
+            fitted.n_centers_ = int(fitted.centers_.shape[0])
+        return fitted
 
     def _keep_intercept(self, intercept, one_output: bool):
         """intercept_ from the per-column means: a float for one output. Only the
@@ -224,7 +377,9 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
         takes the object's value; two values set differently are refused)."""
         family = self._family
         shortcuts = {name: getattr(self, name) for name in family.option_names if hasattr(self, name)}
-        return opt.options_object(family, opt.merged(family, self.options, shortcuts))
+        values = opt.merged(family, self.options, shortcuts)
+        values["n_threads"] = threads_of_jobs(getattr(self, "n_jobs", None), values["n_threads"])
+        return opt.options_object(family, values)
 
     def _n_threads(self):
         return self.n_threads if self._family is None else self._options().n_threads

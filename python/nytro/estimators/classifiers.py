@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import ClassifierMixin
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import _checks as chk
 from .. import options as opt
+from .._api import kernel_predict
 from ._base import KernelRegressorBase, _is_dask_array
+from ._calibration import calibration_logits, fit_scale, log_softmax, smoothed_targets, softmax
 from .nytro import NytroRegressor
 from .tikhonov import NystromKRLSRegressor
 
@@ -145,6 +148,7 @@ class KernelClassifierMixin(ClassifierMixin):
         counts every hold-out row once."""
         if not _is_dask_array(X):  # on Dask, nytro.dask's pass over the labels checks this
             _check_weighted_classes(y, sample_weight)
+        self.__dict__.pop("calibration_scale_", None)  # a previous fit's: set again only with a hold-out set
         KernelRegressorBase.fit(self, X, y, sample_weight)
         path = getattr(self, "validation_rmse_", None)
         self.validation_error_ = path if self.selection == "error" else None
@@ -181,6 +185,54 @@ class KernelClassifierMixin(ClassifierMixin):
         w_train, w_val = KernelRegressorBase._split_weights(self)
         return w_train, (w_val if self.selection == "rmse" else None)
 
+    def _calibrate(self, X_val, Y_val, centers, coef):
+        # The hold-out rows' decision values of the model selected on them, and the scale
+        # of their softmax fitted to the rows' classes (nytro.estimators._calibration).
+        scores = kernel_predict(X_val, centers, coef, self.sigma, kernel=self.kernel, matern_nu=self.matern_nu,
+                                n_threads=self._n_threads())
+        index = (Y_val[:, 0] > 0).astype(np.int64) if Y_val.shape[1] == 1 else np.argmax(Y_val, axis=1)
+        self.calibration_scale_ = fit_scale(calibration_logits(scores), smoothed_targets(index, len(self.classes_)))
+
+    def _has_probabilities(self):
+        """available_if's test: True before fit (check_is_fitted then says so), and after a
+        fit that had hold-out rows to calibrate on; otherwise an AttributeError that says
+        why (hasattr(clf, "predict_proba") is then False)."""
+        if hasattr(self, "classes_") and not hasattr(self, "calibration_scale_"):
+            raise AttributeError(
+                f"this {type(self).__name__} has no predict_proba: its probabilities are calibrated on the hold-out "
+                "rows' decision values, and it was fitted without a hold-out set (validation_fraction=None) or on "
+                "Dask arrays; fit it in memory with a validation_fraction, or wrap it in "
+                "sklearn.calibration.CalibratedClassifierCV")
+        return True
+
+    @available_if(_has_probabilities)
+    def predict_proba(self, X):
+        """Class probabilities, (n, n_classes) in the order of classes_, each row summing to
+        1: softmax(calibration_scale_ * G) of the decision values G (the one-vs-all
+        columns; for two classes (-f / 2, f / 2), i.e. sigmoid(calibration_scale_ * f) for
+        classes_[1]). The scale was fitted on the hold-out rows (see the class docstring);
+        the most probable class is the one predict returns."""
+        return self._probabilities(X, softmax)
+
+    @available_if(_has_probabilities)
+    def predict_log_proba(self, X):
+        """log predict_proba(X), computed by log-sum-exp: finite where a probability
+        underflows to 0."""
+        return self._probabilities(X, log_softmax)
+
+    def _probabilities(self, X, link):
+        check_is_fitted(self, "calibration_scale_")
+        scores = self.decision_function(X)
+        scale = self.calibration_scale_
+
+        def block(values):
+            return link(scale * calibration_logits(values))
+
+        if _is_dask_array(scores):  # one block of probabilities per chunk of X
+            return scores.map_blocks(block, chunks=(scores.chunks[0], (len(self.classes_),)),
+                                     new_axis=1 if scores.ndim == 1 else None, meta=np.empty((0, 0)))
+        return block(scores)
+
     def decision_function(self, X):
         """k(X, centers_) @ coef_: (n,) for two classes (> 0 predicts classes_[1]), else
         (n, n_classes), one column per class."""
@@ -203,6 +255,19 @@ _CLASSIFIER_DOC = """
     for two classes (+1 for classes_[1]), one-vs-all columns for more, all fitted in the
     same pass. The hold-out selection minimises the classification error by default.
 
+    predict_proba and predict_log_proba are calibrated on the hold-out rows, without
+    another fit: the decision values of the hold-out rows at the selected t (and
+    lambda), before any refit, are turned into probabilities by a softmax of the
+    decision values times one scale, calibration_scale_ (temperature scaling; for two
+    classes Platt's sigmoid without an offset), fitted by maximum likelihood to Platt's
+    smoothed targets (a hold-out row of class k, of N_k such rows, has target
+    (N_k + 1) / (N_k + K) for its class and 1 / (N_k + K) for each of the others), which
+    keep a handful of perfectly separated hold-out rows from giving probabilities of 0
+    and 1. One scale keeps the most probable class the predicted one. With refit=True
+    the scale fitted on the hold-out model is applied to the refitted model's decision
+    values. Without a hold-out set (validation_fraction=None), or on Dask arrays, there
+    are no hold-out decision values: the classifier has no predict_proba.
+
     The hold-out split is stratified: each class holds out its share of the rows (at
     least one, and keeps at least one for training), drawn within the class from
     random_state; a class of one row is refused (ValueError naming validation_fraction).
@@ -219,6 +284,8 @@ _CLASSIFIER_DOC = """
     validation_error_ : hold-out error rate {path} (selection="error"; else None).
     validation_rmse_ : hold-out RMSE of the +-1 targets {path} (selection="rmse"; else
         None).
+    calibration_scale_ : float, the scale (>= 0) of the decision values in
+        predict_proba's softmax; absent without a hold-out set.
     Others as for the regressor.
 """
 
@@ -233,14 +300,15 @@ class NytroClassifier(KernelClassifierMixin, NytroRegressor):
                  stopping="best", tol=None, window=10, n_iter_no_change=50, iterates="auto", factor="pivoted",
                  solver="auto", storage=None, centers=None, center_selection="uniform", selection="error",
                  validation_fraction=0.2, refit=False,
-                 random_state=None, n_threads=None, verbose=0, dtype=None, options=None):
+                 random_state=None, n_threads=None, n_jobs=None, verbose=0, dtype=None, options=None):
         super().__init__(
             n_centers, sigma, kernel=kernel, matern_nu=matern_nu, method=method, nu=nu, max_iter=max_iter,
             step_size=step_size, stopping=stopping,
             tol=tol, window=window, n_iter_no_change=n_iter_no_change, iterates=iterates, factor=factor,
             solver=solver, storage=storage, centers=centers, center_selection=center_selection,
             validation_fraction=validation_fraction, refit=refit,
-            random_state=random_state, n_threads=n_threads, verbose=verbose, dtype=dtype, options=options)
+            random_state=random_state, n_threads=n_threads,
+            n_jobs=n_jobs, verbose=verbose, dtype=dtype, options=options)
         self.selection = selection
         del self.fit_intercept  # not a classifier's parameter: the codes are fitted as they are
 
@@ -253,11 +321,13 @@ class NystromKRLSClassifier(KernelClassifierMixin, NystromKRLSRegressor):
     def __init__(self, n_centers=1000, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, lambdas=None, factor="pivoted",
                  solver="eigh", storage=None, centers=None, center_selection="uniform",
                  selection="error", validation_fraction=0.2, refit=False, random_state=None, n_threads=None,
+                 n_jobs=None,
                  verbose=0, dtype=None, options=None):
         super().__init__(
             n_centers, sigma, kernel=kernel, matern_nu=matern_nu, lambdas=lambdas, factor=factor, solver=solver,
             storage=storage, centers=centers, center_selection=center_selection,
             validation_fraction=validation_fraction, refit=refit, random_state=random_state, n_threads=n_threads,
+            n_jobs=n_jobs,
             verbose=verbose, dtype=dtype, options=options)
         self.selection = selection
         del self.fit_intercept  # not a classifier's parameter: the codes are fitted as they are

@@ -17,13 +17,14 @@ class KOLSRegressor(KernelRegressorBase):
     """
 
     def __init__(self, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, rcond=None, fit_intercept=False,
-                 n_threads=None, dtype=None, options=None):
+                 n_threads=None, n_jobs=None, dtype=None, options=None):
         self.sigma = sigma
         self.kernel = kernel
         self.matern_nu = matern_nu
         self.rcond = rcond
         self.fit_intercept = fit_intercept
         self.n_threads = n_threads
+        self.n_jobs = n_jobs
         self.dtype = dtype
         self.options = options
 

@@ -28,7 +28,8 @@ class LandweberRegressor(KernelRegressorBase):
     def __init__(self, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, method="gd", nu=1.0, max_iter=500,
                  step_size="paper", stopping="best",
                  tol=None, window=10, n_iter_no_change=None, iterates="auto", validation_fraction=0.2,
-                 refit=False, fit_intercept=False, random_state=None, n_threads=None, verbose=0, dtype=None,
+                 refit=False, fit_intercept=False, random_state=None, n_threads=None,
+                 n_jobs=None, verbose=0, dtype=None,
                  options=None):
         self.sigma = sigma
         self.kernel = kernel
@@ -47,6 +48,7 @@ class LandweberRegressor(KernelRegressorBase):
         self.fit_intercept = fit_intercept
         self.random_state = random_state
         self.n_threads = n_threads
+        self.n_jobs = n_jobs
         self.verbose = verbose
         self.dtype = dtype
         self.options = options

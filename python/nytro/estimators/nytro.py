@@ -4,7 +4,7 @@ from __future__ import annotations
 from .. import options as opt
 from .._api import nytro_path
 from ..centers import choose_centers
-from ._base import KernelRegressorBase
+from ._base import KernelRegressorBase, capped_n_centers
 
 
 @opt.documented
@@ -27,6 +27,7 @@ class NytroRegressor(KernelRegressorBase):
                  stopping="best", tol=None, window=10, n_iter_no_change=50, iterates="auto", factor="pivoted",
                  solver="auto", storage=None, centers=None, center_selection="uniform",
                  validation_fraction=0.2, refit=False, fit_intercept=False, random_state=None, n_threads=None,
+                 n_jobs=None,
                  verbose=0, dtype=None,
                  options=None):
         self.n_centers = n_centers
@@ -52,13 +53,14 @@ class NytroRegressor(KernelRegressorBase):
         self.fit_intercept = fit_intercept
         self.random_state = random_state
         self.n_threads = n_threads
+        self.n_jobs = n_jobs
         self.verbose = verbose
         self.dtype = dtype
         self.options = options
 
     _family = opt.NYTRO
-    _attributes = ("centers_", "coef_", "intercept_", "n_iter_", "validation_rmse_", "step_size_", "rank_", "solver_",
-                   "products_", "lambda_")
+    _attributes = ("centers_", "n_centers_", "coef_", "intercept_", "n_iter_", "validation_rmse_", "step_size_",
+                   "rank_", "solver_", "products_", "lambda_")
 
     def _fit_path(self, X, Y, rng):
         X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)
@@ -78,6 +80,8 @@ class NytroRegressor(KernelRegressorBase):
         self.rank_ = result.rank
         self.solver_ = result.solver
         coef = self._take_path(result)
+        if held_out:
+            self._calibrate(X_val, Y_val, centers, coef)
         if refit:  # all rows, the selected t (and lambda), no hold-out set
             again = nytro_path(X, Y, centers, self.sigma, max_iter=self.n_iter_, hybrid_lambda=self.lambda_,
                                sample_weight=self._fit_sample_weight, **shared)
@@ -85,7 +89,9 @@ class NytroRegressor(KernelRegressorBase):
         return coef
 
     def _centers(self, X, X_train, rng):
-        """The fit's centres: `centers`, or n_centers drawn by center_selection."""
-        return choose_centers(X, X_train, n_centers=self.n_centers, centers=self.centers,
+        """The fit's centres: `centers`, or n_centers drawn by center_selection, at most
+        every training row (capped_n_centers)."""
+        n_centers = self.n_centers if self.centers is not None else capped_n_centers(self, X_train.shape[0])
+        return choose_centers(X, X_train, n_centers=n_centers, centers=self.centers,
                               center_selection=self.center_selection, sigma=self.sigma, rng=rng,
                               n_threads=self._n_threads(), kernel=self.kernel, matern_nu=self.matern_nu)

@@ -24,6 +24,7 @@ class NystromKRLSRegressor(KernelRegressorBase):
     def __init__(self, n_centers=1000, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, lambdas=None,
                  factor="pivoted", solver="eigh", storage=None, centers=None, center_selection="uniform",
                  validation_fraction=0.2, refit=False, fit_intercept=False, random_state=None, n_threads=None,
+                 n_jobs=None,
                  verbose=0, dtype=None, options=None):
         self.n_centers = n_centers
         self.centers = centers
@@ -40,12 +41,13 @@ class NystromKRLSRegressor(KernelRegressorBase):
         self.fit_intercept = fit_intercept
         self.random_state = random_state
         self.n_threads = n_threads
+        self.n_jobs = n_jobs
         self.verbose = verbose
         self.dtype = dtype
         self.options = options
 
     _family = opt.NKRLS
-    _attributes = ("centers_", "coef_", "intercept_", "lambda_", "lambdas_", "validation_rmse_", "rank_")
+    _attributes = ("centers_", "n_centers_", "coef_", "intercept_", "lambda_", "lambdas_", "validation_rmse_", "rank_")
 
     def _fit_path(self, X, Y, rng):
         lambdas = np.asarray(chk.check_lambdas(self.lambdas))
@@ -65,6 +67,8 @@ class NystromKRLSRegressor(KernelRegressorBase):
         self.lambda_ = result.lambda_
         self.validation_rmse_ = result.validation_rmse
         self.rank_ = result.rank
+        if held_out:
+            self._calibrate(X_val, Y_val, centers, result.coef)
         if refit:  # all rows, the selected lambda, no hold-out set
             return nkrls_path(X, Y, centers, self.sigma, lambdas=[self.lambda_], sample_weight=self._fit_sample_weight,
                               **shared).coef
@@ -83,7 +87,7 @@ class KRLSRegressor(KernelRegressorBase):
 
     def __init__(self, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, lambdas=None, solver="eigh",
                  validation_fraction=0.2, refit=False, fit_intercept=False,
-                 random_state=None, n_threads=None, verbose=0, dtype=None, options=None):
+                 random_state=None, n_threads=None, n_jobs=None, verbose=0, dtype=None, options=None):
         self.sigma = sigma
         self.kernel = kernel
         self.matern_nu = matern_nu
@@ -94,6 +98,7 @@ class KRLSRegressor(KernelRegressorBase):
         self.fit_intercept = fit_intercept
         self.random_state = random_state
         self.n_threads = n_threads
+        self.n_jobs = n_jobs
         self.verbose = verbose
         self.dtype = dtype
         self.options = options
