@@ -20,6 +20,8 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 
 namespace nytro {
@@ -274,6 +276,10 @@ struct SpectralSolver {
             detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads, callback), kernel, threads,
                                                callback, low, true,
                                                setup.kernel_first, setup.row_scale);
+        // A linear kernel on |x| ~ 1e80 overflows A^T A: said here, as the Tikhonov
+        // solvers say it, not as an eigendecomposition that "did not converge".
+        if (!normal.H.allFinite())
+            throw std::runtime_error(std::string("A^T A is not finite: ") + detail::kOverflowAdvice);
         Matrix<T> V;
         symmetric_eigen<T>(normal.H, values, V, callback);
         values = values.cwiseMax(T(0));  // rounding-level negative eigenvalues of A^T A
