@@ -148,3 +148,22 @@ def test_float16_linear_kernel_estimators_at_any_scale(scale):
     margin = np.abs(scores[None]) > 8 * HALF_EPS * np.abs(scores[None]).max()
     np.testing.assert_array_equal(classifiers["float16"].predict(X)[margin], classifiers[None].predict(X)[margin])
     assert classifiers["float16"].score(X, labels) > 0.9
+
+
+@pytest.mark.parametrize("scale", LINEAR_SCALES)
+def test_float16_linear_kernel_with_sample_weights(scale, dtype):
+    """Sample weights scale the stored rows of K_nm by sqrt(w n / sum w): one weight 200
+    times the others' mean puts a row scale near 14 on the largest entries, beyond half's
+    range unless the stored scale allows for it. Against the reference, which scales the
+    rows after the rounding (the core rounds the scaled rows again): a few half ulps."""
+    X, y = linear_problem(*LINEAR_SCALES[scale])
+    w = np.random.default_rng(5).exponential(size=300)
+    w[np.argmax(np.linalg.norm(X[:300], axis=1))] = 200.0
+    args = (X[:300], y[:300], X[:40], 1.0)
+    common = dict(kernel="linear", method="cg", max_iter=30, storage="float16", sample_weight=w, dtype=dtype,
+                  X_val=X[300:], y_val=y[300:])
+    ours = nytro.nytro_path(*args, **common, **SERIAL)
+    theirs = ref.nytro_path(*args, **common)
+    assert ours.rank == theirs.rank
+    K_val = X[300:] @ X[:40].T
+    assert_close(K_val @ ours.coef, K_val @ theirs.coef, dtype, rtol=8 * HALF_EPS, what="predictions")
