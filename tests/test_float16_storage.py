@@ -167,3 +167,19 @@ def test_float16_linear_kernel_with_sample_weights(scale, dtype):
     assert ours.rank == theirs.rank
     K_val = X[300:] @ X[:40].T
     assert_close(K_val @ ours.coef, K_val @ theirs.coef, dtype, rtol=8 * HALF_EPS, what="predictions")
+
+
+@pytest.mark.parametrize("storage, kept", [("float16", "the hold-out kernel"),
+                                           ("float32", "K_nm and the hold-out kernel")])
+def test_low_storage_names_itself_where_the_linear_kernel_overflows_float32(storage, kept):
+    """The hold-out kernel of either storage (and float32's K_nm) is kept in float32,
+    where ||x||^2 overflows from |x| ~ 1.8e19: the error named Z, the centres, and
+    "sigma", which the linear kernel has none of, rather than the storage."""
+    X, y = linear_problem(1e25, 0.0)
+    message = f"storage='{storage}' keeps {kept} in float32.*rescale X, or use storage=None"
+    with pytest.raises(ValueError, match=message):
+        nytro.NytroRegressor(n_centers=40, kernel="linear", storage=storage, random_state=0).fit(X, y)
+    # float16's K_nm is stored scaled: without a hold-out set it fits at any scale.
+    if storage == "float16":
+        fit = nytro.nytro_path(X, y, X[:40], 1.0, kernel="linear", method="cg", max_iter=10, storage=storage)
+        assert relative_rmse(X @ X[:40].T @ fit.coef, y) < 8 * HALF_EPS

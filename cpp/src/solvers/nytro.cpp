@@ -121,6 +121,18 @@ Solver choose_solver(Index n, Index n_val, Index k, Index q, PathLength length, 
     return direct_fits && direct <= gram ? Solver::direct : Solver::gram;
 }
 
+// The largest of ||a_i|| max(1, scale_i) over A's rows (scale: none where null).
+template <class T>
+double largest_row_norm(const MatrixCRef<T>& A, const Vector<T>* row_scale) {
+    double largest = 0.0;
+    for (Index i = 0; i < A.rows(); ++i) {
+        // stableNorm: the plain norm squares first, and overflows for rows near 1e154.
+        const double norm = double(A.row(i).stableNorm());
+        largest = std::max(largest, row_scale ? norm * std::max(1.0, double((*row_scale)[i])) : norm);
+    }
+    return largest;
+}
+
 // The exponent e that brings the largest of ||a_i|| max(1, scale_i) over A's rows into
 // [2^6, 2^7) when A is multiplied by 2^e (0 for a zero A). With e_x for X (its row
 // scales included) and e_c for the centres, the linear kernel of the scaled rows, x.c
@@ -130,12 +142,7 @@ Solver choose_solver(Index n, Index n_val, Index k, Index q, PathLength length, 
 // relative rounding is the same at every magnitude.
 template <class T>
 int half_range_exponent(const MatrixCRef<T>& A, const Vector<T>* row_scale) {
-    double largest = 0.0;
-    for (Index i = 0; i < A.rows(); ++i) {
-        // stableNorm: the plain norm squares first, and overflows for rows near 1e154.
-        const double norm = double(A.row(i).stableNorm());
-        largest = std::max(largest, row_scale ? norm * std::max(1.0, double((*row_scale)[i])) : norm);
-    }
+    const double largest = largest_row_norm<T>(A, row_scale);
     if (!(largest > 0) || !std::isfinite(largest)) return 0;
     int exponent = 0;
     std::frexp(largest, &exponent);  // largest = f 2^exponent, f in [0.5, 1)
@@ -425,6 +432,20 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
         require(options.factor.method != FactorMethod::cholesky,
                 "storage='float16' needs a rank-revealing factor ('pivoted' or 'qr'), got factor='cholesky'");
         if (factor_options.rank_tol < 0) factor_options.rank_tol = kFloat16RankTol;
+    }
+    if (low && !kernel.distance_based()) {
+        // The linear kernel in float32 (float32 storage's K_nm; either storage's hold-out
+        // kernel) needs ||x||^2 within float's range. float16's K_nm is stored scaled
+        // (DirectSolver) and never overflows: without a hold-out set nothing is counted.
+        const bool held_out = X_val.rows() > 0;
+        const double largest = std::max({half ? 0.0 : largest_row_norm<T>(X, nullptr),
+                                         largest_row_norm<T>(X_val, nullptr),
+                                         half && !held_out ? 0.0 : largest_row_norm<T>(centers, nullptr)});
+        require(largest * largest <= 0.5 * double(std::numeric_limits<float>::max()),
+                "storage='" + std::string(to_string(options.storage)) + "' keeps " +
+                    (half ? "the hold-out kernel" : "K_nm and the hold-out kernel") +
+                    " in float32, where the linear kernel of these features overflows (||x||^2 up to " +
+                    format_number(largest * largest) + "): rescale X, or use storage=None");
     }
     const double stored = half ? 2.0 : low ? 4.0 : double(sizeof(T));  // bytes per stored K_nm or H entry
     const detail::MemoryPlan plan = plan_nytro(X.rows(), X.cols(), centers.rows(), X_val.rows(), Y.cols(), options,
