@@ -19,7 +19,7 @@ from sklearn.exceptions import NotFittedError
 
 import nytro
 from nytro import (KOLSRegressor, KRLSRegressor, LandweberRegressor, NystromKRLSRegressor,
-                   NytroRegressor)
+                   NytroClassifier, NytroRegressor)
 
 # LandweberRegressor's defaults are the paper's (step 1/n, 500 iterations), whose path is
 # still falling at its end on these small problems: its ConvergenceWarning is tested in
@@ -332,6 +332,18 @@ def test_linear_kernel_overflow_in_nkrls_names_it(solver):
     X, y = data()
     with pytest.raises(RuntimeError, match="overflow.*rescale X"):
         make_estimator(NystromKRLSRegressor, kernel="linear", solver=solver).fit(X * 1e120, y)
+
+
+@pytest.mark.parametrize("cls", [NytroRegressor, NytroClassifier])
+@pytest.mark.parametrize("scale", [1e80, 1e120])
+def test_linear_kernel_overflow_in_nytros_spectral_solver_names_it(cls, scale):
+    """NYTRO's spectral solver on the same data (and on X * 1e80, where K_mm is still
+    finite): A^T A overflowed, and the error was an eigendecomposition that "did not
+    converge (LAPACK ?syevd info=2)"."""
+    X, y = data(n=300, d=3)
+    with pytest.raises(RuntimeError, match="A\\^T A is not finite.*overflow.*rescale X"):
+        make_estimator(cls, kernel="linear", solver="spectral", n_centers=40).fit(
+            X * scale, y if cls is NytroRegressor else y > 0)
 
 
 @pytest.mark.parametrize("cls", ALL)

@@ -119,8 +119,9 @@ def run_unpinned(cache, refresh=False):
 
 
 def probed(rates):
-    # "probe (unsteady)" when the machine was busy: then written to the cache on refresh only
-    return rates["source"] in ("probe", "probe (unsteady)")
+    # "probe (loaded)" or "probe (unsteady)" when the machine was busy: then written to the
+    # cache on refresh only
+    return rates["source"] in ("probe", "probe (loaded)", "probe (unsteady)")
 
 
 def test_rates_are_probed_then_read_from_the_cache(tmp_path):
@@ -138,6 +139,48 @@ def test_rates_are_probed_then_read_from_the_cache(tmp_path):
     assert second["source"] == f"cache {cache}"
     for name in RATE_NAMES:
         assert second[name] == pytest.approx(first[name], rel=1e-5)
+
+
+def test_a_line_of_another_version_is_probed_again(tmp_path):
+    """The cache's lines name the probe's and the library's versions: rates that an
+    older nytro wrote under the same key (here absurdly low ones, which would send every
+    choice one way) are not read; the probe runs and its line is added beside them."""
+    key = nytro.machine_rates(1)["key"]  # pinned: the key, without a probe
+    cache = tmp_path / "rates.txt"
+    stale = [f"probe-v2\t{key}\t1 1 1 1", f"probe-v3 nytro-0.0.0\t{key}\t1 1 1 1"]
+    cache.write_text("".join(line + "\n" for line in stale))
+    rates, _ = run_unpinned(str(cache), refresh=False)
+    assert probed(rates), rates
+    assert rates["flops"] > 1
+    lines = cache.read_text().splitlines()
+    assert lines[:2] == stale  # another version's lines are left for it
+    if rates["source"] == "probe":
+        (written,) = lines[2:]
+        assert written.startswith("probe-v3 nytro-") and f"\t{key}\t" in written
+
+
+def busy_processes(count):
+    """`count` processes that spin on a core each until killed."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+
+
+def test_a_probe_under_load_serves_its_process_only(tmp_path):
+    """Beside twice as many spinning processes as this process may use cores, the probe's
+    thread gets about a third of a core: every repetition is slowed alike, so they agree
+    (a steady probe), yet the rates are the load's. The probe sees it in its thread's CPU
+    time, says so, and writes nothing for later processes to read."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cache = tmp_path / "rates.txt"
+    spinners = busy_processes(2 * cores)
+    try:
+        rates, solver = run_unpinned(str(cache))
+    finally:
+        for process in spinners:
+            process.kill()
+            process.wait()
+    assert rates["source"] == "probe (loaded)", rates
+    assert solver in ("direct", "gram", "spectral")
+    assert not cache.exists()
 
 
 @pytest.mark.parametrize("cache", ["/proc/nytro_no_such_dir/rates.txt", "/dev/null/rates.txt", "off"])

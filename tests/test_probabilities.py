@@ -113,19 +113,29 @@ def test_a_tiny_separated_hold_out_set_gives_no_certainties():
 
 
 @pytest.mark.parametrize("cls", CLASSIFIERS)
-def test_without_a_hold_out_set_there_is_no_predict_proba(cls):
+def test_without_a_hold_out_set_the_scale_is_fitted_on_the_weighted_training_rows(cls):
+    """validation_fraction=None: the scale is the weighted maximum-likelihood one on the
+    training rows' decision values (here all rows), with weighted class counts in the
+    smoothed targets, and so the same as for the rows repeated by integer weights."""
     X, y = sectors(300)
     with pytest.raises(NotFittedError):
         cls(n_centers=20).predict_proba(X)
-    clf = cls(n_centers=20, validation_fraction=None).set_params(
-        **{k: v for k, v in {"lambdas": [1e-3], "max_iter": 20}.items() if k in cls().get_params()})
-    clf.fit(X, y)
-    assert not hasattr(clf, "predict_proba") and not hasattr(clf, "predict_log_proba")
-    with pytest.raises(AttributeError) as info:  # scikit-learn's available_if chains the reason
-        clf.predict_proba(X)
-    assert "fitted without a hold-out set (validation_fraction=None)" in str(info.value.__cause__)
-    clf.set_params(validation_fraction=0.2).fit(X, y)  # and back
-    assert clf.predict_proba(X).shape == (len(X), 2)
+    params = {k: v for k, v in {"lambdas": [1e-3], "max_iter": 20}.items() if k in cls().get_params()}
+    w = np.random.default_rng(3).integers(1, 4, len(X)).astype(np.float64)
+    clf = cls(centers=X[:20], validation_fraction=None, **params).fit(X, y, sample_weight=w)
+    G = cal.calibration_logits(clf.decision_function(X))
+    index = np.searchsorted(clf.classes_, y)
+    expected = cal.fit_scale(G, cal.smoothed_targets(index, 2, w), w)
+    assert expected > 0 and clf.calibration_scale_ == pytest.approx(expected, rel=1e-9)
+    best = minimize_scalar(lambda a: cal.cross_entropy(a, G, cal.smoothed_targets(index, 2, w), w),
+                           bounds=(0.0, 10 * expected), method="bounded", options={"xatol": 1e-10})
+    assert clf.calibration_scale_ == pytest.approx(best.x, rel=1e-5)
+    repeat = np.repeat(np.arange(len(X)), w.astype(int))
+    again = cls(centers=X[:20], validation_fraction=None, **params).fit(X[repeat], y[repeat])
+    assert again.calibration_scale_ == pytest.approx(clf.calibration_scale_, rel=1e-9)
+    P = clf.predict_proba(X)
+    assert_allclose(P.sum(axis=1), 1.0, rtol=1e-12)
+    assert np.array_equal(clf.classes_[P.argmax(axis=1)], clf.predict(X))
 
 
 def test_probabilities_of_a_dask_array_are_those_of_its_rows():

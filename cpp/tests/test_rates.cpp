@@ -97,7 +97,17 @@ NYTRO_TEST(rates_pinned_by_call_and_by_environment) {
     CHECK_THROWS_WITH(nytro::set_machine_rates(rates(1e9, 1e9, INFINITY)), std::invalid_argument, "positive");
 }
 
-bool probed(const MachineRates& r) { return r.source == "probe" || r.source == "probe (unsteady)"; }
+bool probed(const MachineRates& r) {
+    return r.source == "probe" || r.source == "probe (loaded)" || r.source == "probe (unsteady)";
+}
+
+// The first field of the lines this build writes to `file` (the probe's and the
+// library's versions), from a line that a refresh writes.
+std::string written_version(const std::string& file) {
+    nytro::machine_rates(1, /*refresh=*/true);
+    const std::string text = read_text(file);
+    return text.substr(0, text.find('\t'));
+}
 
 NYTRO_TEST(rates_probed_once_and_cached_on_disk) {
     ScopedEnv no_pin("NYTRO_RATES", nullptr);
@@ -138,18 +148,24 @@ NYTRO_TEST(rates_probed_once_and_cached_on_disk) {
 
 NYTRO_TEST(rates_read_from_a_written_cache) {
     // A cache written by hand: its line is used as it stands; a malformed or stale line
-    // (another probe version, a rate that is not positive) is not, and is probed over.
+    // (another probe version or library version, a rate that is not positive) is not,
+    // and is probed over.
     ScopedEnv no_pin("NYTRO_RATES", nullptr);
     const std::string file = "nytro_test_rates_written.txt";
+    std::remove(file.c_str());
     ScopedEnv cache("NYTRO_RATES_CACHE", file.c_str());
     nytro::set_machine_rates(rates(1, 1, 1));
     const std::string key = nytro::machine_rates(1).key;
     unpin();
+    const std::string version = written_version(file), other_library = "probe-v3 nytro-0.0.0";
+    CHECK(version.rfind("probe-v3 nytro-", 0) == 0);
+    CHECK(version != other_library);
+    unpin();
     auto write = [&](const std::string& line) {
         std::ofstream out(file);
-        out << "probe-v1\t" << key << "\t9 9 9 9\n" << line << "\n";
+        out << "probe-v1\t" << key << "\t9 9 9 9\n" << other_library << "\t" << key << "\t8 8 8 8\n" << line << "\n";
     };
-    write("probe-v2\t" + key + "\t1.5e10 3.5e10 2.5e10 1.25e9");
+    write(version + "\t" + key + "\t1.5e10 3.5e10 2.5e10 1.25e9");
     const MachineRates r = nytro::machine_rates(1);
     CHECK_EQ(r.source, "cache " + file);
     CHECK_EQ(r.flops, 1.5e10);
@@ -160,10 +176,11 @@ NYTRO_TEST(rates_read_from_a_written_cache) {
     unpin();
     {
         std::ofstream out(file);
-        out << "probe-v1\t" << key << "\t9 9 9 9\n"                      // another probe version
-            << "probe-v2\t" << key << "\t1e10 -2 3e10 1e9\n"             // a negative rate
-            << "probe-v2\t" << key << "\t1e10 2e10\n"                    // too few rates
-            << "probe-v2\tanother CPU | native | 1 threads\t1 1 1 1\n";  // another key
+        out << "probe-v1\t" << key << "\t9 9 9 9\n"                       // another probe version
+            << other_library << "\t" << key << "\t8 8 8 8\n"              // another library version
+            << version << "\t" << key << "\t1e10 -2 3e10 1e9\n"           // a negative rate
+            << version << "\t" << key << "\t1e10 2e10\n"                  // too few rates
+            << version << "\tanother CPU | native | 1 threads\t1 1 1 1\n";  // another key
     }
     CHECK(probed(nytro::machine_rates(1)));
     unpin();

@@ -178,6 +178,37 @@ NYTRO_TEST(nytro_float16_storage) {
     CHECK_THROWS_WITH(run_nytro<double>(p, o, true), std::invalid_argument, "rank-revealing factor");
 }
 
+// float16 storage with the linear kernel, whose values scale as |x|^2: features of 1e-4
+// (entries ~1e-8, below half's smallest subnormal 6e-8) and features in [100, 200]
+// (entries up to 1.2e5, beyond half's 65504). Stored at half's range and folded back,
+// the model is float32 storage's at the same cut, to half's rounding (2^-11 relative to
+// the largest entries, times the few units of R's conditioning here).
+NYTRO_TEST(nytro_float16_storage_linear_kernel_at_any_scale) {
+    const nytro::KernelSpec linear(nytro::KernelType::linear, 1.5, {});
+    for (const auto& [scale, shift] : {std::pair<double, double>{1e-4, 0.0}, std::pair<double, double>{50.0, 150.0}}) {
+        MatrixD U = normal(400, 3, 7).array().tanh().matrix();  // in (-1, 1)
+        const VectorD w = (VectorD(3) << 1.0, -1.0, 0.5).finished();
+        const MatrixD Y = U * w;
+        const MatrixD X = (U.array() * scale + shift).matrix();
+        const MatrixD train = X.topRows(300), val = X.bottomRows(100), centers = X.topRows(40);
+        nytro::NytroOptions o;
+        o.max_iter = 50;
+        o.n_threads = 1;
+        o.method = nytro::Method::cg;
+        o.factor.rank_tol = nytro::kFloat16RankTol;
+        auto fit = [&](nytro::Storage storage) {
+            o.storage = storage;
+            return nytro::nytro_path<double>(train, Y.topRows(300), centers, linear, val, Y.bottomRows(100), o);
+        };
+        const auto half = fit(nytro::Storage::float16), single = fit(nytro::Storage::float32);
+        CHECK_EQ(half.rank, single.rank);
+        const MatrixD K_val = val * centers.transpose();
+        const MatrixD predicted = K_val * half.coef, expected = K_val * single.coef;
+        CHECK(expected.norm() > 0.5 * Y.bottomRows(100).norm());  // float32 storage fits the model
+        CHECK_CLOSE(predicted, expected, 64.0 * std::ldexp(1.0, -11));
+    }
+}
+
 NYTRO_TEST(nytro_step_rules) {
     const Problem p = make_problem();
     const DenseNytro dense(p);

@@ -54,17 +54,22 @@ def machine_rates(n_threads: Optional[int] = None, *, refresh: bool = False) -> 
     dict: ``flops`` and ``flops32`` (flop/s of the products that form A^T A, in float64
     and float32), ``bytes`` (bytes/s read by the direct solver's pass over a stored
     kernel), ``fresh_bytes`` (bytes/s of a first write to fresh memory), ``threads``,
-    ``source`` (``"probe"``, ``"cache <file>"``, ``"NYTRO_RATES"``,
-    ``"set_machine_rates"`` or ``"default (...)"``) and ``key`` (the cache's key: CPU
-    model, instruction-set variant, threads).
+    ``source`` (``"probe"``, ``"probe (loaded)"``, ``"probe (unsteady)"``,
+    ``"cache <file>"``, ``"NYTRO_RATES"``, ``"set_machine_rates"`` or ``"default (...)"``)
+    and ``key`` (the cache's key: CPU model, instruction-set variant, threads).
 
     They are measured once per process and thread count by a short probe of the core's
     own kernels (a fraction of a second) and cached on disk
-    (``$XDG_CACHE_HOME/nytro/machine_rates.txt``; ``NYTRO_RATES_CACHE=off`` disables it,
-    ``NYTRO_RATES_CACHE=<file>`` moves it; a cache that cannot be written is ignored).
-    ``NYTRO_RATES="flops=1e11,bytes=3e10,fresh=3e9"`` (optionally ``flops32=...``) or
-    ``set_machine_rates`` pin them, for reproducible solver choices. ``refresh=True``
-    probes again and updates the cache."""
+    (``$XDG_CACHE_HOME/nytro/machine_rates.txt``, else ``~/.cache/nytro/machine_rates.txt``;
+    ``NYTRO_RATES_CACHE=off`` disables it, ``NYTRO_RATES_CACHE=<file>`` moves it; a cache
+    that cannot be written is ignored). A cache line holds the key, the probe's and the
+    library's versions (another version probes again) and the four rates. A probe taken
+    under load (the probe's thread received less than most of a core: ``"probe
+    (loaded)"``) or whose repetitions disagreed (``"probe (unsteady)"``) serves this
+    process only and is not written. ``NYTRO_RATES="flops=1e11,bytes=3e10,fresh=3e9"``
+    (optionally ``flops32=...``) or ``set_machine_rates`` pin them, for reproducible solver
+    choices. ``refresh=True`` probes again and writes what it measured to the cache, even
+    under load: run it on a quiet machine."""
     from . import options
     from ._checks import check_n_threads
     options.check_parameters(options.MACHINE_RATES, {"n_threads": n_threads}, ())  # by its row

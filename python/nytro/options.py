@@ -229,7 +229,9 @@ storage : {None, "float32", "float16"}
     hold-out kernel in float32; half precision's rounding would be amplified by R along
     centres that K_mm barely separates, so the factor's rank_tol then defaults to 1e-4
     and such centres are dropped (factor "pivoted" or "qr"; "cholesky" is refused): check
-    the path against "float32" before relying on it.
+    the path against "float32" before relying on it. The linear kernel's K_nm is stored
+    times a power of two that brings it to half's range, folded back exactly: its
+    rounding is half's relative precision at any scale of X.
     np.float32 / np.float16 and their dtypes mean the same.""", engineering=True)
 TIKHONOV_SOLVER = Param("solver", "eigh", _choice("solver", chk.TIKHONOV_SOLVERS), """\
 solver : {"eigh", "cholesky"}

@@ -11,6 +11,8 @@ coordinates of A, alpha = R beta the coefficients over the centres.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import scipy.linalg
 
@@ -584,6 +586,24 @@ def _scaled_rows(M, s):
 
 
 # ----------------------------------------------------------------------- NYTRO
+def _half_range_exponent(A, s=None):
+    """The e that brings max_i ||a_i|| max(1, s_i) into [2^6, 2^7) times 2^e (0 for a
+    zero A): the core's scale of the linear kernel's rows and centres in half precision."""
+    norms = np.linalg.norm(A.astype(np.float64), axis=1) if len(A) else np.zeros(0)
+    if s is not None:
+        norms = norms * np.maximum(1.0, s.astype(np.float64))
+    largest = float(norms.max()) if len(norms) else 0.0
+    return 7 - math.frexp(largest)[1] if 0 < largest < math.inf else 0
+
+
+def _half_rounded(K_nm, X, C, s):
+    """The linear kernel's K_nm as float16 storage keeps it: 2^e K_nm rounded to half
+    precision, e from the rows' and centres' norms (below 2^14 in magnitude, so within
+    half's range, its largest entries at the top of it), and 2^-e folded back, exactly."""
+    e = _half_range_exponent(X, s) + _half_range_exponent(C)
+    return np.ldexp(np.ldexp(K_nm, e).astype(np.float16).astype(K_nm.dtype), -e)
+
+
 def _bound(kernel, X):
     """max_i k(x_i, x_i): ||x_i||^2 for the linear kernel, 1 for the others."""
     return float((X.astype(np.float64) ** 2).sum(1).max()) if kernel == "linear" and len(X) else 1.0
@@ -611,7 +631,7 @@ def nytro_path(X, y, centers, sigma, *, kernel="gaussian", matern_nu=1.5, X_val=
     if storage == "float16":
         # Not only how K_nm is kept: its rounding, and the rank cut that goes with it
         # (options.hpp's kFloat16RankTol), change the model, so they are reproduced here.
-        K_nm = K_nm.astype(np.float16).astype(dt)
+        K_nm = _half_rounded(K_nm, X, C, s) if kernel == "linear" else K_nm.astype(np.float16).astype(dt)
         rank_tol = FLOAT16_RANK_TOL if rank_tol is None else rank_tol
     R = nystrom_factor(k(C, C), method=factor, rank_tol=rank_tol, jitter=jitter)
     A = _scaled_rows(K_nm, s) @ R

@@ -4,9 +4,12 @@ an argument, or a fitted model whose predictions are k(X, centers_) @ coef_ exac
 parameters were typed."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
+from sklearn.exceptions import ConvergenceWarning
 
 import nytro
 
@@ -36,7 +39,17 @@ def _one_lambda(name):
 def _fit(name, data, m, dtype=None, **kw):
     estimator = ESTIMATORS[name](m, sigma=data.sigma, random_state=0, n_threads=1, **kw)
     X = data.X if dtype is None else data.X.astype(dtype)
-    return outcome(lambda: estimator.fit(X, data.y), NAMES)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        model = outcome(lambda: estimator.fit(X, data.y), NAMES)
+    capped = [w for w in caught if issubclass(w.category, UserWarning) and "n_centers=" in str(w.message)]
+    others = [w for w in caught if w not in capped and not issubclass(w.category, ConvergenceWarning)]
+    assert not others, [str(w.message) for w in others]
+    if model is not None and hasattr(model, "n_centers_"):
+        # More centres than training rows are capped at the training rows, with a warning.
+        assert model.n_centers_ == len(model.centers_) <= m
+        assert bool(capped) == (model.n_centers_ < m), [str(w.message) for w in capped]
+    return model
 
 
 @pytest.mark.parametrize("name", list(ESTIMATORS))

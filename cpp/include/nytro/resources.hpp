@@ -26,7 +26,11 @@ namespace nytro {
 // trade against each other. Only their ratios matter. They are measured on first use by
 // a short probe of the core's own kernels (a fraction of a second), once per process and
 // thread count, and kept in an on-disk cache keyed by the CPU model, the instruction-set
-// variant and the thread count, so that later processes make the same choices. The
+// variant and the thread count, so that later processes make the same choices. A line of
+// the cache also names the probe's and the library's versions: another version probes
+// again. A probe taken beside other processes (its thread got less than most of a core:
+// source "probe (loaded)") or whose repeated timings disagreed ("probe (unsteady)") is
+// kept for this process only, so that a busy moment is not every later fit's rates. The
 // environment controls them:
 //   NYTRO_RATES="flops=1e11,bytes=3e10,fresh=3e9[,flops32=2e11]" pins them (no probe:
 //     reproducible choices, e.g. for tests);
@@ -39,15 +43,16 @@ struct MachineRates {
     double bytes = 0;        // bytes/s read by the direct solver's fused pass over a stored kernel
     double fresh_bytes = 0;  // bytes/s of a first write to freshly allocated memory (page faults)
     int threads = 0;         // the thread count they were measured with
-    std::string source;      // "probe", "probe (unsteady)", "cache <file>", "NYTRO_RATES", "set_machine_rates"
-                             // or "default (...)"
+    std::string source;      // "probe", "probe (loaded)", "probe (unsteady)", "cache <file>", "NYTRO_RATES",
+                             // "set_machine_rates" or "default (...)"
     std::string key;         // CPU model | instruction-set variant | threads (the cache's key)
 };
 
 // The rates for n_threads threads (<= 0: default_threads()); refresh: probe again now
-// and update the on-disk cache (not when pinned). A probe whose repeated timings
-// disagreed (source "probe (unsteady)": the machine was busy) is used by this process
-// but written to the cache only on refresh.
+// and update the on-disk cache (not when pinned). A probe under load (source "probe
+// (loaded)": its thread received less than most of a core) or whose repeated timings
+// disagreed ("probe (unsteady)") is used by this process but written to the cache only
+// on refresh, which writes what it measured.
 MachineRates machine_rates(int n_threads = 0, bool refresh = false);
 
 // Pins the rates for every thread count in this process (over NYTRO_RATES); rates with

@@ -12,7 +12,11 @@
 //     does them) less a second write of the same pages.
 // Each is the best of a few repetitions: the fastest run is the one least disturbed by
 // other processes, and the choice should not follow their load. With several threads,
-// each rate is also at least the rate of one thread (see probe).
+// each rate is also at least the rate of one thread (see probe). A load that lasts the
+// whole probe slows every repetition alike, so the probe also measures the CPU time its
+// calling thread received against the wall time: a probe whose thread got less than
+// kLoadedShare of a core ran beside other processes, and is kept for this process only,
+// never written to the on-disk cache for every later process to read.
 // In a dispatching build each instruction-set variant compiles this file, so each has
 // its own rates, probed with its own kernels.
 #include "runtime/machine_rates.hpp"
@@ -29,6 +33,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -40,6 +45,12 @@
 #include <tuple>
 #include <unistd.h>
 #include <vector>
+
+// The library's version (CMakeLists.txt's project version, set for this file by
+// cpp/CMakeLists.txt): a cache line written by another version is not read.
+#ifndef NYTRO_VERSION_TEXT
+#define NYTRO_VERSION_TEXT "unknown"
+#endif
 
 #define NYTRO_RATES_TEXT_INNER(x) #x
 #define NYTRO_RATES_TEXT(x) NYTRO_RATES_TEXT_INNER(x)
@@ -62,8 +73,17 @@ namespace nytro {
 namespace {
 namespace machine_probe {  // named: a unity build may share this file's anonymous namespace
 
-// Bumped whenever the probe changes what it measures: older cache entries then miss.
-constexpr const char* kProbeVersion = "probe-v2";
+// The first field of a cache line: the probe's version, bumped whenever the probe changes
+// what it measures, and the library's, so that older entries (or another installed
+// version's) miss and are probed again.
+constexpr const char* kProbeVersion = "probe-v3 nytro-" NYTRO_VERSION_TEXT;
+
+// The least share of a core that the probe's calling thread may receive over its timed
+// runs for the probe to count as taken on an otherwise idle machine. Alone, a thread of
+// the probe leaves its core only for the kernel's interrupts (a share near 1); where the
+// machine's cores hold one more busy thread each, it gets about a half, and where they
+// hold one more per two, about two thirds.
+constexpr double kLoadedShare = 0.8;
 
 using Clock = std::chrono::steady_clock;
 
@@ -75,16 +95,35 @@ double seconds_since(Clock::time_point start) {
 // A probe that was not (other processes took the cores meanwhile) is used by this
 // process but written to the on-disk cache only when asked for (refresh).
 thread_local bool all_steady = true;
+// The least share of a core the calling thread received over one timing's runs so far.
+thread_local double least_share = 1.0;
+
+// CPU seconds of the calling thread: the master of every team the probe starts, which
+// takes its share of each loop, so that a thread preempted by other processes shows as
+// CPU time short of the wall time, whatever the team's size.
+double thread_cpu_seconds() {
+    timespec now{};
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) != 0) return -1.0;
+    return double(now.tv_sec) + 1e-9 * double(now.tv_nsec);
+}
 
 // The fastest of `repeats` runs of step().
 template <class Step>
 double best_seconds(int repeats, Step&& step) {
     std::vector<double> seconds;
+    const double cpu_start = thread_cpu_seconds();
     for (int r = 0; r < repeats; ++r) {
         const auto start = Clock::now();
         step();
         seconds.push_back(seconds_since(start));
     }
+    const double cpu = thread_cpu_seconds() - cpu_start, wall = [&] {
+        double sum = 0.0;
+        for (double run : seconds) sum += run;
+        return sum;
+    }();
+    // Shares above 1 (the clocks' granularity on sub-millisecond runs) count as 1.
+    if (cpu_start >= 0 && wall > 0) least_share = std::min(least_share, cpu / wall);
     std::sort(seconds.begin(), seconds.end());
     if (seconds.size() > 1 && seconds[1] > 1.25 * seconds[0]) all_steady = false;
     return seconds[0];
@@ -164,6 +203,7 @@ MachineRates measure(int threads) {
 MachineRates probe(int threads) {
     try {
         all_steady = true;
+        least_share = 1.0;
         MachineRates rates = measure(threads);
         if (threads > 1) {
             // A team of threads on a machine busy with other processes waits for each of
@@ -175,7 +215,7 @@ MachineRates probe(int threads) {
             rates.bytes = std::max(rates.bytes, one.bytes);
             rates.fresh_bytes = std::max(rates.fresh_bytes, one.fresh_bytes);
         }
-        rates.source = all_steady ? "probe" : "probe (unsteady)";
+        rates.source = least_share < kLoadedShare ? "probe (loaded)" : all_steady ? "probe" : "probe (unsteady)";
         if (valid(rates)) return rates;
         return default_rates(threads, "the probe measured a rate that is not positive");
     } catch (const std::bad_alloc&) {
@@ -354,7 +394,10 @@ MachineRates machine_rates(int n_threads, bool refresh) {
     }
     if (!rates) {
         rates = machine_probe::probe(threads);
-        if (file && (rates->source == "probe" || (refresh && rates->source == "probe (unsteady)"))) {
+        // Only a probe of an idle, steady machine is kept for later processes, unless a
+        // refresh asked for it: the others read their own probe.
+        const bool probed = rates->source.rfind("probe", 0) == 0;
+        if (file && probed && (rates->source == "probe" || refresh)) {
             try {
                 machine_probe::write_cache(*file, key, *rates);
             } catch (...) {  // an unwritable cache never fails a fit

@@ -20,6 +20,8 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 
 namespace nytro {
@@ -119,12 +121,54 @@ Solver choose_solver(Index n, Index n_val, Index k, Index q, PathLength length, 
     return direct_fits && direct <= gram ? Solver::direct : Solver::gram;
 }
 
+// The largest of ||a_i|| max(1, scale_i) over A's rows (scale: none where null).
+template <class T>
+double largest_row_norm(const MatrixCRef<T>& A, const Vector<T>* row_scale) {
+    double largest = 0.0;
+    for (Index i = 0; i < A.rows(); ++i) {
+        // stableNorm: the plain norm squares first, and overflows for rows near 1e154.
+        const double norm = double(A.row(i).stableNorm());
+        largest = std::max(largest, row_scale ? norm * std::max(1.0, double((*row_scale)[i])) : norm);
+    }
+    return largest;
+}
+
+// The exponent e that brings the largest of ||a_i|| max(1, scale_i) over A's rows into
+// [2^6, 2^7) when A is multiplied by 2^e (0 for a zero A). With e_x for X (its row
+// scales included) and e_c for the centres, the linear kernel of the scaled rows, x.c
+// 2^(e_x + e_c), is below 2^14 in magnitude (Cauchy-Schwarz), also once its rows are
+// scaled: within half precision's largest value (65504) with room for the rounding of
+// the float products, and with the largest entries at the top of half's range, whose
+// relative rounding is the same at every magnitude.
+template <class T>
+int half_range_exponent(const MatrixCRef<T>& A, const Vector<T>* row_scale) {
+    const double largest = largest_row_norm<T>(A, row_scale);
+    if (!(largest > 0) || !std::isfinite(largest)) return 0;
+    int exponent = 0;
+    std::frexp(largest, &exponent);  // largest = f 2^exponent, f in [0.5, 1)
+    return 7 - exponent;
+}
+
+// A's float copy, times 2^exponent: the power of two is applied in T (exactly), before
+// the rounding to float, so that features beyond float's range come into it.
+template <class T>
+Matrix<float> float_copy_times(const MatrixCRef<T>& A, int exponent) {
+    if (exponent == 0) return A.template cast<float>();
+    return A.unaryExpr([exponent](T value) { return static_cast<float>(std::ldexp(value, exponent)); });
+}
+
 // Direct: K_nm stored (in precision S); H p = R^T K^T K R p with one fused pass over K.
+// The linear kernel in half precision is stored as 2^e K_nm (see half_range_exponent):
+// its values scale as |x|^2 and, kept as they are, features of 1e-4 rounded every entry
+// to 0 and features of 150 overflowed half's 65504. Powers of two multiply exactly, so
+// the products with the stored matrix are folded back by 2^-2e (H p) and 2^-e (c), and
+// the problem is the one the unscaled kernel gives, rounded at half's relative precision.
 template <class T, class S>
 struct DirectSolver {
     Matrix<S> K;
     Matrix<T> lifted;
     std::unique_ptr<detail::FusedPass<T, S>> pass;
+    int stored_exponent = 0;  // K holds 2^stored_exponent K_nm
 
     void build(detail::LinearProblem<T>& problem, const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
                const detail::NystromSetup<T>& setup, const KernelSpec& kernel, int threads, const Callback& callback) {
@@ -135,8 +179,16 @@ struct DirectSolver {
             // Computed in float, stored as S (float or half); checked before X's float copy.
             check_allocation(double(X.rows()) * double(setup.used.rows()) * sizeof(S),
                              "K_nm (" + shape_text<S>(X.rows(), setup.used.rows()) + ")");
-            K = detail::kernel_stored<float, S>(X.template cast<float>(), setup.used.template cast<float>(),
-                                                         kernel, threads, callback);
+            int x_exponent = 0, c_exponent = 0;
+            if (std::is_same_v<S, Eigen::half> && !kernel.distance_based()) {
+                // The linear kernel is bilinear: k(2^a x, 2^b c) = 2^(a+b) k(x, c).
+                x_exponent = half_range_exponent<T>(X, setup.row_scale);
+                c_exponent = half_range_exponent<T>(setup.used, nullptr);
+            }
+            stored_exponent = x_exponent + c_exponent;
+            K = detail::kernel_stored<float, S>(float_copy_times<T>(X, x_exponent),
+                                                float_copy_times<T>(setup.used, c_exponent), kernel, threads,
+                                                callback);
         }
         // Sample weights: the rows of K_nm scaled once as stored (Y comes scaled alike).
         if (setup.row_scale) detail::scale_rows<S>(K, setup.row_scale->template cast<S>());
@@ -151,14 +203,22 @@ struct DirectSolver {
             lifted.resize(support_rows, p.cols());
             factor.lift(p, lifted, threads);
             factor.lift_transposed(pass->normal(lifted), out, threads);
+            fold(out, 2 * stored_exponent);
         };
         // c = R^T K^T y, from the pass with a zero iterate: K^T (K 0 - y) = -K^T y.
         const Matrix<T> zero = Matrix<T>::Zero(support_rows, Y.cols());
         problem.rhs.resize(problem.dim, Y.cols());
         factor.lift_transposed(-pass->normal_residual(zero, Y), problem.rhs, threads);
+        fold(problem.rhs, stored_exponent);
         problem.to_alpha = [&factor, threads](const MatrixCRef<T>& betas, MatrixRef<T> alphas) {
             factor.lift(betas, alphas, threads);
         };
+    }
+
+    // out times 2^-exponent, entry by entry (ldexp: exact, and graded near underflow).
+    static void fold(Matrix<T>& out, int exponent) {
+        if (exponent == 0) return;
+        out = out.unaryExpr([exponent](T value) { return std::ldexp(value, -exponent); });
     }
 };
 
@@ -223,6 +283,10 @@ struct SpectralSolver {
             detail::stream_normal_equations<T>(X, Y, setup.used, setup.factor.formed(threads, callback), kernel, threads,
                                                callback, low, true,
                                                setup.kernel_first, setup.row_scale);
+        // A linear kernel on |x| ~ 1e80 overflows A^T A: said here, as the Tikhonov
+        // solvers say it, not as an eigendecomposition that "did not converge".
+        if (!normal.H.allFinite())
+            throw std::runtime_error(std::string("A^T A is not finite: ") + detail::kOverflowAdvice);
         Matrix<T> V;
         symmetric_eigen<T>(normal.H, values, V, callback);
         values = values.cwiseMax(T(0));  // rounding-level negative eigenvalues of A^T A
@@ -368,6 +432,20 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
         require(options.factor.method != FactorMethod::cholesky,
                 "storage='float16' needs a rank-revealing factor ('pivoted' or 'qr'), got factor='cholesky'");
         if (factor_options.rank_tol < 0) factor_options.rank_tol = kFloat16RankTol;
+    }
+    if (low && !kernel.distance_based()) {
+        // The linear kernel in float32 (float32 storage's K_nm; either storage's hold-out
+        // kernel) needs ||x||^2 within float's range. float16's K_nm is stored scaled
+        // (DirectSolver) and never overflows: without a hold-out set nothing is counted.
+        const bool held_out = X_val.rows() > 0;
+        const double largest = std::max({half ? 0.0 : largest_row_norm<T>(X, nullptr),
+                                         largest_row_norm<T>(X_val, nullptr),
+                                         half && !held_out ? 0.0 : largest_row_norm<T>(centers, nullptr)});
+        require(largest * largest <= 0.5 * double(std::numeric_limits<float>::max()),
+                "storage='" + std::string(to_string(options.storage)) + "' keeps " +
+                    (half ? "the hold-out kernel" : "K_nm and the hold-out kernel") +
+                    " in float32, where the linear kernel of these features overflows (||x||^2 up to " +
+                    format_number(largest * largest) + "): rescale X, or use storage=None");
     }
     const double stored = half ? 2.0 : low ? 4.0 : double(sizeof(T));  // bytes per stored K_nm or H entry
     const detail::MemoryPlan plan = plan_nytro(X.rows(), X.cols(), centers.rows(), X_val.rows(), Y.cols(), options,

@@ -284,9 +284,10 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
                 f"better ({self._path_attribute()} holds the path).", ConvergenceWarning, stacklevel=5)
         return result.coef
 
-    def _calibrate(self, X_val, Y_val, centers, coef):
-        """Called by the Nystrom fits with the hold-out rows and the model selected on them
-        (before any refit); the classifiers fit their probabilities there."""
+    def _calibrate(self, X_rows, Y_rows, centers, coef, held_out):
+        """Called by the Nystrom fits with the hold-out rows (the training rows where
+        held_out is False) and the model selected on them (before any refit); the
+        classifiers fit their probabilities there."""
 
     @staticmethod
     def _own_rows(rows, X):

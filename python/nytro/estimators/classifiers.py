@@ -148,7 +148,7 @@ class KernelClassifierMixin(ClassifierMixin):
         counts every hold-out row once."""
         if not _is_dask_array(X):  # on Dask, nytro.dask's pass over the labels checks this
             _check_weighted_classes(y, sample_weight)
-        self.__dict__.pop("calibration_scale_", None)  # a previous fit's: set again only with a hold-out set
+        self.__dict__.pop("calibration_scale_", None)  # a previous fit's: in memory, every fit sets it again
         KernelRegressorBase.fit(self, X, y, sample_weight)
         path = getattr(self, "validation_rmse_", None)
         self.validation_error_ = path if self.selection == "error" else None
@@ -185,24 +185,26 @@ class KernelClassifierMixin(ClassifierMixin):
         w_train, w_val = KernelRegressorBase._split_weights(self)
         return w_train, (w_val if self.selection == "rmse" else None)
 
-    def _calibrate(self, X_val, Y_val, centers, coef):
-        # The hold-out rows' decision values of the model selected on them, and the scale
-        # of their softmax fitted to the rows' classes (nytro.estimators._calibration).
-        scores = kernel_predict(X_val, centers, coef, self.sigma, kernel=self.kernel, matern_nu=self.matern_nu,
+    def _calibrate(self, X_rows, Y_rows, centers, coef, held_out):
+        # The decision values of the selected model on the hold-out rows (the training
+        # rows where there are none), and the scale of their softmax fitted to the rows'
+        # classes, each row counting by its sample weight (nytro.estimators._calibration).
+        scores = kernel_predict(X_rows, centers, coef, self.sigma, kernel=self.kernel, matern_nu=self.matern_nu,
                                 n_threads=self._n_threads())
-        index = (Y_val[:, 0] > 0).astype(np.int64) if Y_val.shape[1] == 1 else np.argmax(Y_val, axis=1)
-        self.calibration_scale_ = fit_scale(calibration_logits(scores), smoothed_targets(index, len(self.classes_)))
+        index = (Y_rows[:, 0] > 0).astype(np.int64) if Y_rows.shape[1] == 1 else np.argmax(Y_rows, axis=1)
+        weights = KernelRegressorBase._split_weights(self)[1 if held_out else 0]
+        self.calibration_scale_ = fit_scale(calibration_logits(scores),
+                                            smoothed_targets(index, len(self.classes_), weights), weights)
 
     def _has_probabilities(self):
-        """available_if's test: True before fit (check_is_fitted then says so), and after a
-        fit that had hold-out rows to calibrate on; otherwise an AttributeError that says
-        why (hasattr(clf, "predict_proba") is then False)."""
+        """available_if's test: True before fit (check_is_fitted then says so), and after an
+        in-memory fit; after a fit on Dask arrays, an AttributeError that says why
+        (hasattr(clf, "predict_proba") is then False)."""
         if hasattr(self, "classes_") and not hasattr(self, "calibration_scale_"):
             raise AttributeError(
                 f"this {type(self).__name__} has no predict_proba: its probabilities are calibrated on the hold-out "
-                "rows' decision values, and it was fitted without a hold-out set (validation_fraction=None) or on "
-                "Dask arrays; fit it in memory with a validation_fraction, or wrap it in "
-                "sklearn.calibration.CalibratedClassifierCV")
+                "rows' decision values, and it was fitted on Dask arrays, where they are not gathered; fit it in "
+                "memory, or wrap it in sklearn.calibration.CalibratedClassifierCV")
         return True
 
     @available_if(_has_probabilities)
@@ -210,7 +212,8 @@ class KernelClassifierMixin(ClassifierMixin):
         """Class probabilities, (n, n_classes) in the order of classes_, each row summing to
         1: softmax(calibration_scale_ * G) of the decision values G (the one-vs-all
         columns; for two classes (-f / 2, f / 2), i.e. sigmoid(calibration_scale_ * f) for
-        classes_[1]). The scale was fitted on the hold-out rows (see the class docstring);
+        classes_[1]). The scale was fitted on the hold-out rows, or the training rows of a
+        fit without a hold-out set (see the class docstring);
         the most probable class is the one predict returns."""
         return self._probabilities(X, softmax)
 
@@ -259,14 +262,17 @@ _CLASSIFIER_DOC = """
     another fit: the decision values of the hold-out rows at the selected t (and
     lambda), before any refit, are turned into probabilities by a softmax of the
     decision values times one scale, calibration_scale_ (temperature scaling; for two
-    classes Platt's sigmoid without an offset), fitted by maximum likelihood to Platt's
-    smoothed targets (a hold-out row of class k, of N_k such rows, has target
-    (N_k + 1) / (N_k + K) for its class and 1 / (N_k + K) for each of the others), which
-    keep a handful of perfectly separated hold-out rows from giving probabilities of 0
-    and 1. One scale keeps the most probable class the predicted one. With refit=True
-    the scale fitted on the hold-out model is applied to the refitted model's decision
-    values. Without a hold-out set (validation_fraction=None), or on Dask arrays, there
-    are no hold-out decision values: the classifier has no predict_proba.
+    classes Platt's sigmoid without an offset), fitted by maximum likelihood, each row
+    counting by its sample weight, to Platt's smoothed targets (a row of class k, whose
+    class has N_k rows, or weight N_k, has target (N_k + 1) / (N_k + 2) for its class and
+    1 / (N_k + 2) shared by the others), which keep a handful of perfectly separated
+    hold-out rows from giving probabilities of 0 and 1. One scale keeps the most
+    probable class the predicted one. With refit=True the scale fitted on the hold-out
+    model is applied to the refitted model's decision values. Without a hold-out set
+    (validation_fraction=None) the scale is fitted on the training rows' decision
+    values: the model has seen those rows, so its probabilities are then optimistic. On
+    Dask arrays the decision values are not gathered: the classifier has no
+    predict_proba.
 
     The hold-out split is stratified: each class holds out its share of the rows (at
     least one, and keeps at least one for training), drawn within the class from
@@ -285,7 +291,7 @@ _CLASSIFIER_DOC = """
     validation_rmse_ : hold-out RMSE of the +-1 targets {path} (selection="rmse"; else
         None).
     calibration_scale_ : float, the scale (>= 0) of the decision values in
-        predict_proba's softmax; absent without a hold-out set.
+        predict_proba's softmax; absent after a fit on Dask arrays.
     Others as for the regressor.
 """
 

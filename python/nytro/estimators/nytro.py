@@ -80,8 +80,7 @@ class NytroRegressor(KernelRegressorBase):
         self.rank_ = result.rank
         self.solver_ = result.solver
         coef = self._take_path(result)
-        if held_out:
-            self._calibrate(X_val, Y_val, centers, coef)
+        self._calibrate(X_val if held_out else X_train, Y_val if held_out else Y_train, centers, coef, held_out)
         if refit:  # all rows, the selected t (and lambda), no hold-out set
             again = nytro_path(X, Y, centers, self.sigma, max_iter=self.n_iter_, hybrid_lambda=self.lambda_,
                                sample_weight=self._fit_sample_weight, **shared)

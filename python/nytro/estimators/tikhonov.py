@@ -67,8 +67,8 @@ class NystromKRLSRegressor(KernelRegressorBase):
         self.lambda_ = result.lambda_
         self.validation_rmse_ = result.validation_rmse
         self.rank_ = result.rank
-        if held_out:
-            self._calibrate(X_val, Y_val, centers, result.coef)
+        self._calibrate(X_val if held_out else X_train, Y_val if held_out else Y_train, centers, result.coef,
+                        held_out)
         if refit:  # all rows, the selected lambda, no hold-out set
             return nkrls_path(X, Y, centers, self.sigma, lambdas=[self.lambda_], sample_weight=self._fit_sample_weight,
                               **shared).coef
