@@ -33,10 +33,11 @@ Where it stops. A path-regularised fit (NYTRO's t, or a lambda grid) has no sing
 and m centres resolve about m effective dimensions: the levels descend until the
 estimated d_eff(lambda) reaches m / 4 (m ~ d_eff log d_eff centres, the theory's count),
 or lambda reaches 1e-12, or the next level and the final draw would take the scoring
-flops past n m (m + d), about one gram fit's (on smooth low-dimensional data d_eff grows
-slowly as lambda falls: the levels would descend for tens of levels of 40 m candidates
-each, at several fits' cost; the draw is then made at the lambda reached, whose scores
-are the smoother ones), and the m centres are then drawn without replacement,
+flops past n m (d + 100), about one fit's: its kernel block and a hundred products (on
+smooth low-dimensional data d_eff grows slowly as lambda falls: the levels would descend
+for tens of levels of 40 m candidates each, at several fits' cost; the draw is then made
+at the lambda reached, whose scores are the smoother ones), and the m centres are then
+drawn without replacement,
 proportionally to l~ at that lambda, from a uniform candidate set of
 min(n, max(10 m, 4 / lambda), 40 m) rows (every level's candidates are capped at 40 m
 too). The dictionary then holds about m / 2 rows, so each level costs at most about
@@ -216,7 +217,7 @@ def leverage_centers(X, n_centers, sigma, seed, *, kernel="gaussian", matern_nu=
     """Indices of n_centers distinct rows of X drawn by approximate ridge leverage scores
     (BLESS-style; see the module's docstring). Deterministic for a given seed whatever
     n_threads. Its cost is bounded by about one fit's: the levels and the final draw spend
-    at most n m (m + d) flops on scoring (the kernel block and A^T A of a gram fit), the
+    at most n m (d + 100) flops on scoring (the kernel block and a hundred products), the
     levels stopping at a larger lambda where they would spend more. return_details: also
     a dict with the final lambda, its estimated d_eff, the levels' dictionary sizes, the
     scoring flops spent ("flops") and that budget ("budget"). kernel, sigma, matern_nu: the
