@@ -248,8 +248,8 @@ def out_of_core(args) -> dict:
 
     def task():
         start = time.perf_counter()
-        nd._gram_part(X1, y1[:, None], 0, len(X1), args.fraction, args.seed, C, R,
-                      nd._Kernel("gaussian", args.sigma, 1.5), np.dtype(np.float32), None, 1, None, upper)
+        nd._passes._gram_part(X1, y1[:, None], 0, len(X1), args.fraction, args.seed, C, R,
+                              nd._data._Kernel("gaussian", args.sigma, 1.5), np.dtype(np.float32), None, 1, None, upper)
         return time.perf_counter() - start
 
     from threadpoolctl import threadpool_limits
@@ -270,8 +270,8 @@ def out_of_core(args) -> dict:
         read_s = time.perf_counter() - start
         report["read"] = dict(seconds=read_s, bytes_per_s=store_bytes / read_s)
         stages = {}
-        original = {name: getattr(nd, name) for name in ("_split_counts", "_centers", "_normal_equations",
-                                                         "_holdout_errors")}
+        original = {name: getattr(nd._fit, name) for name in ("_split_counts", "_centers", "_normal_equations",
+                                                              "_holdout_errors")}
 
         def timed(name):
             def wrapper(*a, **kw):
@@ -282,7 +282,7 @@ def out_of_core(args) -> dict:
             return wrapper
 
         for name in original:
-            setattr(nd, name, timed(name))
+            setattr(nd._fit, name, timed(name))
         try:
             start = time.perf_counter()
             fit = nd.nytro_path(X, y, args.sigma, n_centers=args.m, validation_fraction=args.fraction,
@@ -291,7 +291,7 @@ def out_of_core(args) -> dict:
             fit_s = time.perf_counter() - start
         finally:
             for name, fn in original.items():
-                setattr(nd, name, fn)
+                setattr(nd._fit, name, fn)
         workers = client.run(_peak_rss)
         limits = [w["memory_limit"] for w in client.scheduler_info(n_workers=-1)["workers"].values()]
     report.update(fit_s=fit_s, stages=stages, rows_per_s=args.n / fit_s, n_iter=fit.result.n_iter,

@@ -100,8 +100,8 @@ def test_a_chunk_task_converts_only_the_rows_it_keeps():
         kept = kept if held else ~kept
         tracemalloc.start()
         try:
-            rows, targets, scale = nd._chunk_rows(X, Y, start, start + len(X), FRACTION, SEED, np.dtype(np.float64),
-                                                  None, None, held)
+            rows, targets, scale = nd._data._chunk_rows(X, Y, start, start + len(X), FRACTION, SEED,
+                                                        np.dtype(np.float64), None, None, held)
             peak = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
@@ -114,7 +114,7 @@ def test_a_chunk_task_converts_only_the_rows_it_keeps():
         bad = X.copy()
         bad[np.flatnonzero(~kept)[0], 3] = np.nan
         with pytest.raises(ValueError, match="X contains NaN or infinity"):
-            nd._chunk_rows(bad, Y, start, start + len(X), FRACTION, SEED, np.dtype(np.float64), None, None, held)
+            nd._data._chunk_rows(bad, Y, start, start + len(X), FRACTION, SEED, np.dtype(np.float64), None, None, held)
 
 
 def test_numpy_validation_fraction_as_in_memory(client):
@@ -215,7 +215,7 @@ def test_stopping_watch_is_reference_select():
             for metric in ("rmse", "error"):
                 patience, window = int(rng.integers(0, 6)), int(rng.integers(2, 6))
                 tol = None if trial % 3 else float(rng.random() * 0.1)
-                watch = nd._StoppingWatch(stopping, tol, window, patience, metric)
+                watch = nd._paths._StoppingWatch(stopping, tol, window, patience, metric)
                 for value in path:
                     if watch.push(value):
                         break
@@ -286,8 +286,8 @@ def test_gd_lanczos_iterates_are_the_stepwise_ones():
     c[:, 1] *= 1e-3
     step = 1.0 / np.linalg.eigvalsh(H)[-1]
     applied = []
-    iterates, products, used = nd._lanczos_gd(lambda B: applied.append(B.shape) or H @ B, c, step, 300,
-                                              np.finfo(np.float64).eps)
+    iterates, products, used = nd._paths._lanczos_gd(lambda B: applied.append(B.shape) or H @ B, c, step, 300,
+                                                     np.finfo(np.float64).eps)
     stepped = list(nytro.reference._iterates(lambda B: H @ B, c, "gd", step, 1.0, 300))
     assert len(iterates) == 300 and products == len(applied) < 150 and used == step
     assert all(shape[1] <= 2 for shape in applied) and applied[0] == (30, 2)
@@ -298,8 +298,8 @@ def test_gd_lanczos_iterates_are_the_stepwise_ones():
     # eps = 0 leaves every later iterate uncertified.
     Q = np.linalg.qr(rng.standard_normal((60, 60)))[0]
     H = (Q * np.logspace(0, -12, 60)) @ Q.T
-    assert nd._basis_limit(60, 2, 80) == 40
-    assert nd._lanczos_gd(lambda B: H @ B, H @ rng.standard_normal((60, 2)), step, 80, 0.0)[0] is None
+    assert nd._paths._basis_limit(60, 2, 80) == 40
+    assert nd._paths._lanczos_gd(lambda B: H @ B, H @ rng.standard_normal((60, 2)), step, 80, 0.0)[0] is None
 
 
 def _log_read(block, log, block_info=None):
@@ -327,31 +327,31 @@ def test_auto_chooses_by_the_cost_model():
     """gram: 2 n k^2 + k^3 flops; direct: 4 n k per product, max_iter products, and
     n k values per worker within half its memory_limit."""
     n, k = 10**6, 1000
-    assert nd._choose_solver("auto", "gd", n, k, 100, 8, [2**40, 2**40]) == "direct"   # 4T < 2k
-    assert nd._choose_solver("auto", "gd", n, k, 600, 8, [2**40, 2**40]) == "gram"     # 4T > 2k
-    assert nd._choose_solver("auto", "cg", n, k, 100, 8, [2**30, 2**30]) == "gram"     # 4 GB each > 0.5 GiB
-    assert nd._choose_solver("auto", "cg", n, k, 100, 8, [0, 0]) == "direct"           # no limit
-    assert nd._choose_solver("auto", "hybrid", n, k, 10, 8, [0]) == "gram"
-    assert nd._choose_solver("auto", "gd", n, k, 10, 8, None) == "gram"                # no cluster
-    assert nd._choose_solver("direct", "gd", n, k, 600, 8, None) == "direct"
+    assert nd._cluster._choose_solver("auto", "gd", n, k, 100, 8, [2**40, 2**40]) == "direct"   # 4T < 2k
+    assert nd._cluster._choose_solver("auto", "gd", n, k, 600, 8, [2**40, 2**40]) == "gram"     # 4T > 2k
+    assert nd._cluster._choose_solver("auto", "cg", n, k, 100, 8, [2**30, 2**30]) == "gram"     # 4 GB each > 0.5 GiB
+    assert nd._cluster._choose_solver("auto", "cg", n, k, 100, 8, [0, 0]) == "direct"           # no limit
+    assert nd._cluster._choose_solver("auto", "hybrid", n, k, 10, 8, [0]) == "gram"
+    assert nd._cluster._choose_solver("auto", "gd", n, k, 10, 8, None) == "gram"                # no cluster
+    assert nd._cluster._choose_solver("direct", "gd", n, k, 600, 8, None) == "direct"
 
 
 def test_auto_prices_the_path_the_core_prices():
     """The products priced: gd's Lanczos count, an early-stopped cg or hybrid path's
     expected length (the core's 100 + n_iter_no_change, within max_iter), else max_iter."""
     k = 1000
-    lanczos = nd._lanczos_products(500, k)
-    assert nd._priced_products(lanczos, "gd", True, "best", 50) == lanczos
-    assert nd._priced_products(500, "cg", True, "best", 50) == 150
-    assert nd._priced_products(120, "hybrid", True, "best", 50) == 120
-    assert nd._priced_products(500, "cg", True, "best", 0) == 500          # no patience
-    assert nd._priced_products(500, "cg", False, "best", 50) == 500        # no hold-out set
-    assert nd._priced_products(500, "cg", True, "window", 50) == 500
-    assert nd._priced_products(500, "nu", True, "best", 50) == 500
+    lanczos = nd._paths._lanczos_products(500, k)
+    assert nd._paths._priced_products(lanczos, "gd", True, "best", 50) == lanczos
+    assert nd._paths._priced_products(500, "cg", True, "best", 50) == 150
+    assert nd._paths._priced_products(120, "hybrid", True, "best", 50) == 120
+    assert nd._paths._priced_products(500, "cg", True, "best", 0) == 500          # no patience
+    assert nd._paths._priced_products(500, "cg", False, "best", 50) == 500        # no hold-out set
+    assert nd._paths._priced_products(500, "cg", True, "window", 50) == 500
+    assert nd._paths._priced_products(500, "nu", True, "best", 50) == 500
     # At 150 products direct wins where the 500 of the whole path go to gram.
     n, big = 10**6, [2**40, 2**40]
-    assert nd._choose_solver("auto", "cg", n, 700, 150, 8, big) == "direct"
-    assert nd._choose_solver("auto", "cg", n, 700, 500, 8, big) == "gram"
+    assert nd._cluster._choose_solver("auto", "cg", n, 700, 150, 8, big) == "direct"
+    assert nd._cluster._choose_solver("auto", "cg", n, 700, 500, 8, big) == "gram"
 
 
 def test_auto_counts_each_products_round_trip():
@@ -361,18 +361,18 @@ def test_auto_counts_each_products_round_trip():
     big = [2**40, 2**40]
     flops = 1e11
     # Without latency: 4 T n k = 4e11 < 2 n k^2 + k^3 = 2.001e12.
-    assert nd._choose_solver("auto", "gd", n, k, T, 8, big, latency=0.0, flops=flops) == "direct"
+    assert nd._cluster._choose_solver("auto", "gd", n, k, T, 8, big, latency=0.0, flops=flops) == "direct"
     # Break-even: T (4 n k + L F) = 2 n k^2 + k^3 + L F, at L F = (2.001e12 - 4e11) / 99.
     even = (2 * n * k * k + k**3 - 4 * T * n * k) / (T - 1) / flops
-    assert nd._choose_solver("auto", "gd", n, k, T, 8, big, latency=0.99 * even, flops=flops) == "direct"
-    assert nd._choose_solver("auto", "gd", n, k, T, 8, big, latency=1.01 * even, flops=flops) == "gram"
+    assert nd._cluster._choose_solver("auto", "gd", n, k, T, 8, big, latency=0.99 * even, flops=flops) == "direct"
+    assert nd._cluster._choose_solver("auto", "gd", n, k, T, 8, big, latency=1.01 * even, flops=flops) == "gram"
     # A LocalCluster's ~10 ms at 1e11 flop/s is 1e9 flops a product: gram for a small problem
     # that direct wins on flops alone.
-    assert nd._choose_solver("auto", "cg", 200, 40, 8, 8, big) == "direct"
-    assert nd._choose_solver("auto", "cg", 200, 40, 8, 8, big, latency=0.01, flops=flops) == "gram"
+    assert nd._cluster._choose_solver("auto", "cg", 200, 40, 8, 8, big) == "direct"
+    assert nd._cluster._choose_solver("auto", "cg", 200, 40, 8, 8, big, latency=0.01, flops=flops) == "gram"
     # One product (max_iter=1) costs one round trip, as A^T A does: flops alone decide.
-    assert nd._choose_solver("auto", "gd", n, k, 1, 8, big, latency=1.0, flops=flops) == "direct"
-    assert nd._choose_solver("direct", "gd", n, k, T, 8, big, latency=1.0, flops=flops) == "direct"
+    assert nd._cluster._choose_solver("auto", "gd", n, k, 1, 8, big, latency=1.0, flops=flops) == "direct"
+    assert nd._cluster._choose_solver("direct", "gd", n, k, T, 8, big, latency=1.0, flops=flops) == "direct"
 
 
 def test_auto_on_a_cluster_weighs_its_round_trips(client, monkeypatch):
@@ -380,13 +380,13 @@ def test_auto_on_a_cluster_weighs_its_round_trips(client, monkeypatch):
     flops: "gram"; with it taken as free, "direct" (4 x 8 < 2 x 40, and the blocks are
     small), each with the in-memory answer of the solver that ran."""
     X, y, sigma = data()
-    monkeypatch.setattr(nd, "_ROUND_TRIPS", {})  # measured here, whatever ran before
+    monkeypatch.setattr(nd._cluster, "_ROUND_TRIPS", {})  # measured here, whatever ran before
     args = dict(n_centers=40, seed=SEED, validation_fraction=FRACTION, method="cg", max_iter=8, solver="auto")
     fit = nd.nytro_path(da.from_array(X, chunks=64), da.from_array(y, chunks=64), sigma, **args)
     assert fit.result.solver == "gram"
     check_path(fit, in_memory_path(X, y, sigma, fit, solver="gram", method="cg", max_iter=8), X.dtype)
-    assert len(nd._ROUND_TRIPS) == 1 and 0 < next(iter(nd._ROUND_TRIPS.values())) < 5
-    monkeypatch.setattr(nd, "_round_trip_seconds", lambda client, chunks, split_every: 0.0)
+    assert len(nd._cluster._ROUND_TRIPS) == 1 and 0 < next(iter(nd._cluster._ROUND_TRIPS.values())) < 5
+    monkeypatch.setattr(nd._cluster, "_round_trip_seconds", lambda client, chunks, split_every: 0.0)
     fit = nd.nytro_path(da.from_array(X, chunks=64), da.from_array(y, chunks=64), sigma, **args)
     assert fit.result.solver == "direct"
     check_path(fit, in_memory_path(X, y, sigma, fit, solver="direct", method="cg", max_iter=8), X.dtype)
@@ -457,10 +457,10 @@ def test_shifted_solves_follow_the_cores_solvers():
     c = rng.standard_normal((6, 2))
     shifts = [1e-2, 1e-4]
     clipped = [V @ ((V.T @ c) / (np.maximum(w, 0) + s)[:, None]) for s in shifts]
-    np.testing.assert_allclose(nd._shifted_solves(H, c, shifts, "eigh", np.dtype(np.float64)), np.hstack(clipped),
-                               rtol=1e-10)
+    np.testing.assert_allclose(nd._fit._shifted_solves(H, c, shifts, "eigh", np.dtype(np.float64)),
+                               np.hstack(clipped), rtol=1e-10)
     exact = np.linalg.solve(H + shifts[0] * np.eye(6), c)
-    np.testing.assert_allclose(nd._shifted_solves(H, c, shifts, "cholesky", np.dtype(np.float64)),
+    np.testing.assert_allclose(nd._fit._shifted_solves(H, c, shifts, "cholesky", np.dtype(np.float64)),
                                np.hstack([exact, clipped[1]]), rtol=1e-10)
     assert relative_error(exact, clipped[0]) > 0.01
 
@@ -660,9 +660,9 @@ def test_what_is_not_supported_yet_says_so(client):
 
 def test_tasks_use_their_workers_threads(client):
     """The C++ calls of a task on a 1-thread worker get 1 thread, whatever the cores."""
-    threads = client.gather([client.submit(nd._task_threads, None, pure=False) for _ in range(4)])
+    threads = client.gather([client.submit(nd._cluster._task_threads, None, pure=False) for _ in range(4)])
     assert threads == [1, 1, 1, 1]
-    assert client.submit(nd._task_threads, 8, pure=False).result() == 1
+    assert client.submit(nd._cluster._task_threads, 8, pure=False).result() == 1
 
 
 def _die_once(block, marker):
@@ -699,7 +699,7 @@ def _direct_fit_disturbed(monkeypatch, disturb):
     X, y, sigma = data()
     Xd, yd = da.from_array(X, chunks=40), da.from_array(y, chunks=40)
     options = dict(method="cg", max_iter=8, solver="direct")
-    product = nd._DirectOperator.__call__
+    product = nd._passes._DirectOperator.__call__
     disturbed = []
 
     def disturbed_before_the_fourth(self, B):
@@ -708,7 +708,7 @@ def _direct_fit_disturbed(monkeypatch, disturb):
             disturbed.append(True)
         return product(self, B)
 
-    monkeypatch.setattr(nd._DirectOperator, "__call__", disturbed_before_the_fourth)
+    monkeypatch.setattr(nd._passes._DirectOperator, "__call__", disturbed_before_the_fourth)
     fit = nd.nytro_path(Xd, yd, sigma, n_centers=40, seed=SEED, validation_fraction=FRACTION, **options)
     assert disturbed and fit.result.products == 8
     check_path(fit, in_memory_path(X, y, sigma, fit, **options), X.dtype)
@@ -778,7 +778,8 @@ def test_direct_products_run_where_their_blocks_are(client):
     client.register_plugin(_BlockReaders())
     client.run(lambda dask_worker: dask_worker.transfer_incoming_log.clear())
     # Paused for longer than the blocks' computation waits before checking its workers.
-    client.run(_pause_for, 4 * getattr(nd._DirectOperator, "_patience", 0.5), workers=[sorted(client.has_what())[0]])
+    client.run(_pause_for, 4 * getattr(nd._passes._DirectOperator, "_patience", 0.5),
+               workers=[sorted(client.has_what())[0]])
     try:
         fit = nd.nytro_path(Xd, yd, sigma, n_centers=40, seed=SEED, validation_fraction=FRACTION, **options)
         pinned, products = client.run_on_scheduler(
@@ -877,13 +878,13 @@ def test_direct_blocks_are_sent_before_the_factor(client, monkeypatch):
     X, y, sigma = data()
     messages = _Messages(monkeypatch)
     sent = []
-    parts = nd._nystrom_factor_parts
+    parts = nd._fit._nystrom_factor_parts
 
     def factor(*args, **kwargs):
         sent.append(messages.graphs)
         return parts(*args, **kwargs)
 
-    monkeypatch.setattr(nd, "_nystrom_factor_parts", factor)
+    monkeypatch.setattr(nd._fit, "_nystrom_factor_parts", factor)
     fit = nd.nytro_path(da.from_array(X, chunks=60), da.from_array(y, chunks=60), sigma, n_centers=40, seed=SEED,
                         validation_fraction=FRACTION, method="cg", max_iter=8, solver="direct")
     assert sent == [2] and messages.graphs == 2
@@ -910,7 +911,7 @@ def _gram_tasks_by_worker(client, Xd, yd, sigma):
         nd.nytro_path(Xd, yd, sigma, n_centers=20, seed=SEED, validation_fraction=FRACTION, method="cg", max_iter=4,
                       solver="gram")
     ran = {str(record["key"]): record["worker"] for record in stream.data if "_gram_part" in str(record["key"])}
-    assert len(ran) == len(nd._blocks(nd._as_dask_data(Xd, yd, None)))
+    assert len(ran) == len(nd._data._blocks(nd._data._as_dask_data(Xd, yd, None)))
     return ran
 
 
@@ -922,14 +923,14 @@ def test_chunk_tasks_run_where_their_chunks_are_persisted(client):
     workers in turn, moving the chunks."""
     X, y, sigma = data()
     Xd, yd, workers = _persisted_on(client, X, y, 17, lambda b, workers: workers[b // 2 % len(workers)])
-    blocks = nd._blocks(nd._as_dask_data(Xd, yd, None))
+    blocks = nd._data._blocks(nd._data._as_dask_data(Xd, yd, None))
     holders = [sorted(client.who_has([x.dask[x.key]])[x.key])[0] for x, _, _, _ in blocks]
-    assert nd._placement(blocks) == holders
+    assert nd._cluster._placement(blocks) == holders
     ran = _gram_tasks_by_worker(client, Xd, yd, sigma)
     assert sorted(ran.values()) == sorted(holders)
     # The direct mode's kept blocks too: computed where their chunks are, no chunk moved.
-    op = nd._DirectOperator(nd._as_dask_data(Xd, yd, None), FRACTION, SEED, X[:20], np.eye(20),
-                            nd._Kernel("gaussian", sigma, 1.5), None, None, None)
+    op = nd._passes._DirectOperator(nd._data._as_dask_data(Xd, yd, None), FRACTION, SEED, X[:20], np.eye(20),
+                                    nd._data._Kernel("gaussian", sigma, 1.5), None, None, None)
     assert op._homes == holders
     assert op.rhs().shape == (20, 1)
 
@@ -939,8 +940,8 @@ def test_chunk_tasks_are_shared_where_one_worker_holds_every_chunk(client):
     workers by their threads (half each here), the extra ones on the least loaded."""
     X, y, sigma = data()
     Xd, yd, workers = _persisted_on(client, X, y, 17, lambda b, workers: workers[0])
-    blocks = nd._blocks(nd._as_dask_data(Xd, yd, None))
-    homes = nd._placement(blocks)
+    blocks = nd._data._blocks(nd._data._as_dask_data(Xd, yd, None))
+    homes = nd._cluster._placement(blocks)
     assert homes.count(workers[0]) == homes.count(workers[1]) == len(blocks) // 2
     ran = _gram_tasks_by_worker(client, Xd, yd, sigma)
     assert sorted(ran.values()) == sorted(homes)
@@ -948,7 +949,8 @@ def test_chunk_tasks_are_shared_where_one_worker_holds_every_chunk(client):
 
 def _threads_of_a_product(block, B, n_threads):
     """A direct product's stand-in: the threads its C++ call would take, and the product."""
-    return np.array([nd._task_threads(n_threads), float(np.sum(nd._direct_product(block, B, n_threads)))])
+    return np.array([nd._cluster._task_threads(n_threads),
+                     float(np.sum(nd._passes._direct_product(block, B, n_threads)))])
 
 
 def test_direct_products_use_each_workers_own_threads(client):
@@ -958,9 +960,10 @@ def test_direct_products_use_each_workers_own_threads(client):
     the cores twice over). Their sum is K^T (K B) over the training rows."""
     X, y, sigma = data()
     Xd, yd = da.from_array(X, chunks=60), da.from_array(y, chunks=60)
-    d = nd._as_dask_data(Xd, yd, None)
+    d = nd._data._as_dask_data(Xd, yd, None)
     C = X[:20]
-    op = nd._DirectOperator(d, FRACTION, SEED, C, np.eye(20), nd._Kernel("gaussian", sigma, 1.5), None, None, None)
+    op = nd._passes._DirectOperator(d, FRACTION, SEED, C, np.eye(20), nd._data._Kernel("gaussian", sigma, 1.5), None,
+                                    None, None)
     B = np.linspace(-1, 1, 20)[:, None]
     threads, total = op._sum(_threads_of_a_product, (2,), B, None)
     assert threads == len(op.blocks)  # one thread per block's product
@@ -999,8 +1002,8 @@ def test_centres_drawn_before_the_split_pass_are_the_same(client, monkeypatch, f
     Xd = da.concatenate([da.from_array(X[:50], chunks=23), da.from_array(X[:0]), da.from_array(X[50:], chunks=61)])
     yd = da.from_array(y, chunks=Xd.chunks[0])
     fits = {}
-    for limit in (nd._CLIENT_SPLIT_ROWS, 0):
-        monkeypatch.setattr(nd, "_CLIENT_SPLIT_ROWS", limit)
+    for limit in (nd._centres._CLIENT_SPLIT_ROWS, 0):
+        monkeypatch.setattr(nd._centres, "_CLIENT_SPLIT_ROWS", limit)
         messages = _Messages(monkeypatch)
         fits[limit] = nd.nytro_path(Xd, yd, sigma, n_centers=40, seed=SEED, validation_fraction=fraction,
                                     method="cg", max_iter=8, solver="gram")
@@ -1172,17 +1175,17 @@ def test_tasks_fold_a_chunk_in_row_blocks(monkeypatch):
     C = X[:12]
     R = nytro.nystrom_factor(nytro.gaussian_kernel(C, C, sigma))
     Y = y[:, None]
-    monkeypatch.setattr(nd, "_BLOCK_ELEMENTS", 100)  # blocks of 100 // width rows
-    kern = nd._Kernel("gaussian", sigma, 1.5)
-    share = nd._gram_part(X, Y, 0, 90, FRACTION, SEED, C, R, kern, X.dtype, None, 1, None)
+    monkeypatch.setattr(nd._data, "_BLOCK_ELEMENTS", 100)  # blocks of 100 // width rows
+    kern = nd._data._Kernel("gaussian", sigma, 1.5)
+    share = nd._passes._gram_part(X, Y, 0, 90, FRACTION, SEED, C, R, kern, X.dtype, None, 1, None)
     train, held = split(90)
     A = nytro.gaussian_kernel(X[train], C, sigma) @ R
     np.testing.assert_allclose(share, np.hstack([A.T @ A, A.T @ Y[train]]), rtol=1e-12, atol=1e-12)
-    share = nd._gram_part(X, Y, 0, 90, FRACTION, SEED, C, None, kern, X.dtype, None, 1, None)  # kernel first
+    share = nd._passes._gram_part(X, Y, 0, 90, FRACTION, SEED, C, None, kern, X.dtype, None, 1, None)  # kernel first
     K = nytro.gaussian_kernel(X[train], C, sigma)
     np.testing.assert_allclose(share, np.hstack([K.T @ K, K.T @ Y[train]]), rtol=1e-12, atol=1e-12)
     bases = np.linalg.qr(np.random.default_rng(0).standard_normal((12, 5)))[0]
-    factors = nd._images_part(X, Y, 0, 90, FRACTION, SEED, C, bases, [5], kern, X.dtype, None, 1, None)
+    factors = nd._passes._images_part(X, Y, 0, 90, FRACTION, SEED, C, bases, [5], kern, X.dtype, None, 1, None)
     images = np.hstack([nytro.gaussian_kernel(X[held], C, sigma) @ bases, Y[held]])
     direct = np.linalg.qr(images, mode="r")
     np.testing.assert_allclose(np.abs(factors[0]), np.abs(direct), rtol=1e-10, atol=1e-12)

@@ -58,14 +58,14 @@ def test_float32_gram_part_is_the_cores_low_precision_accumulation():
     X, y, sigma = data(n=120)
     C = X[:20]
     R = nytro.nystrom_factor(nytro.kernel_matrix(C, C, sigma=sigma))
-    low = nd._Kernel("gaussian", sigma, 1.5, low=True)
+    low = nd._data._Kernel("gaussian", sigma, 1.5, low=True)
     args = (X, y[:, None], 0, len(X), None, SEED, C, R)
-    part = nd._gram_part(*args, low, np.float64, None, 1, None)
+    part = nd._passes._gram_part(*args, low, np.float64, None, 1, None)
     A = nytro.kernel_matrix(X.astype(np.float32), C.astype(np.float32), sigma=sigma) @ R.astype(np.float32)
     assert A.dtype == np.float32
     direct = np.hstack([A.T @ A, A.T @ y.astype(np.float32)[:, None]]).astype(np.float64)
     assert relative_error(part, direct) < 4 * np.finfo(np.float32).eps * (len(X) + len(C))
-    wide = nd._gram_part(*args, dataclasses.replace(low, low=False), np.float64, None, 1, None)
+    wide = nd._passes._gram_part(*args, dataclasses.replace(low, low=False), np.float64, None, 1, None)
     assert relative_error(part, wide) > 1e-9
 
 
@@ -322,10 +322,11 @@ def test_lanczos_gd_estimates_the_step_in_the_bases_products():
     H = (Q * np.logspace(0, -10, 40)) @ Q.T
     c = H @ rng.standard_normal((40, 2))
     alone = []
-    top = nd._top_eigenvalue(lambda v: alone.append(1) or H @ v, 40, np.float64)
+    top = nd._paths._top_eigenvalue(lambda v: alone.append(1) or H @ v, 40, np.float64)
     shapes = []
-    betas, products, step = nd._lanczos_gd(lambda B: shapes.append(B.shape[1]) or H @ B, c, lambda value: 1 / value,
-                                           300, np.finfo(np.float64).eps, nd._top_eigenvalue_process(40, np.float64))
+    betas, products, step = nd._paths._lanczos_gd(lambda B: shapes.append(B.shape[1]) or H @ B, c,
+                                                  lambda value: 1 / value, 300, np.finfo(np.float64).eps,
+                                                  nd._paths._top_eigenvalue_process(40, np.float64))
     assert relative_error(step, 1 / top) < 1e-14
     assert products == len(shapes) and max(shapes) == 3 and products < len(alone) + 40
     stepped = list(nytro.reference._iterates(lambda B: H @ B, c, "gd", step, 1.0, 300))
@@ -364,14 +365,14 @@ def test_gram_chunks_evaluate_the_kernel_on_the_factors_support(monkeypatch, dty
     m x k R to every chunk: on the kernel-first route the m x m K^T K.)"""
     X, y, sigma = data(dtype=dtype)
     seen = []
-    core = nd._block_normal_equations
+    core = nd._passes._block_normal_equations
 
     def spy(X, Y, C, R, *args, **kwargs):
         seen.append((C.shape[0], None if R is None else R.shape, kwargs.get("upper_triangular", False)))
         return core(X, Y, C, R, *args, **kwargs)
 
-    monkeypatch.setattr(nd, "_block_normal_equations", spy)
-    monkeypatch.setattr(nd, "_client", lambda: None)  # no distributed client: the local scheduler
+    monkeypatch.setattr(nd._passes, "_block_normal_equations", spy)
+    monkeypatch.setattr(nd._cluster, "_client", lambda: None)  # no distributed client: the local scheduler
     args = dict(method="nu", max_iter=30, solver="gram", storage=storage)
     with dask.config.set(scheduler="sync"):
         fit = nd.nytro_path(da.from_array(X, chunks=70), da.from_array(y, chunks=70), sigma,
@@ -394,8 +395,8 @@ def test_duplicated_centres_equal_in_memory(client, dtype, storage, kernel_first
     args = dict(method="cg", max_iter=8, solver="gram", storage=storage)
     fit = nd.nytro_path(Xd, yd, sigma, centers=centers, seed=SEED, validation_fraction=FRACTION, sample_weight=w,
                         **args)
-    factor = nd._Factor(*nytro._api._nystrom_factor_parts(nytro.kernel_matrix(centers, centers, sigma=sigma)))
-    rule = nd._kernel_first_is_accurate(fit.n_train, factor, np.dtype(dtype))
+    factor = nd._data._Factor(*nytro._api._nystrom_factor_parts(nytro.kernel_matrix(centers, centers, sigma=sigma)))
+    rule = nd._passes._kernel_first_is_accurate(fit.n_train, factor, np.dtype(dtype))
     assert (rule and storage is None) is kernel_first  # the route this case exercises
     expected = in_memory_fit(X, y, sigma, fit, w, **args)
     assert fit.result.rank == expected.rank == 30

@@ -16,11 +16,12 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .. import _checks as chk
 from .. import options as opt
 from .._api import kernel_predict
+from .._backends import backend_of, library_of
 
 
 def _is_dask_array(X) -> bool:
     """Whether X is a Dask array, without importing Dask (an optional dependency)."""
-    return type(X).__module__.split(".")[0] == "dask"
+    return library_of(X) == "dask"
 
 
 class ProgressPrinter:
@@ -326,9 +327,9 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
                 self.__dict__.pop("_progress_display", None)
 
     def _fit_rows(self, X, y, sample_weight):
-        if _is_dask_array(X):
-            from ..dask import fit_estimator
-            return self._count_centers(fit_estimator(self, X, y, sample_weight))
+        backend = backend_of(X)
+        if backend is not None:
+            return self._count_centers(backend.fit(self, X, y, sample_weight))
         key = id(self)
         with _FITTING_LOCK:
             if key in _FITTING:
@@ -390,10 +391,10 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
         """k(X, centers_) @ coef_ + intercept_, with the kernel streamed in row blocks (a
         Dask array for a Dask array X, one block per chunk)."""
         check_is_fitted(self, "coef_")
-        if _is_dask_array(X):
-            from ..dask import predict
-            scores = predict(X, self.centers_, self.coef_, self.sigma, kernel=self.kernel, matern_nu=self.matern_nu,
-                             n_threads=self._n_threads())
+        backend = backend_of(X)
+        if backend is not None:
+            scores = backend.predict(X, self.centers_, self.coef_, self.sigma, kernel=self.kernel,
+                                     matern_nu=self.matern_nu, n_threads=self._n_threads())
         else:
             X = validate_data(self, X, reset=False, dtype=self.coef_.dtype, order="C")
             scores = kernel_predict(X, self.centers_, self.coef_, self.sigma, kernel=self.kernel,
