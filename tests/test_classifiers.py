@@ -59,8 +59,11 @@ def misclassified(scores, Y):
 # rows after the hold-out split: 8 centres. check_classifiers_train asks for accuracy
 # > 0.83 on three standardised blobs, which 8 centres of a unit-width kernel separate.
 # Sample weights: the regressors' expected failure, for the same reason (test_estimators.py).
+# The default sigma="auto" too, selected on each check's own data.
 @parametrize_with_checks([NytroClassifier(n_centers=8, sigma=1.0, random_state=0),
-                          NystromKRLSClassifier(n_centers=8, sigma=1.0, random_state=0)],
+                          NystromKRLSClassifier(n_centers=8, sigma=1.0, random_state=0),
+                          NytroClassifier(n_centers=8, random_state=0),
+                          NystromKRLSClassifier(n_centers=8, random_state=0)],
                          expected_failed_checks=lambda estimator: {
                              "check_sample_weight_equivalence_on_dense_data": SAMPLE_WEIGHT_XFAIL})
 def test_sklearn_compatible(estimator, check):
@@ -245,7 +248,7 @@ def test_selection_rmse_is_the_regressors_choice(cls, n_classes):
     regressor = NytroRegressor if cls is NytroClassifier else NystromKRLSRegressor
     params = dict(n_centers=30, sigma=0.5, random_state=0)
     clf = cls(selection="rmse", **params).fit(X, y)
-    reg = regressor(**params)
+    reg = regressor(fit_intercept=False, **params)  # the classifiers fit their codes as they are
     # The classifier's hold-out split is stratified: the regressor draws the same rows.
     reg._holdout_rows = clf._holdout_rows
     reg.fit(X, target)

@@ -60,6 +60,12 @@ SKLEARN_INSTANCES = [
     KRLSRegressor(sigma=3.0, random_state=0),
     LandweberRegressor(sigma=3.0, random_state=0),
     KOLSRegressor(sigma=1.0),
+    # The defaults' bandwidths (sigma="auto", selected on each check's own data).
+    NytroRegressor(n_centers=8, random_state=0),
+    NystromKRLSRegressor(n_centers=8, random_state=0),
+    KRLSRegressor(random_state=0),
+    LandweberRegressor(random_state=0),
+    KOLSRegressor(),
 ]
 
 
@@ -111,11 +117,15 @@ def test_fitted_attributes(cls):
         assert est.validation_rmse_.shape == (100,)
         assert est.lambda_ == est.lambdas_[np.argmin(est.validation_rmse_)]
 
-    # prediction is k(X, centers_) @ coef_, whatever the method
-    # (up to summation order: the bound scales with |K| @ |coef_|, large for KOLS's pinv)
+    # prediction is k(X, centers_) @ coef_ + intercept_ (the mean of y, fit_intercept's
+    # default), with the bandwidth given, whatever the method (up to summation order: the
+    # bound scales with |K| @ |coef_|, large for KOLS's pinv)
+    assert est.sigma_ == 1.0 and est.sigma_candidates_ is None and est.sigma_scores_ is None
+    assert est.intercept_ == y.mean()
     X_new = smooth_data(30, d, seed=1)[0]
     K = nytro.gaussian_kernel(X_new, est.centers_, est.sigma)
-    assert np.all(np.abs(est.predict(X_new) - K @ est.coef_) <= 1e-12 * (K @ np.abs(est.coef_)))
+    assert np.all(np.abs(est.predict(X_new) - est.intercept_ - K @ est.coef_)
+                  <= 1e-12 * (K @ np.abs(est.coef_) + abs(est.intercept_)))
 
 
 @pytest.mark.parametrize("cls", ALL)

@@ -133,7 +133,9 @@ def relative_rmse(predicted, y):
 @pytest.mark.parametrize("scale", LINEAR_SCALES)
 def test_float16_linear_kernel_estimators_at_any_scale(scale):
     X, y = linear_problem(*LINEAR_SCALES[scale])
-    models = {storage: nytro.NytroRegressor(n_centers=40, kernel="linear", storage=storage, random_state=0).fit(X, y)
+    # A target linear through the origin: the linear kernel's own model, no intercept.
+    models = {storage: nytro.NytroRegressor(n_centers=40, kernel="linear", storage=storage, fit_intercept=False,
+                                            random_state=0).fit(X, y)
               for storage in (None, "float16")}
     half, full = models["float16"].predict(X), models[None].predict(X)
     assert relative_rmse(full, y) < 8 * HALF_EPS  # the linear model is within reach

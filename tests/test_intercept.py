@@ -100,13 +100,24 @@ def test_the_intercept_is_the_weighted_mean_of_each_output(cls, params):
 
 
 @pytest.mark.parametrize("cls, params", REGRESSORS, ids=IDS)
-def test_by_default_the_model_is_the_papers(cls, params):
+def test_without_intercept_the_model_is_the_papers(cls, params):
     X, y, X_test = problem()
-    est = cls(sigma=0.5, **params).fit(X, y + 5.0)
-    assert est.get_params()["fit_intercept"] is False
+    est = cls(sigma=0.5, fit_intercept=False, **params).fit(X, y + 5.0)
     assert est.intercept_ == 0.0
     kernel = nytro.kernel_matrix(X_test, est.centers_, sigma=0.5)
     assert_is_the_kernel_expansion(est.predict(X_test), kernel, est.coef_, 0.0)
+
+
+@pytest.mark.parametrize("cls, params", REGRESSORS, ids=IDS)
+def test_by_default_the_regressors_fit_the_mean(cls, params):
+    """fit_intercept=True is the regressors' default (scikit-learn's regressors'); the
+    paper's model needs fit_intercept=False."""
+    X, y, X_test = problem()
+    est = cls(sigma=0.5, **params).fit(X, y + 5.0)
+    assert est.get_params()["fit_intercept"] is True
+    assert est.intercept_ == pytest.approx(np.mean(y + 5.0), rel=1e-15)
+    kernel = nytro.kernel_matrix(X_test, est.centers_, sigma=0.5)
+    assert_is_the_kernel_expansion(est.predict(X_test), kernel, est.coef_, est.intercept_)
 
 
 def test_float32_keeps_the_digits_the_offset_would_take():

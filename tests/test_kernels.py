@@ -275,7 +275,8 @@ def test_linear_kernel_has_rank_d_and_fits_a_linear_function():
     assert r.rank == 4
     assert_close(centers.T @ r.coef, w, np.float64, rtol=1e-7, what="recovered weights")
     for method in ("cg", "hybrid", "gd"):
-        est = nytro.NytroRegressor(50, kernel="linear", method=method, max_iter=2000, validation_fraction=None,
+        est = nytro.NytroRegressor(50, kernel="linear", fit_intercept=False, method=method, max_iter=2000,
+                                   validation_fraction=None,
                                    random_state=0).fit(X, y)
         assert est.rank_ == 4
         assert est.score(X, y) > 1 - 1e-6, method
@@ -294,6 +295,7 @@ def test_estimators_predict_with_their_kernel(cls):
     est.fit(p.X, p.y)
     assert clone(est).get_params()["kernel"] == "matern"
     want = ref.kernel_matrix(p.X_val, est.centers_, kernel="matern", sigma=est.sigma, matern_nu=2.5) @ est.coef_
+    want = want + est.intercept_
     assert_close(est.predict(p.X_val), want, np.float64)
     gaussian = clone(est).set_params(kernel="gaussian").fit(p.X, p.y)
     assert not np.allclose(gaussian.predict(p.X_val), est.predict(p.X_val))

@@ -311,9 +311,10 @@ def test_zero_weights_equal_dropping_the_rows():
 
 # ------------------------------------------------ with the kernels and the classifiers
 @pytest.mark.parametrize("estimator", [
-    NytroRegressor(20, sigma=1.3, kernel="laplacian", refit=True, random_state=0),
-    NystromKRLSRegressor(20, sigma=1.3, kernel="matern", matern_nu=2.5, refit=True, random_state=0),
-    KRLSRegressor(sigma=1.3, kernel="laplacian", refit=True, random_state=0),
+    NytroRegressor(20, sigma=1.3, kernel="laplacian", refit=True, fit_intercept=False, random_state=0),
+    NystromKRLSRegressor(20, sigma=1.3, kernel="matern", matern_nu=2.5, refit=True, fit_intercept=False,
+                         random_state=0),
+    KRLSRegressor(sigma=1.3, kernel="laplacian", refit=True, fit_intercept=False, random_state=0),
 ], ids=lambda e: type(e).__name__)
 def test_refit_keeps_the_kernel_and_the_weights(estimator):
     """refit fits all rows again with the fit's kernel and its sample weights: the same
@@ -334,9 +335,9 @@ def test_refit_keeps_the_kernel_and_the_weights(estimator):
 
 @pytest.mark.parametrize("classifier, regressor", [
     (nytro.NytroClassifier(20, sigma=1.3, kernel="laplacian", selection="rmse", random_state=0),
-     NytroRegressor(20, sigma=1.3, kernel="laplacian", random_state=0)),
+     NytroRegressor(20, sigma=1.3, kernel="laplacian", fit_intercept=False, random_state=0)),
     (nytro.NystromKRLSClassifier(20, sigma=1.3, selection="rmse", random_state=0),
-     NystromKRLSRegressor(20, sigma=1.3, random_state=0)),
+     NystromKRLSRegressor(20, sigma=1.3, fit_intercept=False, random_state=0)),
 ], ids=["nytro", "nkrls"])
 def test_classifier_weights_are_the_regressors(classifier, regressor):
     """With selection="rmse", a weighted classifier is the weighted regressor on the +-1

@@ -48,6 +48,11 @@ CASES = [
     (KRLSRegressor, {}, None),
     (NytroClassifier, {"n_centers": 150, "refit": True}, AFTER_BEST),
     (NystromKRLSClassifier, {"n_centers": 40}, None),
+    # The default bandwidths (the cases above give sigma=1.0, which their reasons assume).
+    (NytroRegressor, {"n_centers": 40, "sigma": "auto", "method": "gd", "max_iter": 30}, "reached max_iter=30"),
+    (NytroRegressor, {"n_centers": 40, "sigma": "auto", "validation_fraction": None, "max_iter": 20},
+     "no hold-out set: ran max_iter=20 iterations"),
+    (NystromKRLSClassifier, {"n_centers": 40, "sigma": "auto"}, None),
 ]
 
 
@@ -56,7 +61,7 @@ def test_verbose_fit_ends_with_one_summary_of_the_selection(cls, params, reason,
     X, y = _data()
     if "Classifier" in cls.__name__:
         y = y > 0
-    est = cls(verbose=1, random_state=0, **params).fit(X, y)
+    est = cls(verbose=1, random_state=0, **{"sigma": 1.0, **params}).fit(X, y)
     out, err = capsys.readouterr()
     assert out == ""
     assert not any(COUNTER.fullmatch(line) for line in err.splitlines()), err  # the counters are verbose=2's
@@ -68,7 +73,15 @@ def test_verbose_fit_ends_with_one_summary_of_the_selection(cls, params, reason,
         assert float(fields["lambda"].split()[0]) == pytest.approx(est.lambda_, rel=5e-3)
     else:
         assert "lambda" not in fields
-    assert float(fields["sigma"]) == est.sigma
+    if est.sigma_candidates_ is None:
+        assert float(fields["sigma"]) == est.sigma
+    else:  # sigma="auto": the ARD bandwidths' range, and how they were selected
+        low, high = (f"{float(v):.3g}" for v in (est.sigma_.min(), est.sigma_.max()))
+        ard = f"sigma=(ARD, {X.shape[1]} values in [{low}, {high}])"
+        holdout = params.get("validation_fraction", 0.2) is not None
+        how = (f"auto: best of {len(est.sigma_candidates_)} scales on the hold-out set" if holdout else
+               "auto: the distance heuristic, no hold-out set")
+        assert f"{ard} ({how})" in summary, summary
     if hasattr(est, "n_centers_"):
         assert fields["m"] == f"{est.n_centers_} (rank {est.rank_})"
     assert ("refitted on all rows" in summary) == bool(params.get("refit"))

@@ -181,6 +181,17 @@ def check_bandwidth(sigma):
     return bandwidths
 
 
+def check_bandwidth_or_auto(sigma):
+    """The estimators' sigma: "auto" (bandwidths chosen from the data at fit), or a bandwidth
+    as check_bandwidth takes it; any other string is refused by name."""
+    if isinstance(sigma, str):
+        if sigma == "auto":
+            return sigma
+        raise ValueError(f"sigma must be a number > 0 or a 1-D array of them (one bandwidth per feature), or "
+                         f"'auto' for an estimator, got {sigma!r}")
+    return check_bandwidth(sigma)
+
+
 def check_kernel(kernel, sigma, matern_nu, n_features: int):
     """The core's kernel spec (_core.KernelSpec) for kernel=, sigma= and matern_nu= as the
     public functions and estimators take them: sigma one bandwidth or one per feature
@@ -189,6 +200,9 @@ def check_kernel(kernel, sigma, matern_nu, n_features: int):
     nu = check_matern_nu(matern_nu) if kernel == "matern" else 1.5
     if kernel == "linear":
         return _core.KernelSpec(kernel, nu, [])
+    if isinstance(sigma, str) and sigma == "auto":
+        raise ValueError("sigma='auto' is the estimators' choice of the bandwidths from the data; this function "
+                         "needs a number or one per feature (an estimator's fitted sigma_, for instance)")
     bandwidths = check_bandwidth(sigma)
     if np.ndim(bandwidths) == 0:
         return _core.KernelSpec(kernel, nu, [bandwidths])

@@ -260,10 +260,23 @@ rcond : float or None
 # every docstring is assembled (`documented`, `with_parameters`). What depends on the
 # data (an ARD sigma's length, centre indices within X, n_centers within the training
 # rows) is checked where the data are known.
-SIGMA = Param("sigma", 1.0, _checked_by(chk.check_bandwidth), """\
-sigma : float or array-like of shape (n_features,)
+SIGMA = Param("sigma", "auto", _checked_by(chk.check_bandwidth_or_auto), """\
+sigma : "auto", float or array-like of shape (n_features,)
     Bandwidth of the kernel (scikit-learn's length_scale); an array gives each feature
-    its own (ARD). Unused by kernel="linear".""", read_when=_WITH_BANDWIDTH)
+    its own (ARD). Unused by kernel="linear". A number or an array is used as given.
+    "auto" (the estimators only; the functions take a number or an array) chooses ARD
+    bandwidths from the training rows: sigma_j = s * std_j, each feature's standard
+    deviation (a constant feature takes the median of the others'), so that features
+    in any unit, with any offset, need no scaler; the overall scale s starts at s0, the
+    median distance between rows so scaled (on at most 200 training rows drawn by
+    random_state), and is selected on the fit's hold-out set among s0 * 2^k (k from -2
+    to 2, widened one step at a time while the best is at the edge, up to a factor 16
+    either way), each candidate screened by a NYTRO "hybrid" fit (t and lambda of the
+    paper's grid) at at most 200 centres, on the estimator's own hold-out metric; the
+    fit then runs once at the winner. Without a hold-out set (validation_fraction=None, KOLSRegressor) s = s0.
+    On Dask arrays the spreads are those of all rows and s = s0 (no screening). The
+    bandwidths used are sigma_, the candidates and their hold-out errors
+    sigma_candidates_ and sigma_scores_.""", read_when=_WITH_BANDWIDTH)
 N_CENTERS = Param("n_centers", 1000, _checked_by(lambda value: chk.check_int("n_centers", value, 1)), """\
 n_centers : int
     Nystrom centres m, drawn without replacement from the training rows (see
@@ -306,14 +319,19 @@ refit : bool
     evaluated on all rows. The validation path and the selection are those of the
     hold-out fit; coef_ is the refitted model's. Ignored without a hold-out set
     (validation_fraction=None).""")
-FIT_INTERCEPT = Param("fit_intercept", False, _checked_by(lambda value: chk.check_bool("fit_intercept", value)), """\
+FIT_INTERCEPT = Param("fit_intercept", True, _checked_by(lambda value: chk.check_bool("fit_intercept", value)), """\
 fit_intercept : bool
     Fit each output column's weighted mean over the rows given to fit as a constant
     term, intercept_: the path is fitted to the targets less it, and predict adds it
     back. The kernel model has no constant term of its own, and early stopping and
     lambda both shrink the part of the targets' mean it represents towards zero: targets
     whose mean is large against their spread (temperatures in kelvin, prices, years) are
-    fitted worse without it. False fits the paper's model, f(x) = k(x, centers_) @ coef_.""")
+    fitted worse without it. False fits the paper's model, f(x) = k(x, centers_) @ coef_
+    (the paper's experiments pass it). kernel="linear" does not centre the features:
+    its x . x' model has no constant term either, and a target linear through the origin
+    is fitted better with fit_intercept=False. The classifiers have no intercept: their +-1
+    codes are fitted as they are, as the hold-out error scores the path's own
+    decision values.""")
 RANDOM_STATE = Param("random_state", None, _checked_by(chk.check_random_state), """\
 random_state : int, RandomState or None
     Seeds the hold-out split and the centres.""")
@@ -361,6 +379,21 @@ class Attribute:
 
 # The estimators' fitted attributes, each described once for every estimator that has it.
 ATTRIBUTES = {a.name: a for a in (
+    Attribute("sigma_", """\
+sigma_ : float, ndarray of shape (n_features,) or None
+    The bandwidths the model uses (predict reads them, not sigma): sigma as given
+    (a float, or an ARD array), the selected ARD bandwidths with sigma="auto", None for
+    kernel="linear"."""),
+    Attribute("sigma_candidates_", """\
+sigma_candidates_ : ndarray of shape (n_candidates,) or None
+    With sigma="auto": the overall scales s tried, increasing (each candidate's
+    bandwidths are s times the features' spreads; sigma_ is the winner's); one, the
+    distance heuristic s0, without a hold-out set. None with an explicit sigma."""),
+    Attribute("sigma_scores_", """\
+sigma_scores_ : ndarray of shape (n_candidates,) or None
+    The hold-out error of each of sigma_candidates_ (the estimator's selection metric,
+    the best over the lambda grid of a screening fit at few centres); NaN without a
+    hold-out set. None with an explicit sigma."""),
     Attribute("centers_", """\
 centers_ : ndarray of shape (m, n_features)
     The rows predict evaluates the kernel at: the Nystrom centres (the Nystrom

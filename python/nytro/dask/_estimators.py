@@ -128,28 +128,29 @@ def fit_estimator(est, X, y, sample_weight=None):
         dt = chk.compute_dtype(est.dtype, np.empty(0, X.dtype))
         est.classes_, y = _classifier_targets(X, y, sample_weight, fraction, _check_seed(seed), dt)
         common["metric"] = metric
+    sigma = _dask_sigma(est, X, rng)
     intercept = np.zeros(int(y.shape[1]) if np.ndim(y) == 2 else 1)  # any other y: refused by name in the fit
     if getattr(est, "fit_intercept", False):  # the regressors' (a classifier fits its codes)
         y, intercept = _less_intercept(X, y, sample_weight)
     if isinstance(est, NytroRegressor):
         shared = dict(method=est.method, nu=est.nu, step_size=est.step_size)
-        fit = nytro_path(X, y, est.sigma, max_iter=est.max_iter, stopping=est.stopping, tol=est.tol,
+        fit = nytro_path(X, y, sigma, max_iter=est.max_iter, stopping=est.stopping, tol=est.tol,
                          window=est.window, n_iter_no_change=est.n_iter_no_change, **shared, **common)
         est.solver_ = fit.result.solver
         coef = est._take_path(fit.result)
         if est._refits(fit.n_val > 0):  # all rows, the selected t (and lambda), no hold-out set
-            again = nytro_path(X, y, est.sigma, max_iter=est.n_iter_, hybrid_lambda=est.lambda_, **shared,
+            again = nytro_path(X, y, sigma, max_iter=est.n_iter_, hybrid_lambda=est.lambda_, **shared,
                                **{**common, "centers": fit.centers, "validation_fraction": None})
             est.step_size_, est.solver_, coef = again.result.step_size, again.result.solver, again.result.coef
     else:
         lambdas = np.asarray(chk.check_lambdas(est.lambdas))
-        fit = nkrls_path(X, y, est.sigma, lambdas=lambdas, **common)
+        fit = nkrls_path(X, y, sigma, lambdas=lambdas, **common)
         est.lambdas_ = lambdas
         est.lambda_ = fit.result.lambda_
         est.validation_rmse_ = fit.result.validation_rmse
         coef = fit.result.coef
         if est._refits(fit.n_val > 0):  # all rows, the selected lambda, no hold-out set
-            coef = nkrls_path(X, y, est.sigma, lambdas=[est.lambda_],
+            coef = nkrls_path(X, y, sigma, lambdas=[est.lambda_],
                               **{**common, "centers": fit.centers, "validation_fraction": None}).result.coef
     est.centers_ = fit.centers
     est.rank_ = fit.result.rank
@@ -157,6 +158,25 @@ def fit_estimator(est, X, y, sample_weight=None):
     est.coef_ = coef
     est._keep_intercept(intercept, np.ndim(y) == 1)
     return est
+
+
+def _dask_sigma(est, X, rng):
+    """The estimator's sigma_ on Dask arrays (set with sigma_candidates_ and sigma_scores_,
+    as in memory): sigma as given, None for the linear kernel, or with sigma="auto" the
+    distance heuristic alone: each feature's spread over all rows of X (one pass over the
+    chunks, before the hold-out split, which the fit's own passes draw) times s0, the median
+    distance of at most 200 rows drawn by rng. The candidates are not screened on Dask,
+    where each screening fit would be another pass over the chunks: sigma_scores_ is NaN."""
+    from ..estimators._bandwidth import SCREEN_CENTERS, distance_scale, searches, spreads_of
+    if searches(est):
+        X64 = X.astype(np.float64)
+        deviations, magnitudes = dask.compute(X64.std(axis=0), abs(X64).max(axis=0))
+        spreads = spreads_of(deviations, magnitudes)
+        n = int(X.shape[0])
+        rows = np.sort(rng.permutation(n)[:min(n, SCREEN_CENTERS)])
+        s0 = distance_scale(np.asarray(X64[rows].compute()), spreads)
+        est.sigma_, est.sigma_candidates_, est.sigma_scores_ = s0 * spreads, np.array([s0]), np.array([np.nan])
+    return est.sigma_
 
 
 def _less_intercept(X, y, sample_weight):

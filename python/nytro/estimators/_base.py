@@ -17,6 +17,7 @@ from .. import _checks as chk
 from .. import options as opt
 from .._api import kernel_predict
 from .._backends import backend_of, library_of
+from ._bandwidth import searches, select_bandwidth
 
 
 def _is_dask_array(X) -> bool:
@@ -92,6 +93,21 @@ def stop_reason(est) -> str | None:
     return f"the Krylov space was exhausted at t={length} (method={est.method!r})"
 
 
+def _sigma_summary(est) -> str:
+    """sigma_ as the summary line gives it: the number, or an ARD vector's size and range;
+    with sigma="auto", among how many overall scales it was selected, or that there was no
+    hold-out set to select it on (the distance heuristic alone)."""
+    sigma = np.asarray(getattr(est, "sigma_", est.sigma), dtype=float)
+    text = (f"sigma={_number(float(sigma))}" if sigma.ndim == 0 else
+            f"sigma=(ARD, {sigma.size} values in [{_number(float(sigma.min()))}, {_number(float(sigma.max()))}])")
+    candidates, scores = getattr(est, "sigma_candidates_", None), getattr(est, "sigma_scores_", None)
+    if candidates is None:
+        return text
+    if np.isnan(scores).all():
+        return f"{text} (auto: the distance heuristic, no hold-out set)"
+    return f"{text} (auto: best of {len(candidates)} scales on the hold-out set)"
+
+
 def fit_summary(est, seconds: float) -> str:
     """The closing line of a verbose fit: what was selected (t, lambda), with what
     (sigma, m, rank, solver), why the path stopped, and the fit's wall time."""
@@ -103,8 +119,7 @@ def fit_summary(est, seconds: float) -> str:
         grid = f" of {len(lambdas)}" if lambdas is not None else ""
         parts.append(f"lambda={_number(float(est.lambda_))}{grid}")
     if est.kernel != "linear":
-        sigma = np.asarray(est.sigma, dtype=float)
-        parts.append(f"sigma={_number(float(sigma))}" if sigma.ndim == 0 else f"sigma=(ARD, {sigma.size} values)")
+        parts.append(_sigma_summary(est))
     if hasattr(est, "n_centers_"):
         parts.append(f"m={est.n_centers_}" + (f" (rank {est.rank_})" if hasattr(est, "rank_") else ""))
     if hasattr(est, "solver_"):
@@ -285,6 +300,17 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
                 f"better ({self._path_attribute()} holds the path).", ConvergenceWarning, stacklevel=5)
         return result.coef
 
+    def _fit_sigma(self, X_train, Y_train, X_val, Y_val, rng, n_screen: int):
+        """The bandwidths the fit uses, kept as sigma_: `sigma` as given (checked), None for
+        kernel="linear" (which has none), or with sigma="auto" the bandwidths selected on
+        this split's hold-out rows (nytro.estimators._bandwidth: screening fits at
+        min(n_screen, 200) centres), with sigma_candidates_ and sigma_scores_, which are None
+        otherwise."""
+        if searches(self):
+            self.sigma_, self.sigma_candidates_, self.sigma_scores_ = select_bandwidth(
+                self, X_train, Y_train, X_val, Y_val, rng, n_screen, self._split_weights())
+        return self.sigma_
+
     def _calibrate(self, X_rows, Y_rows, centers, coef, held_out):
         """Called by the Nystrom fits with the hold-out rows (the training rows where
         held_out is False) and the model selected on them (before any refit); the
@@ -388,16 +414,16 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
 
     # -- prediction --------------------------------------------------------------
     def predict(self, X):
-        """k(X, centers_) @ coef_ + intercept_, with the kernel streamed in row blocks (a
-        Dask array for a Dask array X, one block per chunk)."""
+        """k(X, centers_) @ coef_ + intercept_ with the fitted bandwidths sigma_, the kernel
+        streamed in row blocks (a Dask array for a Dask array X, one block per chunk)."""
         check_is_fitted(self, "coef_")
         backend = backend_of(X)
         if backend is not None:
-            scores = backend.predict(X, self.centers_, self.coef_, self.sigma, kernel=self.kernel,
+            scores = backend.predict(X, self.centers_, self.coef_, self.sigma_, kernel=self.kernel,
                                      matern_nu=self.matern_nu, n_threads=self._n_threads())
         else:
             X = validate_data(self, X, reset=False, dtype=self.coef_.dtype, order="C")
-            scores = kernel_predict(X, self.centers_, self.coef_, self.sigma, kernel=self.kernel,
+            scores = kernel_predict(X, self.centers_, self.coef_, self.sigma_, kernel=self.kernel,
                                     matern_nu=self.matern_nu, n_threads=self._n_threads())
         return self._plus_intercept(scores)
 

@@ -189,7 +189,7 @@ class KernelClassifierMixin(ClassifierMixin):
         # The decision values of the selected model on the hold-out rows (the training
         # rows where there are none), and the scale of their softmax fitted to the rows'
         # classes, each row counting by its sample weight (nytro.estimators._calibration).
-        scores = kernel_predict(X_rows, centers, coef, self.sigma, kernel=self.kernel, matern_nu=self.matern_nu,
+        scores = kernel_predict(X_rows, centers, coef, self.sigma_, kernel=self.kernel, matern_nu=self.matern_nu,
                                 n_threads=self._n_threads())
         index = (Y_rows[:, 0] > 0).astype(np.int64) if Y_rows.shape[1] == 1 else np.argmax(Y_rows, axis=1)
         weights = KernelRegressorBase._split_weights(self)[1 if held_out else 0]
@@ -301,7 +301,7 @@ class NytroClassifier(KernelClassifierMixin, NytroRegressor):
     __doc__ = """NYTRO classifier: NytroRegressor fitted to the coded labels.""" + _CLASSIFIER_DOC.format(
         path="after each iteration")
 
-    def __init__(self, n_centers=1000, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, method="hybrid", nu=1.0,
+    def __init__(self, n_centers=1000, sigma="auto", *, kernel="gaussian", matern_nu=1.5, method="hybrid", nu=1.0,
                  max_iter=500, step_size="auto",
                  stopping="best", tol=None, window=10, n_iter_no_change=50, iterates="auto", factor="pivoted",
                  solver="auto", storage=None, centers=None, center_selection="uniform", selection="error",
@@ -324,8 +324,8 @@ class NystromKRLSClassifier(KernelClassifierMixin, NystromKRLSRegressor):
     __doc__ = """Nystrom KRLS classifier: NystromKRLSRegressor fitted to the coded labels.""" + \
         _CLASSIFIER_DOC.format(path="per lambda of the grid")
 
-    def __init__(self, n_centers=1000, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, lambdas=None, factor="pivoted",
-                 solver="eigh", storage=None, centers=None, center_selection="uniform",
+    def __init__(self, n_centers=1000, sigma="auto", *, kernel="gaussian", matern_nu=1.5, lambdas=None,
+                 factor="pivoted", solver="eigh", storage=None, centers=None, center_selection="uniform",
                  selection="error", validation_fraction=0.2, refit=False, random_state=None, n_threads=None,
                  n_jobs=None,
                  verbose=0, dtype=None, options=None):

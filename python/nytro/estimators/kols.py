@@ -16,7 +16,7 @@ class KOLSRegressor(KernelRegressorBase):
     {attributes}
     """
 
-    def __init__(self, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, rcond=None, fit_intercept=False,
+    def __init__(self, sigma="auto", *, kernel="gaussian", matern_nu=1.5, rcond=None, fit_intercept=True,
                  n_threads=None, n_jobs=None, dtype=None, options=None):
         self.sigma = sigma
         self.kernel = kernel
@@ -29,7 +29,7 @@ class KOLSRegressor(KernelRegressorBase):
         self.options = options
 
     _family = opt.KOLS
-    _attributes = ("centers_", "coef_", "intercept_")
+    _attributes = ("sigma_", "sigma_candidates_", "sigma_scores_", "centers_", "coef_", "intercept_")
     _attribute_notes = {"coef_": "Here pinv(K) y, or with fit's sample_weight S pinv(S K S) S y, S = diag(sqrt(w n / "
                                  "sum w)) (for an invertible K the interpolant does not depend on the positive "
                                  "weights; rows of weight 0 are left out of it)."}
@@ -37,5 +37,7 @@ class KOLSRegressor(KernelRegressorBase):
     def _fit_path(self, X, Y, rng):
         self.centers_ = X
         w_train, _ = self._split_weights()
-        return kols(X, Y, self.sigma, kernel=self.kernel, matern_nu=self.matern_nu, options=self._options(),
+        # No hold-out set to select on: sigma="auto" is the distance heuristic alone.
+        sigma = self._fit_sigma(X, Y, X[:0], Y[:0], rng, X.shape[0])
+        return kols(X, Y, sigma, kernel=self.kernel, matern_nu=self.matern_nu, options=self._options(),
                     sample_weight=w_train)

@@ -25,10 +25,10 @@ class LandweberRegressor(KernelRegressorBase):
     {attributes}
     """
 
-    def __init__(self, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, method="gd", nu=1.0, max_iter=500,
+    def __init__(self, sigma="auto", *, kernel="gaussian", matern_nu=1.5, method="gd", nu=1.0, max_iter=500,
                  step_size="paper", stopping="best",
                  tol=None, window=10, n_iter_no_change=None, iterates="auto", validation_fraction=0.2,
-                 refit=False, fit_intercept=False, random_state=None, n_threads=None,
+                 refit=False, fit_intercept=True, random_state=None, n_threads=None,
                  n_jobs=None, verbose=0, dtype=None,
                  options=None):
         self.sigma = sigma
@@ -54,7 +54,8 @@ class LandweberRegressor(KernelRegressorBase):
         self.options = options
 
     _family = opt.LANDWEBER
-    _attributes = ("centers_", "coef_", "intercept_", "n_iter_", "validation_rmse_", "step_size_", "products_",
+    _attributes = ("sigma_", "sigma_candidates_", "sigma_scores_", "centers_", "coef_", "intercept_", "n_iter_",
+                   "validation_rmse_", "step_size_", "products_",
                    "lambda_")
 
     def _fit_path(self, X, Y, rng):
@@ -62,17 +63,18 @@ class LandweberRegressor(KernelRegressorBase):
         w_train, w_val = self._split_weights()
         held_out = X_val.shape[0] > 0
         refit = self._refits(held_out)
+        sigma = self._fit_sigma(X_train, Y_train, X_val, Y_val, rng, X_train.shape[0])
         shared = dict(kernel=self.kernel, matern_nu=self.matern_nu, method=self.method, nu=self.nu,
                       step_size=self.step_size, options=self._options(), progress=self._progress())
         result = landweber_path(
-            X_train, Y_train, self.sigma, X_val=X_val if held_out else None, y_val=Y_val if held_out else None,
+            X_train, Y_train, sigma, X_val=X_val if held_out else None, y_val=Y_val if held_out else None,
             sample_weight=w_train, sample_weight_val=w_val, max_iter=self.max_iter, stopping=self.stopping,
             tol=self.tol, window=self.window,
             n_iter_no_change=self.n_iter_no_change, metric=self._selection_metric(), **shared)
         self.centers_ = X_train
         coef = self._take_path(result)
         if refit:  # all rows, the selected t (and lambda), no hold-out set
-            again = landweber_path(X, Y, self.sigma, max_iter=self.n_iter_, hybrid_lambda=self.lambda_,
+            again = landweber_path(X, Y, sigma, max_iter=self.n_iter_, hybrid_lambda=self.lambda_,
                                    sample_weight=self._fit_sample_weight, **shared)
             self.centers_, self.step_size_, coef = X, again.step_size, again.coef
         return coef

@@ -4,6 +4,7 @@ from __future__ import annotations
 from .. import options as opt
 from .._api import nytro_path
 from ..centers import choose_centers
+from ._bandwidth import is_auto
 from ._base import KernelRegressorBase, capped_n_centers
 
 
@@ -22,11 +23,11 @@ class NytroRegressor(KernelRegressorBase):
     {attributes}
     """
 
-    def __init__(self, n_centers=1000, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, method="hybrid", nu=1.0,
+    def __init__(self, n_centers=1000, sigma="auto", *, kernel="gaussian", matern_nu=1.5, method="hybrid", nu=1.0,
                  max_iter=500, step_size="auto",
                  stopping="best", tol=None, window=10, n_iter_no_change=50, iterates="auto", factor="pivoted",
                  solver="auto", storage=None, centers=None, center_selection="uniform",
-                 validation_fraction=0.2, refit=False, fit_intercept=False, random_state=None, n_threads=None,
+                 validation_fraction=0.2, refit=False, fit_intercept=True, random_state=None, n_threads=None,
                  n_jobs=None,
                  verbose=0, dtype=None,
                  options=None):
@@ -59,19 +60,20 @@ class NytroRegressor(KernelRegressorBase):
         self.options = options
 
     _family = opt.NYTRO
-    _attributes = ("centers_", "n_centers_", "coef_", "intercept_", "n_iter_", "validation_rmse_", "step_size_",
+    _attributes = ("sigma_", "sigma_candidates_", "sigma_scores_", "centers_", "n_centers_", "coef_", "intercept_",
+                   "n_iter_", "validation_rmse_", "step_size_",
                    "rank_", "solver_", "products_", "lambda_")
 
     def _fit_path(self, X, Y, rng):
         X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)
         w_train, w_val = self._split_weights()
-        centers = self._centers(X, X_train, rng)
+        centers, sigma = self._centers_and_sigma(X, X_train, Y_train, X_val, Y_val, rng)
         held_out = X_val.shape[0] > 0
         refit = self._refits(held_out)
         shared = dict(kernel=self.kernel, matern_nu=self.matern_nu, method=self.method, nu=self.nu,
                       step_size=self.step_size, options=self._options(), progress=self._progress())
         result = nytro_path(
-            X_train, Y_train, centers, self.sigma, X_val=X_val if held_out else None,
+            X_train, Y_train, centers, sigma, X_val=X_val if held_out else None,
             y_val=Y_val if held_out else None, sample_weight=w_train, sample_weight_val=w_val,
             max_iter=self.max_iter,
             stopping=self.stopping, tol=self.tol, window=self.window, n_iter_no_change=self.n_iter_no_change,
@@ -82,15 +84,27 @@ class NytroRegressor(KernelRegressorBase):
         coef = self._take_path(result)
         self._calibrate(X_val if held_out else X_train, Y_val if held_out else Y_train, centers, coef, held_out)
         if refit:  # all rows, the selected t (and lambda), no hold-out set
-            again = nytro_path(X, Y, centers, self.sigma, max_iter=self.n_iter_, hybrid_lambda=self.lambda_,
+            again = nytro_path(X, Y, centers, sigma, max_iter=self.n_iter_, hybrid_lambda=self.lambda_,
                                sample_weight=self._fit_sample_weight, **shared)
             self.step_size_, self.solver_, coef = again.step_size, again.solver, again.coef
         return coef
 
-    def _centers(self, X, X_train, rng):
-        """The fit's centres: `centers`, or n_centers drawn by center_selection, at most
-        every training row (capped_n_centers)."""
+    def _centers(self, X, X_train, rng, sigma):
+        """The fit's centres: `centers`, or n_centers drawn by center_selection (leverage
+        scores under the bandwidths `sigma`), at most every training row (capped_n_centers)."""
         n_centers = self.n_centers if self.centers is not None else capped_n_centers(self, X_train.shape[0])
         return choose_centers(X, X_train, n_centers=n_centers, centers=self.centers,
-                              center_selection=self.center_selection, sigma=self.sigma, rng=rng,
+                              center_selection=self.center_selection, sigma=sigma, rng=rng,
                               n_threads=self._n_threads(), kernel=self.kernel, matern_nu=self.matern_nu)
+
+    def _centers_and_sigma(self, X, X_train, Y_train, X_val, Y_val, rng):
+        """(centers, sigma_) of the fit. Uniform or given centres are drawn first, as with
+        an explicit sigma, so that sigma="auto" and sigma=<its sigma_> with the same
+        random_state fit the same model; leverage scores need the bandwidths, so there
+        sigma is selected first. The screening fits take at most as many centres as the
+        fit (n_centers, capped at the training rows)."""
+        if is_auto(self.sigma) and self.centers is None and self.center_selection == "leverage":
+            sigma = self._fit_sigma(X_train, Y_train, X_val, Y_val, rng, min(int(self.n_centers), X_train.shape[0]))
+            return NytroRegressor._centers(self, X, X_train, rng, sigma), sigma
+        centers = NytroRegressor._centers(self, X, X_train, rng, self.sigma)
+        return centers, self._fit_sigma(X_train, Y_train, X_val, Y_val, rng, centers.shape[0])

@@ -21,9 +21,9 @@ class NystromKRLSRegressor(KernelRegressorBase):
     {attributes}
     """
 
-    def __init__(self, n_centers=1000, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, lambdas=None,
+    def __init__(self, n_centers=1000, sigma="auto", *, kernel="gaussian", matern_nu=1.5, lambdas=None,
                  factor="pivoted", solver="eigh", storage=None, centers=None, center_selection="uniform",
-                 validation_fraction=0.2, refit=False, fit_intercept=False, random_state=None, n_threads=None,
+                 validation_fraction=0.2, refit=False, fit_intercept=True, random_state=None, n_threads=None,
                  n_jobs=None,
                  verbose=0, dtype=None, options=None):
         self.n_centers = n_centers
@@ -47,19 +47,20 @@ class NystromKRLSRegressor(KernelRegressorBase):
         self.options = options
 
     _family = opt.NKRLS
-    _attributes = ("centers_", "n_centers_", "coef_", "intercept_", "lambda_", "lambdas_", "validation_rmse_", "rank_")
+    _attributes = ("sigma_", "sigma_candidates_", "sigma_scores_", "centers_", "n_centers_", "coef_", "intercept_",
+                   "lambda_", "lambdas_", "validation_rmse_", "rank_")
 
     def _fit_path(self, X, Y, rng):
         lambdas = np.asarray(chk.check_lambdas(self.lambdas))
         X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)
         w_train, w_val = self._split_weights()
-        centers = NytroRegressor._centers(self, X, X_train, rng)
+        centers, sigma = NytroRegressor._centers_and_sigma(self, X, X_train, Y_train, X_val, Y_val, rng)
         held_out = X_val.shape[0] > 0
         refit = self._refits(held_out)
         shared = dict(kernel=self.kernel, matern_nu=self.matern_nu, options=self._options(),
                       progress=self._progress())
         result = nkrls_path(
-            X_train, Y_train, centers, self.sigma, lambdas=lambdas, X_val=X_val if held_out else None,
+            X_train, Y_train, centers, sigma, lambdas=lambdas, X_val=X_val if held_out else None,
             y_val=Y_val if held_out else None, sample_weight=w_train, sample_weight_val=w_val,
             metric=self._selection_metric(), **shared)
         self.centers_ = centers
@@ -70,7 +71,7 @@ class NystromKRLSRegressor(KernelRegressorBase):
         self._calibrate(X_val if held_out else X_train, Y_val if held_out else Y_train, centers, result.coef,
                         held_out)
         if refit:  # all rows, the selected lambda, no hold-out set
-            return nkrls_path(X, Y, centers, self.sigma, lambdas=[self.lambda_], sample_weight=self._fit_sample_weight,
+            return nkrls_path(X, Y, centers, sigma, lambdas=[self.lambda_], sample_weight=self._fit_sample_weight,
                               **shared).coef
         return result.coef
 
@@ -85,8 +86,8 @@ class KRLSRegressor(KernelRegressorBase):
     {attributes}
     """
 
-    def __init__(self, sigma=1.0, *, kernel="gaussian", matern_nu=1.5, lambdas=None, solver="eigh",
-                 validation_fraction=0.2, refit=False, fit_intercept=False,
+    def __init__(self, sigma="auto", *, kernel="gaussian", matern_nu=1.5, lambdas=None, solver="eigh",
+                 validation_fraction=0.2, refit=False, fit_intercept=True,
                  random_state=None, n_threads=None, n_jobs=None, verbose=0, dtype=None, options=None):
         self.sigma = sigma
         self.kernel = kernel
@@ -104,7 +105,8 @@ class KRLSRegressor(KernelRegressorBase):
         self.options = options
 
     _family = opt.KRLS
-    _attributes = ("centers_", "coef_", "intercept_", "lambda_", "lambdas_", "validation_rmse_")
+    _attributes = ("sigma_", "sigma_candidates_", "sigma_scores_", "centers_", "coef_", "intercept_", "lambda_",
+                   "lambdas_", "validation_rmse_")
 
     def _fit_path(self, X, Y, rng):
         lambdas = np.asarray(chk.check_lambdas(self.lambdas))
@@ -112,10 +114,11 @@ class KRLSRegressor(KernelRegressorBase):
         w_train, w_val = self._split_weights()
         held_out = X_val.shape[0] > 0
         refit = self._refits(held_out)
+        sigma = self._fit_sigma(X_train, Y_train, X_val, Y_val, rng, X_train.shape[0])
         shared = dict(kernel=self.kernel, matern_nu=self.matern_nu, options=self._options(),
                       progress=self._progress())
         result = krls_path(
-            X_train, Y_train, self.sigma, lambdas=lambdas, X_val=X_val if held_out else None,
+            X_train, Y_train, sigma, lambdas=lambdas, X_val=X_val if held_out else None,
             y_val=Y_val if held_out else None, sample_weight=w_train, sample_weight_val=w_val,
             metric=self._selection_metric(), **shared)
         self.centers_ = X_train
@@ -124,6 +127,6 @@ class KRLSRegressor(KernelRegressorBase):
         self.validation_rmse_ = result.validation_rmse
         if refit:  # all rows, the selected lambda, no hold-out set
             self.centers_ = X
-            return krls_path(X, Y, self.sigma, lambdas=[self.lambda_], sample_weight=self._fit_sample_weight,
+            return krls_path(X, Y, sigma, lambdas=[self.lambda_], sample_weight=self._fit_sample_weight,
                              **shared).coef
         return result.coef

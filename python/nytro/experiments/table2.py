@@ -93,10 +93,12 @@ class Method:
     solver: str = "eigh"      # of the exact Tikhonov ones (memory estimate)
 
     def build(self, ctx: Context):
-        common = dict(random_state=ctx.seed, n_threads=ctx.threads)
+        # The paper's model: its sigma and no intercept (the estimators' defaults are
+        # sigma="auto" and fit_intercept=True).
+        common = dict(random_state=ctx.seed, n_threads=ctx.threads, fit_intercept=False)
         s = ctx.sigma
         if self.key == "kols":
-            return KOLSRegressor(s, n_threads=ctx.threads)
+            return KOLSRegressor(s, n_threads=ctx.threads, fit_intercept=False)
         if self.key == "krls":
             return KRLSRegressor(s, solver="eigh", **common)
         if self.key == "landweber":

@@ -1,0 +1,159 @@
+"""sigma="auto": the kernel's bandwidths chosen from the data, on the fit's own hold-out split.
+
+The bandwidths are ARD, one per feature: sigma_j = s * spread_j. The spreads (the training
+rows' standard deviations, feature_spreads) make the kernel blind to each feature's unit,
+as StandardScaler would, without the user having to scale; the overall scale s starts
+from the median pairwise distance of the rows so scaled (distance_scale), the usual
+heuristic for a Gaussian kernel, and is then selected on the hold-out rows among s0 * 2^k
+(k from -2 to 2, extended by one step at a time while the best is at the edge, up to
+|k| = MAX_EXPONENT). Each candidate is screened by a NYTRO "hybrid" fit at few centres
+(at most SCREEN_CENTERS), which selects t and lambda of the paper's grid on the same
+hold-out rows (Nystrom KRLS's hold-out accuracy in a few tens of products of an m x m
+matrix), so a candidate's best hold-out error costs a fraction of the fit; the
+estimator's own fit then runs once, at the winner, with its full n_centers.
+The screening scores the estimator's own metric (the RMSE, or the classifiers' error),
+with its sample weights; a tie goes to the candidate nearest s0.
+
+Everything here is equivariant under x -> a x + b per feature: the spreads are
+deviations from the mean (an offset does not enter) and scale with the data, and the
+rows are compared only after division by them, so sigma_ scales with each feature's unit
+and the selected model is the same up to rounding.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _checks as chk
+from .. import options as opt
+from .._api import nytro_path
+
+# The screening fits' centres at most, and the rows whose pairwise distances give s0.
+SCREEN_CENTERS = 200
+# The screening path: NYTRO's "hybrid" (t and lambda of the paper's grid selected on the
+# hold-out rows, Nystrom KRLS's accuracy without its eigendecomposition), ended as the
+# estimator's default ends it.
+SCREEN_ITERATIONS = 500
+SCREEN_PATIENCE = 50
+# The first candidates are s0 * 2^k for |k| <= FIRST_EXPONENT; the search widens while
+# the best is at the edge, up to |k| <= MAX_EXPONENT (a factor 16 either way), since
+# per-feature spreads can be far from the scale a target varies at.
+FIRST_EXPONENT = 2
+MAX_EXPONENT = 4
+
+
+def is_auto(sigma) -> bool:
+    return isinstance(sigma, str) and sigma == "auto"
+
+
+def searches(est) -> bool:
+    """Whether est's fit selects its bandwidths (sigma="auto" with a kernel that has one).
+    Sets what is known before: sigma_ as given (checked), None for kernel="linear" or
+    while it is to be selected, and sigma_candidates_ and sigma_scores_ None."""
+    est.sigma_candidates_ = est.sigma_scores_ = None
+    auto = is_auto(est.sigma)
+    est.sigma_ = None if est.kernel == "linear" or auto else chk.check_bandwidth(est.sigma)
+    return auto and est.kernel != "linear"
+
+
+def feature_spreads(X, weights=None) -> np.ndarray:
+    """Each feature's standard deviation over the rows of X, in float64, each row counting
+    by its weight where given (integer weights as repeated rows). A feature that does
+    not vary (its deviation within rounding of its magnitude: a constant, or a constant
+    with a large offset) has no spread to measure: it gets the median of the others', so
+    that the rows that do differ in it (at predict) are measured in a typical unit; 1.0
+    where no feature varies."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.shape[0] == 0:
+        return np.ones(X.shape[1])
+    if weights is None:
+        return spreads_of(X.std(axis=0), np.abs(X).max(axis=0))
+    weights = np.asarray(weights, dtype=np.float64)
+    weights = weights / weights.max()  # as fit_intercept's mean: tiny weights' products would be subnormal
+    deviations = X - np.average(X, axis=0, weights=weights)
+    return spreads_of(np.sqrt(np.average(deviations ** 2, axis=0, weights=weights)),
+                      np.abs(X[weights > 0]).max(axis=0))
+
+
+def spreads_of(deviations, magnitudes) -> np.ndarray:
+    """feature_spreads from each feature's standard deviation and largest magnitude (as a
+    pass over Dask chunks gives them)."""
+    spreads = np.asarray(deviations, dtype=np.float64)
+    varies = spreads > 8 * np.finfo(np.float64).eps * np.asarray(magnitudes, dtype=np.float64)
+    fallback = float(np.median(spreads[varies])) if varies.any() else 1.0
+    return np.where(varies, spreads, fallback)
+
+
+def distance_scale(X, spreads, weights=None) -> float:
+    """The median distance between two different rows of X after each feature is divided
+    by its spread (the median of the positive distances: duplicated rows ignored); 1.0
+    where there are none. With weights, the pair (i, j) counts w_i w_j times, so that
+    integer weights give the median of the rows repeated (zero weights: rows left out)."""
+    X = np.asarray(X, dtype=np.float64)
+    Z = (X - X.mean(axis=0)) / spreads  # centred first: the norms below then cancel nothing large
+    if Z.shape[0] < 2:
+        return 1.0
+    norms = (Z * Z).sum(1)
+    squared = np.maximum(norms[:, None] + norms[None, :] - 2.0 * (Z @ Z.T), 0.0)
+    i, j = np.triu_indices(Z.shape[0], 1)
+    pairs = squared[i, j]
+    if weights is None:
+        counts = np.ones(pairs.size)
+    else:  # relative to the largest: products of weights near 1e-310 or 1e308 would under- or overflow
+        w = np.asarray(weights, np.float64)
+        w = w / w.max() if w.max() > 0 else w
+        counts = w[i] * w[j]
+    kept = (pairs > 0) & (counts > 0)
+    if not kept.any():
+        return 1.0
+    return float(np.sqrt(weighted_median(pairs[kept], counts[kept])))
+
+
+def weighted_median(values, counts) -> float:
+    """The median of `values`, value k counted counts[k] times: the mean of the two middle
+    values of the sorted multiset (np.median's convention for integer counts)."""
+    order = np.argsort(values, kind="stable")
+    values, cumulative = values[order], np.cumsum(counts[order])
+    half = cumulative[-1] / 2
+    lower = np.searchsorted(cumulative, half, side="left")
+    upper = np.searchsorted(cumulative, half, side="right")
+    return 0.5 * (values[lower] + values[min(upper, values.size - 1)])
+
+
+def select_bandwidth(est, X_train, Y_train, X_val, Y_val, rng, n_screen: int, weights=(None, None)):
+    """(sigma_, candidates, scores) for the estimator `est` with sigma="auto": the ARD
+    bandwidths s * spreads of the training rows, with s selected on the hold-out rows
+    (X_val, Y_val; none: s0 alone, and NaN scores) from the candidates' screening fits at
+    min(n_screen, SCREEN_CENTERS) centres drawn from the training rows by rng."""
+    w_train, w_val = weights
+    spreads = feature_spreads(X_train, w_train)
+    n_train = X_train.shape[0]
+    m = max(1, min(int(n_screen), SCREEN_CENTERS, n_train))
+    rows = np.sort(rng.permutation(n_train)[:m])
+    s0 = distance_scale(X_train[rows], spreads, None if w_train is None else w_train[rows])
+    if X_val.shape[0] == 0:
+        return s0 * spreads, np.array([s0]), np.array([np.nan])
+    options = opt.NytroOptions(n_threads=est._n_threads())
+    scores = {}
+
+    def screen(k):
+        if k not in scores:
+            fit = nytro_path(X_train, Y_train, X_train[rows], s0 * 2.0 ** k * spreads, kernel=est.kernel,
+                             matern_nu=est.matern_nu, X_val=X_val, y_val=Y_val, method="hybrid",
+                             max_iter=SCREEN_ITERATIONS, n_iter_no_change=SCREEN_PATIENCE, options=options,
+                             metric=est._selection_metric(), sample_weight=w_train, sample_weight_val=w_val)
+            scores[k] = float(np.min(fit.validation_rmse))
+        return scores[k]
+
+    for k in range(-FIRST_EXPONENT, FIRST_EXPONENT + 1):
+        screen(k)
+    while True:
+        best = min(scores, key=lambda k: (scores[k], abs(k), k))
+        lo, hi = min(scores), max(scores)
+        if best == lo and lo > -MAX_EXPONENT:
+            screen(lo - 1)
+        elif best == hi and hi < MAX_EXPONENT:
+            screen(hi + 1)
+        else:
+            break
+    ks = sorted(scores)
+    return s0 * 2.0 ** best * spreads, s0 * 2.0 ** np.array(ks, dtype=np.float64), np.array([scores[k] for k in ks])
