@@ -14,6 +14,18 @@ class KOLSRegressor(KernelRegressorBase):
     {parameters}
 
     {attributes}
+
+    Examples
+    --------
+    On scikit-learn's diabetes data as it comes (sigma="auto" reads each feature's
+    spread, so no scaler is needed):
+
+    >>> from sklearn.datasets import load_diabetes
+    >>> from nytro import KOLSRegressor
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> model = KOLSRegressor().fit(X, y)
+    >>> model.predict(X[:3]).shape
+    (3,)
     """
 
     def __init__(self, sigma="auto", *, kernel="gaussian", matern_nu=1.5, rcond=None, fit_intercept=True,

@@ -23,6 +23,20 @@ class LandweberRegressor(KernelRegressorBase):
     {parameters}
 
     {attributes}
+
+    Examples
+    --------
+    On scikit-learn's diabetes data as it comes (sigma="auto" reads each feature's
+    spread, so no scaler is needed):
+
+    >>> from sklearn.datasets import load_diabetes
+    >>> from nytro import LandweberRegressor
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> model = LandweberRegressor(random_state=0).fit(X, y)
+    >>> model.predict(X[:3]).shape
+    (3,)
+    >>> 1 <= model.n_iter_ <= model.max_iter
+    True
     """
 
     def __init__(self, sigma="auto", *, kernel="gaussian", matern_nu=1.5, method="gd", nu=1.0, max_iter=500,

@@ -21,6 +21,20 @@ class NytroRegressor(KernelRegressorBase):
     {parameters}
 
     {attributes}
+
+    Examples
+    --------
+    On scikit-learn's diabetes data as it comes (sigma="auto" reads each feature's
+    spread, so no scaler is needed):
+
+    >>> from sklearn.datasets import load_diabetes
+    >>> from nytro import NytroRegressor
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> model = NytroRegressor(n_centers=100, random_state=0).fit(X, y)
+    >>> model.n_centers_, model.sigma_.shape, model.predict(X[:3]).shape
+    (100, (10,), (3,))
+    >>> int(model.n_iter_) >= 1  # the iteration selected on the hold-out rows
+    True
     """
 
     def __init__(self, n_centers=1000, sigma="auto", *, kernel="gaussian", matern_nu=1.5, method="hybrid", nu=1.0,
