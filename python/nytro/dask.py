@@ -150,6 +150,9 @@ class DaskFit:
         Their global row indices in X (None for centres given as points).
     n_train, n_val : int
         Training and hold-out rows of the split.
+    lambdas : ndarray or None
+        The lambda grid searched (nkrls_path; the default scaled by the kernel's bound),
+        None for nytro_path.
     """
 
     result: PathResult | TikhonovResult
@@ -157,6 +160,7 @@ class DaskFit:
     center_rows: np.ndarray
     n_train: int
     n_val: int
+    lambdas: np.ndarray | None = None
 
 
 # ------------------------------------------------------------------------- split
@@ -1925,8 +1929,9 @@ def _hybrid(data, fraction, seed, C, R, H, c, sigma, n_train, n_val, max_iter, s
     rates, from every hold-out row's prediction at every (t, lambda) as the core's tally
     (_hybrid_error_part). Returns (coef m x q for the scaled targets, path, selected,
     stopped, lambda, Lanczos steps)."""
-    if grid is None:
-        grid = np.array([10.0 ** ((15.0 * i) / 99.0 - 15.0) for i in range(100)])  # as the core's pow
+    if grid is None:  # the core's hybrid_lambda_grid: the paper's by its pow, times the kernel's bound
+        grid = np.array([10.0 ** ((15.0 * i) / 99.0 - 15.0) for i in range(100)]) * _kernel_bound(
+            data, sigma, fraction, seed)
     q = c.shape[1]
     # The outputs' Lanczos processes in lockstep: one product with H (in direct mode a pass
     # over the workers' blocks) per step for all of them, as the in-memory block product.
@@ -2225,6 +2230,7 @@ def nkrls_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     ("split", "centres", the factor's stages, "gram", "validation"). The other parameters
     are those of ``nytro.nkrls_path`` (the rows of ``nytro.options.DASK_NKRLS``)."""
     values = _options(opt.DASK_NKRLS, options, locals())
+    default_grid = lambdas is None
     lambdas = chk.check_lambdas(lambdas)
     if validation_fraction is None and len(lambdas) != 1:
         raise ValueError(f"without a hold-out set exactly one lambda is needed, got {len(lambdas)} in lambdas: pass "
@@ -2238,6 +2244,8 @@ def nkrls_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
         X, y, sigma, values, n_centers, centers, center_selection, validation_fraction, seed, dtype, sample_weight,
         estimator, progress)
     exponents = _exponents(scales)
+    if default_grid:  # scaled by the kernel's bound, as the in-memory grid (chk.kernel_bound)
+        lambdas = (np.asarray(lambdas) * _kernel_bound(data, kern, fraction, seed)).tolist()
     kern = dataclasses.replace(kern, low=low)
     H, c = _normal_equations(data, fraction, seed, C, factor, kern, n_threads, split_every, exponents, n_train)
     report("gram", 1, 1)
@@ -2254,7 +2262,7 @@ def nkrls_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     coef, path = _unscaled(alphas[:, best * q:(best + 1) * q], path, scales, metric)
     result = TikhonovResult(coef=coef[:, 0] if data.one_d else coef, validation_rmse=path,
                             lambda_=float(lambdas[best]), selected=best, rank=R.shape[1])
-    return DaskFit(result, C, rows, n_train, n_val)
+    return DaskFit(result, C, rows, n_train, n_val, np.asarray(lambdas))
 
 
 def _shifted_solves(H, c, shifts, solver, dtype):
@@ -2468,9 +2476,8 @@ def fit_estimator(est, X, y, sample_weight=None):
                                **{**common, "centers": fit.centers, "validation_fraction": None})
             est.step_size_, est.solver_, coef = again.result.step_size, again.result.solver, again.result.coef
     else:
-        lambdas = np.asarray(chk.check_lambdas(est.lambdas))
-        fit = nkrls_path(X, y, est.sigma, lambdas=lambdas, **common)
-        est.lambdas_ = lambdas
+        fit = nkrls_path(X, y, est.sigma, lambdas=est.lambdas, **common)
+        est.lambdas_ = fit.lambdas
         est.lambda_ = fit.result.lambda_
         est.validation_rmse_ = fit.result.validation_rmse
         coef = fit.result.coef
