@@ -120,3 +120,34 @@ def test_classifier_on_a_linear_kernel_at_any_scale(scale):
         X, labels).score(X, labels)
     assert accuracy > 0.95
 
+
+# storage="float32" keeps the linear kernel in float32: ||x||^2 must stay within float's
+# normal range (from 2^-126), where its rounding is float's relative precision; below it
+# the entries round to subnormals and zeros (features of 1e-25: a zero K_nm, the zero model).
+TINY = 1e-25
+
+
+@pytest.mark.parametrize("solver", ["direct", "gram", "spectral"])
+def test_float32_storage_refuses_a_linear_kernel_below_float_range(solver):
+    X, y = linear_data(TINY)
+    model = nytro.NytroRegressor(n_centers=40, kernel="linear", solver=solver, storage="float32", random_state=0)
+    with pytest.raises(ValueError, match=r"storage='float32' keeps K_nm and the hold-out kernel in float32, where "
+                                         r"the linear kernel of these features underflows .*use storage=None"):
+        model.fit(X, y)
+
+
+def test_float32_storage_of_nkrls_and_float16_hold_out_refuse_it_too():
+    X, y = linear_data(TINY)
+    with pytest.raises(ValueError, match=r"storage='float32' keeps the kernel blocks of A\^T A .* underflows"):
+        nytro.NystromKRLSRegressor(n_centers=40, kernel="linear", storage="float32", random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match=r"storage='float16' keeps the hold-out kernel in float32, .* underflows"):
+        nytro.NytroRegressor(n_centers=40, kernel="linear", storage="float16", random_state=0).fit(X, y)
+
+
+@pytest.mark.parametrize("storage", ["float32", "float16"])
+def test_low_storage_fits_small_features_within_float_range(storage):
+    """Features of 1e-18 (||x||^2 ~ 3e-36, in float's normal range): the right model."""
+    X, y = linear_data(1e-18)
+    model = nytro.NytroRegressor(n_centers=40, kernel="linear", storage=storage, random_state=0, n_threads=1)
+    exact = X @ ridge(X, y, 0.0)
+    assert np.sqrt(np.mean((model.fit(X, y).predict(X) - exact) ** 2)) < 0.5 * NOISE

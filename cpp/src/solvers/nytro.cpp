@@ -121,17 +121,7 @@ Solver choose_solver(Index n, Index n_val, Index k, Index q, PathLength length, 
     return direct_fits && direct <= gram ? Solver::direct : Solver::gram;
 }
 
-// The largest of ||a_i|| max(1, scale_i) over A's rows (scale: none where null).
-template <class T>
-double largest_row_norm(const MatrixCRef<T>& A, const Vector<T>* row_scale) {
-    double largest = 0.0;
-    for (Index i = 0; i < A.rows(); ++i) {
-        // stableNorm: the plain norm squares first, and overflows for rows near 1e154.
-        const double norm = double(A.row(i).stableNorm());
-        largest = std::max(largest, row_scale ? norm * std::max(1.0, double((*row_scale)[i])) : norm);
-    }
-    return largest;
-}
+using detail::largest_row_norm;
 
 // The exponent e that brings the largest of ||a_i|| max(1, scale_i) over A's rows into
 // [2^6, 2^7) when A is multiplied by 2^e (0 for a zero A). With e_x for X (its row
@@ -436,16 +426,13 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
     if (low && !kernel.distance_based()) {
         // The linear kernel in float32 (float32 storage's K_nm; either storage's hold-out
         // kernel) needs ||x||^2 within float's range. float16's K_nm is stored scaled
-        // (DirectSolver) and never overflows: without a hold-out set nothing is counted.
+        // (DirectSolver) and never leaves half's: without a hold-out set nothing is counted.
         const bool held_out = X_val.rows() > 0;
         const double largest = std::max({half ? 0.0 : largest_row_norm<T>(X, nullptr),
                                          largest_row_norm<T>(X_val, nullptr),
                                          half && !held_out ? 0.0 : largest_row_norm<T>(centers, nullptr)});
-        require(largest * largest <= 0.5 * double(std::numeric_limits<float>::max()),
-                "storage='" + std::string(to_string(options.storage)) + "' keeps " +
-                    (half ? "the hold-out kernel" : "K_nm and the hold-out kernel") +
-                    " in float32, where the linear kernel of these features overflows (||x||^2 up to " +
-                    format_number(largest * largest) + "): rescale X, or use storage=None");
+        detail::check_float_linear_kernel(largest, to_string(options.storage),
+                                          half ? "the hold-out kernel" : "K_nm and the hold-out kernel");
     }
     const double stored = half ? 2.0 : low ? 4.0 : double(sizeof(T));  // bytes per stored K_nm or H entry
     const detail::MemoryPlan plan = plan_nytro(X.rows(), X.cols(), centers.rows(), X_val.rows(), Y.cols(), options,
