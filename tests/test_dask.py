@@ -1067,6 +1067,24 @@ def test_linear_kernel_overflow_is_refused_as_in_memory(client, solver):
             est.fit(Xd, y)
 
 
+def test_linear_kernel_grids_follow_the_feature_scale(client):
+    """Features of 1e-10: the linear kernel's spectrum is 1e-20 of a distance kernel's.
+    The default lambda grids (NKRLS's, hybrid's) are the paper's times max ||x||^2 over
+    the training rows, as in memory; the paper's absolute grid over-regularised every
+    lambda into the zero model."""
+    rng = np.random.default_rng(0)
+    U = rng.uniform(-1, 1, (300, 3))
+    y = U @ np.array([1.0, -1.0, 0.5]) + 0.01 * rng.standard_normal(300)
+    Xd = da.from_array(U * 1e-10, chunks=70)
+    for est in (nytro.NytroRegressor(20, kernel="linear", random_state=0),
+                nytro.NystromKRLSRegressor(20, kernel="linear", random_state=0)):
+        est.fit(Xd, y)
+        assert np.sqrt(np.mean((np.asarray(est.predict(Xd)) - y) ** 2)) < 0.05, type(est).__name__
+    grid = est.lambdas_
+    assert 0 < grid[-1] <= (U**2).sum(1).max() * 1e-20 * (1 + 1e-12)
+    np.testing.assert_allclose(grid / grid[-1], nytro.paper_lambdas(), rtol=1e-15)
+
+
 def test_targets_near_the_end_of_the_range(client):
     """y of size 2^600: scaled by a power of two as in memory, so that the squared
     hold-out errors do not overflow."""

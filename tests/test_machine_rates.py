@@ -159,6 +159,43 @@ def test_a_line_of_another_version_is_probed_again(tmp_path):
         assert written.startswith("probe-v3 nytro-") and f"\t{key}\t" in written
 
 
+# Rates read from the cache, a first fit with solver="auto", the rates again, a second fit
+# and the rates once more.
+DEPARTED = """
+import json
+import numpy as np
+import nytro
+seen = [nytro.machine_rates(1)]
+X = np.random.default_rng(0).standard_normal((400, 4))
+for _ in range(2):
+    nytro.NytroRegressor(n_centers=30, max_iter=5, n_threads=1, random_state=0).fit(X, X[:, 0])
+    seen.append(nytro.machine_rates(1))
+print(json.dumps(seen))
+"""
+
+
+def test_a_fit_far_from_its_price_probes_again(tmp_path):
+    """Cached rates far below any machine's (as a probe under a load it did not see
+    would leave): the model prices the first fit at days, far above what any fit takes
+    (no real timing is compared), and the rates are forgotten: the next call probes again
+    (a steady, unloaded probe rewrites the line), and keeps that probe for the process."""
+    cache = tmp_path / "rates.txt"
+    run_unpinned(str(cache), refresh=True)  # a line in this build's format
+    (written,) = cache.read_text().splitlines()
+    slow = written.rsplit("\t", 1)[0] + "\t1 1 1 1"
+    cache.write_text(slow + "\n")
+    environment = {k: v for k, v in os.environ.items() if k != "NYTRO_RATES"}
+    environment.update(NYTRO_RATES_CACHE=str(cache), PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    done = subprocess.run([sys.executable, "-c", DEPARTED], env=environment, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    cached, after, later = json.loads(done.stdout.strip().splitlines()[-1])
+    assert cached["source"] == f"cache {cache}" and cached["flops"] == 1
+    assert probed(after) and after["flops"] > 1
+    assert later == after  # once probed again, kept for the process
+    assert (slow in cache.read_text()) == (after["source"] != "probe")
+
+
 def busy_processes(count):
     """`count` processes that spin on a core each until killed."""
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]

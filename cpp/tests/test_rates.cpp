@@ -3,11 +3,13 @@
 // No check depends on what the probe measures beyond its being a positive rate.
 #include "check.hpp"
 #include "support.hpp"
+#include "runtime/machine_rates.hpp"
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -109,6 +111,30 @@ std::string written_version(const std::string& file) {
     return text.substr(0, text.find('\t'));
 }
 
+// A test's own cache file, unpinned rates reading it, and what its lines hold for one
+// thread: the key and the version field this build writes. Removed at the end.
+class OwnCache {
+public:
+    explicit OwnCache(const std::string& name)
+        : file(name), no_pin_("NYTRO_RATES", nullptr), cache_("NYTRO_RATES_CACHE", name.c_str()) {
+        std::remove(file.c_str());
+        nytro::set_machine_rates(rates(1, 1, 1));
+        key = nytro::machine_rates(1).key;
+        unpin();
+        version = written_version(file);
+        unpin();
+    }
+    ~OwnCache() {
+        unpin();
+        std::remove(file.c_str());
+    }
+    const std::string file;
+    std::string key, version;
+
+private:
+    ScopedEnv no_pin_, cache_;
+};
+
 NYTRO_TEST(rates_probed_once_and_cached_on_disk) {
     ScopedEnv no_pin("NYTRO_RATES", nullptr);
     const std::string file = "nytro_test_rates_cache/sub/rates.txt";
@@ -150,17 +176,11 @@ NYTRO_TEST(rates_read_from_a_written_cache) {
     // A cache written by hand: its line is used as it stands; a malformed or stale line
     // (another probe version or library version, a rate that is not positive) is not,
     // and is probed over.
-    ScopedEnv no_pin("NYTRO_RATES", nullptr);
-    const std::string file = "nytro_test_rates_written.txt";
-    std::remove(file.c_str());
-    ScopedEnv cache("NYTRO_RATES_CACHE", file.c_str());
-    nytro::set_machine_rates(rates(1, 1, 1));
-    const std::string key = nytro::machine_rates(1).key;
-    unpin();
-    const std::string version = written_version(file), other_library = "probe-v3 nytro-0.0.0";
+    const OwnCache own("nytro_test_rates_written.txt");
+    const std::string &file = own.file, &key = own.key, &version = own.version;
+    const std::string other_library = "probe-v3 nytro-0.0.0";
     CHECK(version.rfind("probe-v3 nytro-", 0) == 0);
     CHECK(version != other_library);
-    unpin();
     auto write = [&](const std::string& line) {
         std::ofstream out(file);
         out << "probe-v1\t" << key << "\t9 9 9 9\n" << other_library << "\t" << key << "\t8 8 8 8\n" << line << "\n";
@@ -185,6 +205,40 @@ NYTRO_TEST(rates_read_from_a_written_cache) {
     CHECK(probed(nytro::machine_rates(1)));
     unpin();
     std::remove(file.c_str());
+}
+
+NYTRO_TEST(rates_a_fit_far_from_its_price_probes_again) {
+    // The times are given, not measured: whether a fit departs from the model's price.
+    using nytro::detail::departs_from_model;
+    CHECK(departs_from_model(1.0, 3.5));    // 3.5 times slower than priced
+    CHECK(departs_from_model(10.0, 3.0));   // over 3 times faster (rates cached under a load since gone)
+    CHECK(departs_from_model(0.3, 1.0));    // slower, and over the shortest fit that counts
+    CHECK(!departs_from_model(1.0, 2.9));
+    CHECK(!departs_from_model(10.0, 4.0));
+    CHECK(!departs_from_model(0.05, 0.9));  // 18 times slower, but a short fit: the unpriced terms
+    CHECK(!departs_from_model(0.0, 5.0));
+    CHECK(!departs_from_model(std::numeric_limits<double>::infinity(), 1.0));
+    CHECK(!departs_from_model(1.0, std::numeric_limits<double>::quiet_NaN()));
+
+    // Cached rates that a fit departs from are forgotten: the next call probes (and
+    // rewrites the line where the probe is steady and unloaded), once per process.
+    const OwnCache own("nytro_test_rates_departed.txt");
+    const std::string& file = own.file;
+    const std::string line = own.version + "\t" + own.key + "\t1e10 2e10 1e10 1e9";
+    std::ofstream(file) << line << "\n";
+    const MachineRates cached = nytro::machine_rates(1);
+    CHECK_EQ(cached.source, "cache " + file);
+    CHECK(!nytro::detail::note_fit_seconds(cached, 1.0, 2.0));  // within the factor: kept
+    CHECK_EQ(nytro::machine_rates(1).source, cached.source);
+    CHECK(nytro::detail::note_fit_seconds(cached, 1.0, 10.0));
+    const MachineRates again = nytro::machine_rates(1);
+    CHECK(probed(again));
+    CHECK_EQ(read_text(file).find(line) == std::string::npos, again.source == "probe");
+    CHECK(!nytro::detail::note_fit_seconds(again, 1.0, 10.0));  // probed again once: the model's own error
+    CHECK_EQ(nytro::machine_rates(1).flops, again.flops);
+    // Pinned rates are the user's, whatever a fit takes.
+    nytro::set_machine_rates(rates(1, 1, 1));
+    CHECK(!nytro::detail::note_fit_seconds(nytro::machine_rates(1), 1.0, 10.0));
 }
 
 NYTRO_TEST(rates_leave_a_file_that_is_no_cache_alone) {

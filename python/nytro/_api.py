@@ -342,13 +342,14 @@ def nkrls_path(X, y, centers, sigma, *, kernel="gaussian", matern_nu=1.5, lambda
                rank_tol=None, jitter=1e-10, solver="eigh", storage=None, n_threads=None, options=None,
                progress=None, dtype=None, metric="rmse", sample_weight=None,
                sample_weight_val=None) -> TikhonovResult:
-    """Nystrom KRLS along a lambda grid (default: the paper's 100 values in [1e-15, 1]).
+    """Nystrom KRLS along a lambda grid (default: the paper's 100 values in [1e-15, 1],
+    times max_i k(x_i, x_i): 1 but for the linear kernel).
     sample_weight, sample_weight_val: as for nytro_path."""
     opt.check_parameters(opt.NKRLS, locals(), opt.FUNCTION_SHARED)  # each by its row, before any work
     values = opt.merged(opt.NKRLS, options, locals())
     dt, X, Y, one_d, Xv, Yv, centers, scale = _training_data(X, y, X_val, y_val, dtype, centers)
     w, wv = _sample_weights(sample_weight, sample_weight_val, X, Xv)
-    lambdas = chk.check_lambdas(lambdas)
+    lambdas = chk.check_lambdas(lambdas, kernel, X)
     spec = chk.check_kernel(kernel, sigma, matern_nu, X.shape[1])
     core = opt.core_options(opt.NKRLS, values, validation_weights=scale.weights(), sample_weights=w,
                             validation_sample_weights=wv)
@@ -370,7 +371,7 @@ def krls_path(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, lambdas=None, X_
     values = opt.merged(opt.KRLS, options, locals())
     dt, X, Y, one_d, Xv, Yv, _, scale = _training_data(X, y, X_val, y_val, dtype)
     w, wv = _sample_weights(sample_weight, sample_weight_val, X, Xv)
-    lambdas = chk.check_lambdas(lambdas)
+    lambdas = chk.check_lambdas(lambdas, kernel, X)
     spec = chk.check_kernel(kernel, sigma, matern_nu, X.shape[1])
     core = opt.core_options(opt.KRLS, values, validation_weights=scale.weights(), sample_weights=w,
                             validation_sample_weights=wv)

@@ -35,6 +35,20 @@ def paper_lambdas() -> np.ndarray:
     return np.logspace(-15, 0, 100)
 
 
+def kernel_bound(kernel: str, X) -> float:
+    """kappa^2 = max_i k(x_i, x_i) over the rows of X, which the default lambda grids are
+    scaled by (as the core's hybrid grid): the largest ||x_i||^2 for the linear kernel, 1
+    for the distance kernels (k(x, x) = 1) and where the linear one's is not finite and
+    > 0. The paper's grid presumes kappa <= 1 (its step is 1 / (n kappa^2)); the linear
+    kernel's spectrum scales as |x|^2, and at |x| ~ 1e-10 the unscaled grid over-
+    regularised every lambda into the zero model."""
+    if kernel != "linear" or len(X) == 0:
+        return 1.0
+    X = np.asarray(X)
+    bound = float(np.max(np.einsum("ij,ij->i", X, X, dtype=np.float64)))
+    return bound if 0 < bound < math.inf else 1.0
+
+
 def float_dtype_name(name: str, value, choices) -> str | None:
     """None, or the name in `choices` of a precision given as a string ("float32"), a
     NumPy type (np.float32) or a dtype: users write all three, as NumPy accepts them."""
@@ -431,9 +445,12 @@ def check_progress(progress) -> None:
         raise ValueError(f"progress must be None or a callable progress(stage, done, total), got {progress!r}")
 
 
-def check_lambdas(lambdas) -> list:
+def check_lambdas(lambdas, kernel: str | None = None, X=None) -> list:
+    """The grid as a list; None: the paper's, times kernel_bound(kernel, X) where a
+    kernel and the training rows are given."""
     if lambdas is None:
-        return paper_lambdas().tolist()
+        grid = paper_lambdas()
+        return (grid if kernel is None else grid * kernel_bound(kernel, X)).tolist()
     try:
         arr = np.atleast_1d(np.asarray(lambdas, dtype=float) if not isinstance(lambdas, str) else np.nan)
     except (TypeError, ValueError, OverflowError):

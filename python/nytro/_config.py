@@ -66,7 +66,11 @@ def machine_rates(n_threads: Optional[int] = None, *, refresh: bool = False) -> 
     library's versions (another version probes again) and the four rates. A probe taken
     under load (the probe's thread received less than most of a core: ``"probe
     (loaded)"``) or whose repetitions disagreed (``"probe (unsteady)"``) serves this
-    process only and is not written. ``NYTRO_RATES="flops=1e11,bytes=3e10,fresh=3e9"``
+    process only and is not written. A fit with ``solver="auto"`` of a second or more
+    whose solver took over three times the model's price of the path it ran, or under a
+    third of it, marks the rates it read stale: the next call probes again instead of
+    reading the cache (once per process and thread count; measured rates only, not
+    pinned ones). ``NYTRO_RATES="flops=1e11,bytes=3e10,fresh=3e9"``
     (optionally ``flops32=...``) or ``set_machine_rates`` pin them, for reproducible solver
     choices. ``refresh=True`` probes again and writes what it measured to the cache, even
     under load: run it on a quiet machine."""

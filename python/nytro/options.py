@@ -140,7 +140,7 @@ method : {"gd", "nu", "cg", "hybrid"}
     space is invariant, the minimum-norm least-squares solution on it), which reaches its
     path's best hold-out error in tens to hundreds of iterations; "hybrid" grows the
     Krylov space CG searches and, at each of its sizes t, solves Tikhonov's problem
-    projected onto it for every lambda of the paper's grid (O(t) each), selecting (t,
+    projected onto it for every lambda of the lambdas' default grid (O(t) each), selecting (t,
     lambda) on the hold-out set: Nystrom KRLS's hold-out accuracy without its
     eigendecomposition, also where the best model is nearly unregularised. Without a
     hold-out set "hybrid" runs max_iter steps at hybrid_lambda (CG's iterate, up to
@@ -301,7 +301,11 @@ center_selection : {"uniform", "leverage"}
 LAMBDAS = Param("lambdas", None, _checked_by(chk.check_lambdas), """\
 lambdas : array-like or None
     The Tikhonov grid (each multiplied by the number of training rows n inside); None is
-    the paper's 100 values log-spaced in [1e-15, 1]. Without a hold-out set exactly one
+    the paper's 100 values log-spaced in [1e-15, 1] times the kernel's bound kappa^2 =
+    max_i k(x_i, x_i) over the training rows: 1 for the distance kernels (the paper's
+    numbers), the largest ||x_i||^2 for the linear kernel, whose spectrum scales with
+    the features (unscaled, the grid would over-regularise small features into the zero
+    model). Method "hybrid" searches the same grid. Without a hold-out set exactly one
     lambda is needed.""")
 VALIDATION_FRACTION = Param("validation_fraction", 0.2,
                             _checked_by(lambda value: chk.check_fraction("validation_fraction", value)), """\

@@ -470,9 +470,10 @@ def _cg_iterates(apply, rhs, max_iter, krylov_eps=None, until_invariant=False):
 
 
 def _hybrid_path(apply, rhs, to_alpha, n, max_iter, predict_val, Y_val, stopping, tol, window, patience,
-                 krylov_eps, metric="rmse", hybrid_lambda=None, val_weight=None):
+                 krylov_eps, metric="rmse", hybrid_lambda=None, val_weight=None, bound=1.0):
     """Tikhonov projected on the Krylov space of (H, c): at each k, beta_k(lambda) =
-    V_k (T_k + lambda n I)^-1 |c| e_1 for the paper's 100 lambdas, the path value the best
+    V_k (T_k + lambda n I)^-1 |c| e_1 for the paper's 100 lambdas times the kernel's bound
+    max_i k(x_i, x_i) (1 where it is not finite and > 0), the path value the best
     hold-out RMSE over them (one lambda for all columns); (alpha*, path, k*, k_run, lambda*).
     Without a hold-out set: max_iter steps, smallest lambda. With one, the path ends where
     the Krylov space becomes invariant (k = dim at the latest): later t would repeat its
@@ -481,6 +482,8 @@ def _hybrid_path(apply, rhs, to_alpha, n, max_iter, predict_val, Y_val, stopping
     # The paper's grid with the core's rounding: 10 ** (15 i / 99 - 15) by C's pow (numpy's
     # logspace may differ in the last bit).
     lambdas = np.array([10.0 ** ((15.0 * i) / 99.0 - 15.0) for i in range(100)])
+    if 0 < bound < math.inf:
+        lambdas = lambdas * bound
     bases = _krylov_bases(apply, rhs, max_iter, krylov_eps)
     k_run = max([0] + [basis[0].shape[1] for basis in bases if basis is not None])
     if predict_val is None:  # k_run steps, the lambda given or the grid's smallest
@@ -521,16 +524,17 @@ def _hybrid_path(apply, rhs, to_alpha, n, max_iter, predict_val, Y_val, stopping
 
 def _iterative_path(apply, rhs, to_alpha, method, nu, step, max_iter, predict_val, Y_val, stopping, tol,
                     window, patience=None, n=None, storage=None, metric="rmse", hybrid_lambda=None,
-                    val_weight=None):
+                    val_weight=None, bound=1.0):
     """Run the regulariser recording the validation RMSE of alpha_t = to_alpha(beta_t);
     returns (alpha*, path, t*, t_run, lambda*) (lambda* = 0.0 except for "hybrid", which
-    needs the number of training rows n). storage: the dtype H's matrix is kept in, where
-    narrower than rhs's (the rounding of its products, for cg's and hybrid's Lanczos).
-    val_weight: the hold-out row weights of metric "error" (see _weighted_holdout)."""
+    needs the number of training rows n, and scales its grid by the kernel's bound
+    max_i k(x_i, x_i)). storage: the dtype H's matrix is kept in, where narrower than
+    rhs's (the rounding of its products, for cg's and hybrid's Lanczos). val_weight: the
+    hold-out row weights of metric "error" (see _weighted_holdout). bound: the kernel's."""
     krylov_eps = _krylov_eps(rhs.dtype, storage)
     if method == "hybrid":
         return _hybrid_path(apply, rhs, to_alpha, n, max_iter, predict_val, Y_val, stopping, tol, window,
-                            patience, krylov_eps, metric, hybrid_lambda, val_weight)
+                            patience, krylov_eps, metric, hybrid_lambda, val_weight, bound)
     alphas, path = [], []
     beta = None
     # cg: the iterate at the invariant space is also the one at max_iter past it.
@@ -642,7 +646,7 @@ def nytro_path(X, y, centers, sigma, *, kernel="gaussian", matern_nu=1.5, X_val=
     alpha, path, selected, run, lam = _iterative_path(
         lambda beta: A.T @ (A @ beta), A.T @ Y, lambda beta: R @ beta, method, nu, step, max_iter,
         predict_val, Yv, stopping, tol, window, n_iter_no_change, X.shape[0], storage, metric, hybrid_lambda,
-        val_weight)
+        val_weight, _bound(kernel, X))
     return PathResult(_out(alpha, one_d), path, selected, run, step, R.shape[1], "reference", run, lam)
 
 
@@ -669,7 +673,7 @@ def landweber_path(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, X_val=None,
     alpha, path, selected, run, lam = _iterative_path(
         lambda alpha: K @ alpha, Y, lambda beta: _scaled_rows(beta, s), method, nu, step, max_iter,
         predict_val, Yv, stopping, tol, window, n_iter_no_change, X.shape[0], metric=metric,
-        hybrid_lambda=hybrid_lambda, val_weight=val_weight)
+        hybrid_lambda=hybrid_lambda, val_weight=val_weight, bound=_bound(kernel, X))
     return PathResult(_out(alpha, one_d), path, selected, run, step, X.shape[0], "reference", run, lam)
 
 
@@ -702,7 +706,7 @@ def nkrls_path(X, y, centers, sigma, *, kernel="gaussian", matern_nu=1.5, lambda
     values = opt.merged(opt.NKRLS, options, locals())
     factor, rank_tol, jitter = (values[name] for name in ("factor", "rank_tol", "jitter"))
     dt, X, Y, one_d, Xv, Yv, C = _prepare(X, y, X_val, y_val, dtype, centers)
-    lambdas = chk.check_lambdas(lambdas)
+    lambdas = chk.check_lambdas(lambdas, kernel, X)
     s = _row_scale(sample_weight, X.shape[0], "sample_weight", dt)
     k = _kernel(kernel, sigma, matern_nu)
     R = nystrom_factor(k(C, C), method=factor, rank_tol=rank_tol, jitter=jitter)
@@ -722,7 +726,7 @@ def krls_path(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, lambdas=None,
     S (S K S + lambda n I)^-1 S y, S = diag(sqrt(w n / sum w)))."""
     opt.merged(opt.KRLS, options, locals())
     dt, X, Y, one_d, Xv, Yv, _ = _prepare(X, y, X_val, y_val, dtype)
-    lambdas = chk.check_lambdas(lambdas)
+    lambdas = chk.check_lambdas(lambdas, kernel, X)
     s = _row_scale(sample_weight, X.shape[0], "sample_weight", dt)
     k = _kernel(kernel, sigma, matern_nu)
     K = k(X, X)

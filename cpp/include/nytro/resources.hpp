@@ -52,7 +52,9 @@ struct MachineRates {
 // and update the on-disk cache (not when pinned). A probe under load (source "probe
 // (loaded)": its thread received less than most of a core) or whose repeated timings
 // disagreed ("probe (unsteady)") is used by this process but written to the cache only
-// on refresh, which writes what it measured.
+// on refresh, which writes what it measured. Measured rates that a fit's time departed
+// far from (solver='auto'; detail::note_fit_seconds) are probed again on the next call,
+// once per process and thread count.
 MachineRates machine_rates(int n_threads = 0, bool refresh = false);
 
 // Pins the rates for every thread count in this process (over NYTRO_RATES); rates with

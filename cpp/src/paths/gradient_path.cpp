@@ -279,7 +279,7 @@ void run_path(const LinearProblem<T>& problem, double step, const Validation<T>*
 template <class T>
 void run_path_with_step(const LinearProblem<T>& problem, Index n, const Validation<T>* validation,
                         const IterativeOptions& options, PathResult<T>& result, double kernel_bound) {
-    if (options.method == Method::hybrid) return run_hybrid_path(problem, n, validation, options, result);
+    if (options.method == Method::hybrid) return run_hybrid_path(problem, n, validation, options, result, kernel_bound);
     if (options.method == Method::cg) return run_cg_path(problem, validation, options, result);
     if (!by_lanczos(problem, options)) {
         const double step = resolve_step(options, n, [&] {

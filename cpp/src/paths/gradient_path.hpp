@@ -46,7 +46,8 @@ void run_path(const LinearProblem<T>& problem, double step, const Validation<T>*
               const IterativeOptions& options, PathResult<T>& result);
 
 // The step from options (resolve_step with n training rows and kernel_bound = max_i
-// k(x_i, x_i)) and then the path. Where gd's
+// k(x_i, x_i)) and then the path (hybrid: its lambda grid scaled by kernel_bound,
+// hybrid_lambda_grid). Where gd's
 // iterates come from a Lanczos basis, the Lanczos estimate of lambda_max for the automatic
 // step runs in the basis' own block products instead of 8-20 products of its own.
 template <class T>

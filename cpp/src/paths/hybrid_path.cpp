@@ -205,9 +205,16 @@ std::vector<double> paper_lambda_grid() {
     return grid;
 }
 
+std::vector<double> hybrid_lambda_grid(double kernel_bound) {
+    std::vector<double> grid = paper_lambda_grid();
+    if (kernel_bound > 0 && std::isfinite(kernel_bound))
+        for (double& lambda : grid) lambda *= kernel_bound;
+    return grid;
+}
+
 namespace {
 
-// The projected path of hybrid (grid: the paper's lambdas, shift_scale n) and of cg (grid
+// The projected path of hybrid (grid: hybrid_lambda_grid, shift_scale n) and of cg (grid
 // {0}, the projected system solved as it is), as run_hybrid_path and run_cg_path describe.
 template <class T>
 void run_projected_path(const LinearProblem<T>& problem, const std::vector<double>& grid, double shift_scale,
@@ -399,8 +406,8 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
 
 template <class T>
 void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<T>* validation,
-                     const IterativeOptions& options, PathResult<T>& result) {
-    run_projected_path(problem, paper_lambda_grid(), double(n), "hybrid", validation, options, result);
+                     const IterativeOptions& options, PathResult<T>& result, double kernel_bound) {
+    run_projected_path(problem, hybrid_lambda_grid(kernel_bound), double(n), "hybrid", validation, options, result);
 }
 
 template <class T>
@@ -419,8 +426,8 @@ template void run_cg_path<float>(const LinearProblem<float>&, const Validation<f
 template void run_cg_path<double>(const LinearProblem<double>&, const Validation<double>*, const IterativeOptions&,
                                   PathResult<double>&);
 template void run_hybrid_path<float>(const LinearProblem<float>&, Index, const Validation<float>*,
-                                     const IterativeOptions&, PathResult<float>&);
+                                     const IterativeOptions&, PathResult<float>&, double);
 template void run_hybrid_path<double>(const LinearProblem<double>&, Index, const Validation<double>*,
-                                      const IterativeOptions&, PathResult<double>&);
+                                      const IterativeOptions&, PathResult<double>&, double);
 
 }  // namespace nytro::detail

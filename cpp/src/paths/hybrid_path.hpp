@@ -24,19 +24,27 @@
 
 namespace nytro::detail {
 
-// The grid tried at every k: the paper's 100 values log-spaced in [1e-15, 1] (each times
-// the number of training rows n inside), 10^(15 i / 99 - 15) by std::pow.
+// The paper's 100 values log-spaced in [1e-15, 1], 10^(15 i / 99 - 15) by std::pow.
 std::vector<double> paper_lambda_grid();
+
+// The grid tried at every k: the paper's values times kernel_bound = max_i k(x_i, x_i)
+// (1 where it is not finite and > 0), each times the number of training rows n inside.
+// The paper's lambdas presume a kernel bounded by 1, as its step 1 / (n kappa^2) does
+// (kappa^2 = kernel_bound): lambda_max(K_nn / n) <= kappa^2, so the grid spans the
+// operator's spectrum from its top down 15 decades. For the distance kernels (bound 1)
+// the grid is the paper's, bit for bit; the linear kernel's spectrum scales as |x|^2,
+// and an absolute grid over-regularised every lambda at |x| ~ 1e-10 (a zero model).
+std::vector<double> hybrid_lambda_grid(double kernel_bound);
 
 // Fills coef, validation_rmse (best over the grid at k = 1, 2, ...), n_iter (the selected
 // k), iterations_run, products, lambda (the selected one, of the grid) and step_size = 0.
 // Without a hold-out set (validation null) it takes max_iter steps and the grid's smallest
-// lambda, 1e-15. With one, the path ends where the Krylov space becomes invariant (at
+// lambda, 1e-15 kernel_bound. With one, the path ends where the Krylov space becomes invariant (at
 // the latest k = dim), before max_iter: later k would repeat its last solution and
 // hold-out RMSE (iterations_run is then that k, as after a rule's stop).
 template <class T>
 void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<T>* validation,
-                     const IterativeOptions& options, PathResult<T>& result);
+                     const IterativeOptions& options, PathResult<T>& result, double kernel_bound);
 
 // Conjugate gradients (nytro::Method::cg) as the same projected path with lambda = 0:
 // beta_k = V_k T_k^-1 |c| e_1, CG's k-th iterate in exact arithmetic, from the Lanczos

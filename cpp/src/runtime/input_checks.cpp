@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 namespace nytro::detail {
@@ -46,6 +47,31 @@ void check_target_range(const MatrixCRef<T>& Y, const MatrixCRef<T>& Y_val) {
     };
     check(Y, "y");
     check(Y_val, "y_val");
+}
+
+template <class T>
+double largest_row_norm(const MatrixCRef<T>& A, const Vector<T>* row_scale) {
+    double largest = 0.0;
+    for (Index i = 0; i < A.rows(); ++i) {
+        // stableNorm: the plain norm squares first, and overflows for rows near 1e154.
+        const double norm = double(A.row(i).stableNorm());
+        largest = std::max(largest, row_scale ? norm * std::max(1.0, double((*row_scale)[i])) : norm);
+    }
+    return largest;
+}
+
+void check_float_linear_kernel(double largest, const char* storage, const std::string& kept) {
+    const double square = largest * largest;
+    auto refuse = [&](const char* what, const std::string& bound) {
+        throw std::invalid_argument("storage='" + std::string(storage) + "' keeps " + kept +
+                                    " in float32, where the linear kernel of these features " + what +
+                                    " (||x||^2 up to " + format_number(square) + bound +
+                                    "): rescale X, or use storage=None");
+    };
+    if (!(square <= 0.5 * double(std::numeric_limits<float>::max()))) refuse("overflows", "");
+    const double normal = 2.0 * double(std::numeric_limits<float>::min());
+    if (largest > 0 && square < normal)
+        refuse("underflows", ", below float's normal range from " + format_number(normal));
 }
 
 template <class T>
@@ -106,6 +132,8 @@ template void check_training_data<double>(const MatrixCRef<double>&, const Matri
 template void check_target_range<float>(const MatrixCRef<float>&, const MatrixCRef<float>&);
 template void check_target_range<double>(const MatrixCRef<double>&, const MatrixCRef<double>&);
 template void check_centers<float>(const MatrixCRef<float>&, const MatrixCRef<float>&);
+template double largest_row_norm<float>(const MatrixCRef<float>&, const Vector<float>*);
+template double largest_row_norm<double>(const MatrixCRef<double>&, const Vector<double>*);
 template void check_centers<double>(const MatrixCRef<double>&, const MatrixCRef<double>&);
 
 }  // namespace nytro::detail

@@ -47,4 +47,17 @@ void check_named(const char* name, const char* argument, int value);
 // Every lambda finite and > 0; exactly one when there is no hold-out set.
 void check_lambdas(const std::vector<double>& lambdas, bool has_validation);
 
+// The largest of ||a_i|| max(1, scale_i) over A's rows (scale: none where null); 0 for no rows.
+template <class T>
+double largest_row_norm(const MatrixCRef<T>& A, const Vector<T>* row_scale = nullptr);
+
+// The linear kernel kept in float32 (`kept`, under storage='`storage`') of rows whose
+// largest norm is `largest`: its entries x.c are at most largest^2, which must neither
+// overflow float (with room for the sums of its products) nor fall below float's normal
+// range, where the spacing of subnormals exceeds float's relative rounding of even the
+// largest entries, and the smaller ones round to 0: a silently wrong (at the extreme,
+// zero) kernel. A zero kernel (largest 0) is exact. Throws std::invalid_argument naming
+// storage and the way out.
+void check_float_linear_kernel(double largest, const char* storage, const std::string& kept);
+
 }  // namespace nytro::detail

@@ -39,6 +39,7 @@
 #include <mutex>
 #include <new>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <sys/stat.h>
@@ -356,6 +357,8 @@ struct State {
     std::mutex mutex;
     std::optional<MachineRates> pinned;    // set_machine_rates
     std::map<int, MachineRates> measured;  // by thread count
+    std::set<int> stale;                   // thread counts whose rates a fit departed from: probe again
+    std::set<int> rechecked;               // ... and those probed again so (once per process)
 };
 
 State& state() {
@@ -379,12 +382,14 @@ MachineRates machine_rates(int n_threads, bool refresh) {
     };
     if (s.pinned) return finish(*s.pinned);
     if (auto pinned = machine_probe::pinned_by_environment()) return finish(*pinned);
-    if (!refresh) {
+    const bool recheck = s.stale.erase(threads) > 0;  // a fit departed from these rates
+    if (recheck) s.rechecked.insert(threads);
+    if (!refresh && !recheck) {
         if (auto found = s.measured.find(threads); found != s.measured.end()) return found->second;
     }
     const auto file = machine_probe::cache_file();
     std::optional<MachineRates> rates;
-    if (file && !refresh) {
+    if (file && !refresh && !recheck) {
         try {
             rates = machine_probe::read_cache(*file, key);
             if (rates) rates->source = "cache " + *file;
@@ -407,6 +412,21 @@ MachineRates machine_rates(int n_threads, bool refresh) {
     return s.measured[threads] = finish(*rates);
 }
 
+namespace detail {
+
+bool note_fit_seconds(const MachineRates& rates, double predicted, double measured) {
+    const bool measured_rates = rates.source.rfind("probe", 0) == 0 || rates.source.rfind("cache ", 0) == 0;
+    if (!measured_rates || !departs_from_model(predicted, measured)) return false;
+    machine_probe::State& s = machine_probe::state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.pinned || s.rechecked.count(rates.threads)) return false;
+    s.measured.erase(rates.threads);
+    s.stale.insert(rates.threads);
+    return true;
+}
+
+}  // namespace detail
+
 void set_machine_rates(const MachineRates& rates) {
     machine_probe::State& s = machine_probe::state();
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -414,6 +434,8 @@ void set_machine_rates(const MachineRates& rates) {
         require(!std::isnan(rates.flops), "set_machine_rates: flops must be a number");
         s.pinned.reset();
         s.measured.clear();
+        s.stale.clear();
+        s.rechecked.clear();
         return;
     }
     for (double value : {rates.flops, rates.bytes, rates.fresh_bytes})

@@ -17,9 +17,11 @@
 #include "passes/symmetric_pass.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -80,9 +82,22 @@ PathLength expected_path_length(const IterativeOptions& options, Index k, bool v
 // inverse_pending: the factor is held as U (FitFactor), and the solvers that need R as a
 // matrix (gram, spectral) pay for its k^3 / 3-flop inverse, which direct never forms.
 // q: the outputs (columns of Y). rates: the machine's (nytro::machine_rates): the choice
-// is a function of the shapes and of these alone.
-Solver choose_solver(Index n, Index n_val, Index k, Index q, PathLength length, bool upper, bool inverse_pending,
-                     double stored, double computed, bool kernel_first, const MachineRates& rates) {
+// is a function of the shapes and of these alone. The costs are seconds at these rates.
+struct SolverCosts {
+    double direct, gram, spectral;
+    bool direct_fits;
+
+    Solver cheapest() const {
+        if (spectral < gram && (!direct_fits || spectral < direct)) return Solver::spectral;
+        return direct_fits && direct <= gram ? Solver::direct : Solver::gram;
+    }
+    double of(Solver solver) const {
+        return solver == Solver::direct ? direct : solver == Solver::spectral ? spectral : gram;
+    }
+};
+
+SolverCosts solver_costs(Index n, Index n_val, Index k, Index q, PathLength length, bool upper, bool inverse_pending,
+                         double stored, double computed, bool kernel_first, const MachineRates& rates) {
     const double kk = double(k) * double(k);
     const double products = length.products, iterations = length.iterations;
     const double flop_rate = stored < 8 ? rates.flops32 : rates.flops;
@@ -117,21 +132,10 @@ Solver choose_solver(Index n, Index n_val, Index k, Index q, PathLength length, 
         products * (double(n) * double(k) * pass_bytes + (upper ? 1.0 : 2.0) * kk * computed) / rates.bytes +
         validation + first_touch;
     const bool direct_fits = double(n) * double(k) * stored <= 0.7 * double(available_memory_bytes());
-    if (spectral < gram && (!direct_fits || spectral < direct)) return Solver::spectral;
-    return direct_fits && direct <= gram ? Solver::direct : Solver::gram;
+    return {direct, gram, spectral, direct_fits};
 }
 
-// The largest of ||a_i|| max(1, scale_i) over A's rows (scale: none where null).
-template <class T>
-double largest_row_norm(const MatrixCRef<T>& A, const Vector<T>* row_scale) {
-    double largest = 0.0;
-    for (Index i = 0; i < A.rows(); ++i) {
-        // stableNorm: the plain norm squares first, and overflows for rows near 1e154.
-        const double norm = double(A.row(i).stableNorm());
-        largest = std::max(largest, row_scale ? norm * std::max(1.0, double((*row_scale)[i])) : norm);
-    }
-    return largest;
-}
+using detail::largest_row_norm;
 
 // The exponent e that brings the largest of ||a_i|| max(1, scale_i) over A's rows into
 // [2^6, 2^7) when A is multiplied by 2^e (0 for a zero A). With e_x for X (its row
@@ -436,16 +440,13 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
     if (low && !kernel.distance_based()) {
         // The linear kernel in float32 (float32 storage's K_nm; either storage's hold-out
         // kernel) needs ||x||^2 within float's range. float16's K_nm is stored scaled
-        // (DirectSolver) and never overflows: without a hold-out set nothing is counted.
+        // (DirectSolver) and never leaves half's: without a hold-out set nothing is counted.
         const bool held_out = X_val.rows() > 0;
         const double largest = std::max({half ? 0.0 : largest_row_norm<T>(X, nullptr),
                                          largest_row_norm<T>(X_val, nullptr),
                                          half && !held_out ? 0.0 : largest_row_norm<T>(centers, nullptr)});
-        require(largest * largest <= 0.5 * double(std::numeric_limits<float>::max()),
-                "storage='" + std::string(to_string(options.storage)) + "' keeps " +
-                    (half ? "the hold-out kernel" : "K_nm and the hold-out kernel") +
-                    " in float32, where the linear kernel of these features overflows (||x||^2 up to " +
-                    format_number(largest * largest) + "): rescale X, or use storage=None");
+        detail::check_float_linear_kernel(largest, to_string(options.storage),
+                                          half ? "the hold-out kernel" : "K_nm and the hold-out kernel");
     }
     const double stored = half ? 2.0 : low ? 4.0 : double(sizeof(T));  // bytes per stored K_nm or H entry
     const detail::MemoryPlan plan = plan_nytro(X.rows(), X.cols(), centers.rows(), X_val.rows(), Y.cols(), options,
@@ -461,23 +462,29 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
         PathResult<T> result;
         result.rank = setup.factor.rank();
         result.solver = half ? Solver::direct : options.solver;
+        // The cost model's prices at the rates the choice read (none where the solver was
+        // given): set when solver='auto' chose.
+        std::optional<MachineRates> rates;
+        bool kernel_first = !low;
+        auto costs = [&](PathLength length) {
+            return solver_costs(X.rows(), X_val.rows(), setup.used.rows(), Y.cols(), length,
+                                setup.factor.upper_triangular(), setup.factor.inverse_pending(), stored,
+                                double(sizeof(T)), kernel_first, *rates);
+        };
         if (result.solver == Solver::automatic) {
             // The kernel-first route halves the normal equations' flops but needs a check of
             // cond(K_mm) (a Lanczos run on R^T R): made only when the choice hinges on it.
-            const MachineRates rates = machine_rates(threads);
+            rates = machine_rates(threads);
             const PathLength length = expected_path_length<T>(options, setup.used.rows(), X_val.rows() > 0);
-            auto choose = [&](bool kernel_first) {
-                return choose_solver(X.rows(), X_val.rows(), setup.used.rows(), Y.cols(), length,
-                                     setup.factor.upper_triangular(), setup.factor.inverse_pending(), stored,
-                                     double(sizeof(T)), kernel_first, rates);
-            };
-            result.solver = choose(!low);
+            result.solver = costs(length).cheapest();
             if (result.solver != Solver::direct && !low) {
                 setup.kernel_first = detail::kernel_first_is_accurate<T>(
                     X.rows(), setup.factor.formed(threads, options.callback), threads);
-                result.solver = choose(*setup.kernel_first);
+                kernel_first = *setup.kernel_first;
+                result.solver = costs(length).cheapest();
             }
         }
+        const auto started = std::chrono::steady_clock::now();
 
         // The solver's own big allocation comes first; the hold-out kernel is stored only if
         // it fits beside it (else recomputed in blocks at each validation).
@@ -511,6 +518,15 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
         loop.n_threads = threads;
         detail::run_path_with_step<T>(problem, X.rows(), setup.validation.get(), loop, result,
                                       detail::kernel_bound<T>(X, kernel));
+        if (rates) {
+            // The solver's time against the model's price of the path that ran: rates
+            // that priced it far off are this process's to measure again
+            // (detail::note_fit_seconds), whether they were read from the cache after a
+            // busy moment or the machine has become busy since.
+            const double measured = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+            const PathLength ran{double(result.products), double(result.iterations_run)};
+            detail::note_fit_seconds(*rates, costs(ran).of(result.solver), measured);
+        }
         result.coef = detail::scatter_rows<T>(result.coef, setup.factor.support(), centers.rows());
         return result;
     });

@@ -13,6 +13,7 @@
 #include "nytro/solvers.hpp"
 #include "runtime/parallel.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -162,6 +163,10 @@ TikhonovResult<T> nkrls_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, con
     require(options.storage != Storage::float16,
             "storage='float16' is for NYTRO's stored K_nm; NKRLS takes None or 'float32'");
     const bool low = options.storage == Storage::float32;
+    if (low && !kernel.distance_based())
+        detail::check_float_linear_kernel(std::max({detail::largest_row_norm<T>(X), detail::largest_row_norm<T>(X_val),
+                                                    detail::largest_row_norm<T>(centers)}),
+                                          "float32", "the kernel blocks of A^T A and the hold-out kernel");
     const double m = double(centers.rows()), m2 = m * m, L = double(lambdas.size());
     detail::MemoryPlan plan("Nystrom KRLS on m = " + std::to_string(centers.rows()) + " centres (n_centers)");
     plan.add(detail::MemoryPlan::factor, "K_mm and its factor (2 x m x m)", 2.0 * m2 * sizeof(T));

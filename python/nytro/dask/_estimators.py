@@ -143,9 +143,8 @@ def fit_estimator(est, X, y, sample_weight=None):
                                **{**common, "centers": fit.centers, "validation_fraction": None})
             est.step_size_, est.solver_, coef = again.result.step_size, again.result.solver, again.result.coef
     else:
-        lambdas = np.asarray(chk.check_lambdas(est.lambdas))
-        fit = nkrls_path(X, y, sigma, lambdas=lambdas, **common)
-        est.lambdas_ = lambdas
+        fit = nkrls_path(X, y, sigma, lambdas=est.lambdas, **common)
+        est.lambdas_ = fit.lambdas
         est.lambda_ = fit.result.lambda_
         est.validation_rmse_ = fit.result.validation_rmse
         coef = fit.result.coef

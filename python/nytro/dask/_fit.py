@@ -39,6 +39,9 @@ class DaskFit:
         Their global row indices in X (None for centres given as points).
     n_train, n_val : int
         Training and hold-out rows of the split.
+    lambdas : ndarray or None
+        The lambda grid searched (nkrls_path; the default scaled by the kernel's bound),
+        None for nytro_path.
     """
 
     result: PathResult | TikhonovResult
@@ -46,6 +49,7 @@ class DaskFit:
     center_rows: np.ndarray
     n_train: int
     n_val: int
+    lambdas: np.ndarray | None = None
 
 
 def _reporter(progress):
@@ -249,6 +253,7 @@ def nkrls_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     ("split", "centres", the factor's stages, "gram", "validation"). The other parameters
     are those of ``nytro.nkrls_path`` (the rows of ``nytro.options.DASK_NKRLS``)."""
     values = _options(opt.DASK_NKRLS, options, locals())
+    default_grid = lambdas is None
     lambdas = chk.check_lambdas(lambdas)
     if validation_fraction is None and len(lambdas) != 1:
         raise ValueError(f"without a hold-out set exactly one lambda is needed, got {len(lambdas)} in lambdas: pass "
@@ -262,6 +267,8 @@ def nkrls_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
         X, y, sigma, values, n_centers, centers, center_selection, validation_fraction, seed, dtype, sample_weight,
         estimator, progress)
     exponents = _exponents(scales)
+    if default_grid:  # scaled by the kernel's bound, as the in-memory grid (chk.kernel_bound)
+        lambdas = (np.asarray(lambdas) * _kernel_bound(data, kern, fraction, seed)).tolist()
     kern = dataclasses.replace(kern, low=low)
     H, c = _normal_equations(data, fraction, seed, C, factor, kern, n_threads, split_every, exponents, n_train)
     report("gram", 1, 1)
@@ -278,7 +285,7 @@ def nkrls_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     coef, path = _unscaled(alphas[:, best * q:(best + 1) * q], path, scales, metric)
     result = TikhonovResult(coef=coef[:, 0] if data.one_d else coef, validation_rmse=path,
                             lambda_=float(lambdas[best]), selected=best, rank=R.shape[1])
-    return DaskFit(result, C, rows, n_train, n_val)
+    return DaskFit(result, C, rows, n_train, n_val, np.asarray(lambdas))
 
 
 def _shifted_solves(H, c, shifts, solver, dtype):

@@ -10,6 +10,7 @@ import scipy.linalg
 
 from .. import _checks as chk
 from .. import reference
+from ._centres import _kernel_bound
 from ._cluster import _broadcast, _chunk_tasks, _client_product, _CORE_LOCK, _task_threads, _tree_sum
 from ._data import _chunk_rows, _exponents, _row_blocks
 from ._passes import _images_part, _OVERFLOW, _tree_r
@@ -393,8 +394,9 @@ def _hybrid(data, fraction, seed, C, R, H, c, sigma, n_train, n_val, max_iter, s
     rates, from every hold-out row's prediction at every (t, lambda) as the core's tally
     (_hybrid_error_part). Returns (coef m x q for the scaled targets, path, selected,
     stopped, lambda, Lanczos steps)."""
-    if grid is None:
-        grid = np.array([10.0 ** ((15.0 * i) / 99.0 - 15.0) for i in range(100)])  # as the core's pow
+    if grid is None:  # the core's hybrid_lambda_grid: the paper's by its pow, times the kernel's bound
+        grid = np.array([10.0 ** ((15.0 * i) / 99.0 - 15.0) for i in range(100)]) * _kernel_bound(
+            data, sigma, fraction, seed)
     q = c.shape[1]
     # The outputs' Lanczos processes in lockstep: one product with H (in direct mode a pass
     # over the workers' blocks) per step for all of them, as the in-memory block product.

@@ -1,5 +1,6 @@
 """NystromKRLSRegressor and KRLSRegressor: Tikhonov regularisation with hold-out
-selection of lambda over a grid (default: the paper's 100 values in [1e-15, 1])."""
+selection of lambda over a grid (default: the paper's 100 values in [1e-15, 1], times the
+kernel's bound max k(x, x), which only the linear kernel's is not 1)."""
 from __future__ import annotations
 
 import numpy as np
@@ -65,8 +66,8 @@ class NystromKRLSRegressor(KernelRegressorBase):
                    "lambda_", "lambdas_", "validation_rmse_", "rank_")
 
     def _fit_path(self, X, Y, rng):
-        lambdas = np.asarray(chk.check_lambdas(self.lambdas))
         X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)
+        lambdas = np.asarray(chk.check_lambdas(self.lambdas, self.kernel, X_train))
         w_train, w_val = self._split_weights()
         centers, sigma = NytroRegressor._centers_and_sigma(self, X, X_train, Y_train, X_val, Y_val, rng)
         held_out = X_val.shape[0] > 0
@@ -137,8 +138,8 @@ class KRLSRegressor(KernelRegressorBase):
                    "lambdas_", "validation_rmse_")
 
     def _fit_path(self, X, Y, rng):
-        lambdas = np.asarray(chk.check_lambdas(self.lambdas))
         X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)
+        lambdas = np.asarray(chk.check_lambdas(self.lambdas, self.kernel, X_train))
         w_train, w_val = self._split_weights()
         held_out = X_val.shape[0] > 0
         refit = self._refits(held_out)
