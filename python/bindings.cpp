@@ -379,6 +379,54 @@ void define(py::module_& m, const std::string& suffix) {
           py::kw_only(), py::arg("X"), py::arg("Y"), py::arg("centers"), py::arg("kernel"), py::arg("X_val"),
           py::arg("Y_val"), py::arg("options"), py::arg("progress") = py::none());
 
+    // The path engine over Python's operators (nytro.dask): apply(P) -> H P and
+    // holdout(alphas, q) -> one value per coefficient set, both called with the GIL taken
+    // (the engine runs with it released); None for no hold-out set. The callables are held
+    // through shared_ptrs, as make_callback holds progress, so that the engine's copies of
+    // them touch no Python reference count.
+    m.def(("operator_path_" + suffix).c_str(),
+          [](py::object apply, const Array<T>& rhs, const Array<T>& lift, py::object holdout, double holdout_bytes,
+             Index holdout_most, double iteration_bytes, double storage_epsilon, Index n, double kernel_bound,
+             nytro::IterativeOptions options, py::object progress) {
+              options.callback = make_callback(std::move(progress));
+              nytro::OperatorProblem<T> problem;
+              problem.rhs = view(rhs);
+              problem.lift = view(lift);
+              problem.dim = problem.rhs.rows();
+              problem.q = problem.rhs.cols();
+              problem.apply = [function = std::make_shared<py::object>(std::move(apply))](const Matrix<T>& P,
+                                                                                            Matrix<T>& out) {
+                  py::gil_scoped_acquire gil;
+                  Array<T> result = py::cast<Array<T>>((*function)(to_numpy<T>(Matrix<T>(P))));
+                  if (result.ndim() != 2 || result.shape(0) != P.rows() || result.shape(1) != P.cols())
+                      throw std::invalid_argument("apply must return an array of the shape of its argument, (" +
+                                                  std::to_string(P.rows()) + ", " + std::to_string(P.cols()) + ")");
+                  out = view(result);
+              };
+              if (!holdout.is_none())
+                  problem.holdout = [function = std::make_shared<py::object>(std::move(holdout))](
+                                        const Matrix<T>& alphas, Index q) {
+                      py::gil_scoped_acquire gil;
+                      return py::cast<std::vector<double>>((*function)(to_numpy<T>(Matrix<T>(alphas)), q));
+                  };
+              problem.holdout_bytes = holdout_bytes;
+              problem.holdout_most = holdout_most;
+              problem.iteration_bytes = iteration_bytes;
+              problem.storage_epsilon = storage_epsilon;
+              problem.n = n;
+              problem.kernel_bound = kernel_bound;
+              nytro::PathResult<T> r;
+              {
+                  py::gil_scoped_release release;
+                  r = nytro::operator_path<T>(problem, options);
+              }
+              return path_dict<T>(std::move(r));
+          },
+          py::kw_only(), py::arg("apply"), py::arg("rhs"), py::arg("lift"), py::arg("holdout"),
+          py::arg("holdout_bytes") = 0.0, py::arg("holdout_most") = 0, py::arg("iteration_bytes") = 0.0,
+          py::arg("storage_epsilon") = 0.0, py::arg("n"), py::arg("kernel_bound") = 1.0, py::arg("options"),
+          py::arg("progress") = py::none());
+
     m.def(("landweber_path_" + suffix).c_str(),
           [](const Array<T>& X, const Array<T>& Y, const nytro::KernelSpec& kernel, const Array<T>& X_val, const Array<T>& Y_val,
              nytro::IterativeOptions options, py::object progress) {

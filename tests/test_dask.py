@@ -199,30 +199,6 @@ def test_patience_bounds_the_work_and_memory_of_a_long_path(client, method, solv
     check_path(fit, expected, X.dtype)
 
 
-def test_stopping_watch_is_reference_select():
-    """_StoppingWatch, the rule applied value by value, against reference._select on the
-    whole path: every rule and metric, paths with plateaus, ties, NaN and inf."""
-    rng = np.random.default_rng(5)
-    for trial in range(400):
-        n = int(rng.integers(1, 60))
-        kind = trial % 4
-        path = rng.random(n) if kind == 0 else np.round(rng.random(n), 1)  # ties where rounded
-        if kind == 2:
-            path[: int(rng.integers(0, n + 1))] = path[0]  # a starting plateau
-        if kind == 3 and n > 2:
-            path[rng.integers(0, n, 2)] = [np.nan, np.inf]
-        for stopping in ("best", "relative", "window"):
-            for metric in ("rmse", "error"):
-                patience, window = int(rng.integers(0, 6)), int(rng.integers(2, 6))
-                tol = None if trial % 3 else float(rng.random() * 0.1)
-                watch = nd._paths._StoppingWatch(stopping, tol, window, patience, metric)
-                for value in path:
-                    if watch.push(value):
-                        break
-                expected = nytro.reference._select(path, stopping, tol, window, patience, metric)
-                assert watch.selection() == expected, (path, stopping, metric, patience, window, tol)
-
-
 # float64 with several outputs in direct mode: test_per_column_target_scales_equal_in_memory.
 @pytest.mark.parametrize("dtype", [np.float32])
 def test_direct_several_outputs_and_stopping(client, dtype):
@@ -272,34 +248,6 @@ def test_gd_lanczos_iterates_equal_in_memory(client, solver, n_outputs, dtype, s
     assert fit.result.products < 60, fit.result.products
     if solver == "gram":
         assert fit.result.products == expected.products
-
-
-def test_gd_lanczos_iterates_are_the_stepwise_ones():
-    """_lanczos_gd against stepping gd on the same H (an exact computation of the
-    iterates it certifies): every iterate within 1e-12 relative, in fewer products than
-    iterations; None (step instead) where the bound cannot certify them within the
-    core's basis limit (eps = 0)."""
-    rng = np.random.default_rng(3)
-    Q = np.linalg.qr(rng.standard_normal((30, 30)))[0]
-    H = (Q * np.logspace(0, -12, 30)) @ Q.T  # a decaying spectrum, as kernels have
-    c = H @ rng.standard_normal((30, 2))
-    c[:, 1] *= 1e-3
-    step = 1.0 / np.linalg.eigvalsh(H)[-1]
-    applied = []
-    iterates, products, used = nd._paths._lanczos_gd(lambda B: applied.append(B.shape) or H @ B, c, step, 300,
-                                                     np.finfo(np.float64).eps)
-    stepped = list(nytro.reference._iterates(lambda B: H @ B, c, "gd", step, 1.0, 300))
-    assert len(iterates) == 300 and products == len(applied) < 150 and used == step
-    assert all(shape[1] <= 2 for shape in applied) and applied[0] == (30, 2)
-    for t in (0, 1, 9, 99, 299):
-        for j in range(2):
-            assert relative_error(iterates[t][:, j], stepped[t][:, j]) < 1e-12, (t, j)
-    # 80 iterations allow 40 vectors (the core's limit), short of an invariant space of 60:
-    # eps = 0 leaves every later iterate uncertified.
-    Q = np.linalg.qr(rng.standard_normal((60, 60)))[0]
-    H = (Q * np.logspace(0, -12, 60)) @ Q.T
-    assert nd._paths._basis_limit(60, 2, 80) == 40
-    assert nd._paths._lanczos_gd(lambda B: H @ B, H @ rng.standard_normal((60, 2)), step, 80, 0.0)[0] is None
 
 
 def _log_read(block, log, block_info=None):

@@ -313,27 +313,6 @@ def test_auto_iterates_are_the_cores_choice(client, solver, dtype, storage, kern
         assert_close(fit.result.coef, expected.coef, np.float32, "coef")
 
 
-def test_lanczos_gd_estimates_the_step_in_the_bases_products():
-    """_lanczos_gd with the step's estimate: lambda_max from the same process as
-    _top_eigenvalue alone (the same value), its vector an extra column of the bases'
-    products, no product more than the longer of the two takes."""
-    rng = np.random.default_rng(5)
-    Q = np.linalg.qr(rng.standard_normal((40, 40)))[0]
-    H = (Q * np.logspace(0, -10, 40)) @ Q.T
-    c = H @ rng.standard_normal((40, 2))
-    alone = []
-    top = nd._paths._top_eigenvalue(lambda v: alone.append(1) or H @ v, 40, np.float64)
-    shapes = []
-    betas, products, step = nd._paths._lanczos_gd(lambda B: shapes.append(B.shape[1]) or H @ B, c,
-                                                  lambda value: 1 / value, 300, np.finfo(np.float64).eps,
-                                                  nd._paths._top_eigenvalue_process(40, np.float64))
-    assert relative_error(step, 1 / top) < 1e-14
-    assert products == len(shapes) and max(shapes) == 3 and products < len(alone) + 40
-    stepped = list(nytro.reference._iterates(lambda B: H @ B, c, "gd", step, 1.0, 300))
-    for t in (0, 9, 299):
-        assert relative_error(betas[t], stepped[t]) < 1e-12
-
-
 # ------------------------------------------- the gram mode's chunks: the factor's support
 # (dtype, storage, kernel-first route): float64 takes the kernel-first route on these
 # well-conditioned problems; storage="float32" and float32 compute take the A route.

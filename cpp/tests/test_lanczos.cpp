@@ -277,3 +277,57 @@ NYTRO_TEST(cg_past_an_invariant_space_is_the_pseudo_inverse_solution) {
         CHECK_EQ(result.iterations_run, t);
     }
 }
+
+namespace {
+
+// A hold-out set of a caller's, as operator_path's: the errors of `inner`, without its
+// images of the Krylov bases, so that the paths validate the coefficients of their
+// iterates through rmse.
+class WithoutImages final : public nytro::detail::HoldOut<double> {
+public:
+    explicit WithoutImages(const nytro::detail::Validation<double>& inner) : inner_(inner) {}
+    void rmse(const nytro::MatrixCRef<double>& alphas, Index q, std::vector<double>& out,
+              int n_threads) const override {
+        ++calls;
+        inner_.rmse(alphas, q, out, n_threads);
+    }
+    nytro::Metric metric() const override { return inner_.metric(); }
+    double bytes() const override { return inner_.bytes(); }
+    mutable Index calls = 0;
+
+private:
+    const nytro::detail::Validation<double>& inner_;
+};
+
+}  // namespace
+
+NYTRO_TEST(paths_validate_coefficients_where_the_holdout_set_has_no_images) {
+    // The same path, selection and coefficients by either route, for every method: gd's
+    // certified Lanczos iterates, nu stepwise, cg's and hybrid's Krylov bases.
+    Eigen::VectorXd h(60);
+    for (Index i = 0; i < h.size(); ++i) h[i] = std::pow(0.9, double(i));
+    const Diagonal diagonal(h);
+    const MatrixD X_val = normal(50, 2, 7), centers = normal(60, 2, 8);
+    const MatrixD Y_val = direct_kernel(X_val, centers, 1.0) * MatrixD::Ones(60, 1) + normal(50, 1, 9);
+    const nytro::detail::Validation<double> validation(X_val, Y_val, centers, 1.0, 2, false, 1e12);
+    for (nytro::Method method : {nytro::Method::gd, nytro::Method::nu, nytro::Method::cg, nytro::Method::hybrid}) {
+        nytro::IterativeOptions o;
+        o.method = method;
+        o.max_iter = 300;
+        o.patience = 20;
+        o.n_threads = 2;
+        o.iterates = method == nytro::Method::gd ? Iterates::lanczos : Iterates::automatic;
+        const WithoutImages without(validation);
+        nytro::PathResult<double> in_memory, by_coefficients;
+        nytro::detail::run_path_with_step<double>(diagonal.problem, 100, &validation, o, in_memory);
+        nytro::detail::run_path_with_step<double>(diagonal.problem, 100, &without, o, by_coefficients);
+        CHECK(without.calls > 0);
+        CHECK(without.calls < by_coefficients.iterations_run);  // a chunk of iterates per call
+        CHECK_CLOSE(path_of(by_coefficients.validation_rmse), path_of(in_memory.validation_rmse), 1e-9);
+        if (method == nytro::Method::hybrid) continue;  // lambdas within rounding of each other may swap
+        CHECK_EQ(by_coefficients.n_iter, in_memory.n_iter);
+        CHECK_EQ(by_coefficients.iterations_run, in_memory.iterations_run);
+        CHECK_EQ(by_coefficients.products, in_memory.products);
+        CHECK_CLOSE(by_coefficients.coef, in_memory.coef, 1e-9);
+    }
+}

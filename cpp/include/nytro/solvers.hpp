@@ -14,6 +14,7 @@
 #include "nytro/options.hpp"
 #include "nytro/types.hpp"
 
+#include <functional>
 #include <vector>
 
 namespace nytro {
@@ -49,6 +50,35 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y,
                          const MatrixCRef<T>& centers, const KernelSpec& kernel,
                          const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val,
                          const NytroOptions& options = {});
+
+// The iterative path over operators the caller supplies, for backends whose data live
+// elsewhere (nytro.dask: the products and the hold-out errors are computed where the
+// chunks are). The path, its step, stopping rule, certification and Krylov bases are the
+// in-memory solvers' own (options.method: gd, nu, cg or hybrid).
+template <class T>
+struct OperatorProblem {
+    Index dim = 0;  // rows of an iterate (k: H is k x k)
+    Index q = 1;    // outputs
+    // out = H p for p of dim rows and any number of columns (H symmetric positive semidefinite).
+    std::function<void(const Matrix<T>& p, Matrix<T>& out)> apply;
+    Matrix<T> rhs;   // c, dim x q
+    Matrix<T> lift;  // R (alpha_rows x dim): an iterate's coefficients are R beta
+    // The hold-out values (pooled RMSE, or error rates with options.metric = error) of the
+    // coefficient sets alphas (alpha_rows x c q, c blocks of q columns): c values. Empty:
+    // no hold-out set (the path then runs max_iter steps).
+    std::function<std::vector<double>(const Matrix<T>& alphas, Index q)> holdout;
+    double holdout_bytes = 0;   // what one holdout call costs, in bytes read
+    Index holdout_most = 0;     // the most coefficient sets one call should take (0: the path's own)
+    double iteration_bytes = 0; // what one apply reads (0: unknown)
+    double storage_epsilon = 0; // float's epsilon where H is kept in float32 under a float64 fit
+    Index n = 1;                // training rows: step rule "paper", hybrid's lambda n
+    double kernel_bound = 1.0;  // max k(x, x) over the training rows (step rule "paper")
+};
+
+// Fills coef (R beta at the selected t), validation_rmse, n_iter, iterations_run,
+// step_size, products and lambda as nytro_path does; rank = dim.
+template <class T>
+PathResult<T> operator_path(const OperatorProblem<T>& problem, const IterativeOptions& options);
 
 // Landweber / early stopping on the full kernel: alpha_t = alpha_{t-1} - s (K alpha - y).
 template <class T>

@@ -91,6 +91,11 @@ Matrix<T> NystromFactor<T>::dense(Index m) const {
 }
 
 template <class T>
+PathResult<T> operator_path(const OperatorProblem<T>& problem, const IterativeOptions& options) {
+    return NYTRO_ENTRY(T, operator_path)(problem, options);
+}
+
+template <class T>
 PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const MatrixCRef<T>& centers,
                          const KernelSpec& kernel, const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val,
                          const NytroOptions& options) {
@@ -212,6 +217,7 @@ void set_machine_rates(const MachineRates& rates) {
     template PathResult<T> nytro_path<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, const MatrixCRef<T>&,     \
                                          const KernelSpec&, const MatrixCRef<T>&, const MatrixCRef<T>&,                  \
                                          const NytroOptions&);                                                 \
+    template PathResult<T> operator_path<T>(const OperatorProblem<T>&, const IterativeOptions&);               \
     template PathResult<T> landweber_path<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, const KernelSpec&,               \
                                              const MatrixCRef<T>&, const MatrixCRef<T>&,                      \
                                              const IterativeOptions&);                                         \

@@ -53,6 +53,8 @@ constexpr EigenInterruptible<T> eigen_interruptible(EigenInterruptible<T> f) { r
     X(factor_dense_d, &nytro::NystromFactor<double>::dense)                                      \
     X(nytro_path_f, &nytro::nytro_path<float>)                                                   \
     X(nytro_path_d, &nytro::nytro_path<double>)                                                  \
+    X(operator_path_f, &nytro::operator_path<float>)                                             \
+    X(operator_path_d, &nytro::operator_path<double>)                                            \
     X(landweber_path_f, &nytro::landweber_path<float>)                                           \
     X(landweber_path_d, &nytro::landweber_path<double>)                                          \
     X(nkrls_path_f, &nytro::nkrls_path<float>)                                                   \

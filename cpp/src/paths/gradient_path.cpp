@@ -30,12 +30,14 @@ constexpr Index kMinChunk = 8, kMaxChunk = 64;
 // V = 33 GB, recomputed), whose window rule stops at t = 38. A path that always runs to
 // T_max (stopping "best" without patience) computes nothing past a stop, so it takes the
 // largest chunk: the products of a chunk also run faster with more columns.
-Index chunk_size(Index T_max, double validation_bytes, double iteration_bytes, bool runs_to_end) {
-    if (runs_to_end) return std::min(kMaxChunk, std::max<Index>(T_max, 1));
-    Index c = kMinChunk;
+// `most`: the hold-out set's own limit (HoldOut::most_per_call; 0: kMaxChunk).
+Index chunk_size(Index T_max, double validation_bytes, double iteration_bytes, bool runs_to_end, Index most) {
+    const Index limit = most > 0 ? most : kMaxChunk;
+    if (runs_to_end) return std::min(limit, std::max<Index>(T_max, 1));
+    Index c = std::min(kMinChunk, limit);
     if (!(iteration_bytes > 0)) return c;
     const double balance = double(T_max) * validation_bytes / (4.0 * iteration_bytes);
-    while (c < kMaxChunk && double(c) * double(c) < balance) c *= 2;
+    while (c < limit && double(c) * double(c) < balance) c = std::min(2 * c, limit);
     return c;
 }
 
@@ -191,7 +193,7 @@ private:
 
 // The path one product per iteration; `spent`: products of a Lanczos basis that fell short.
 template <class T>
-void run_stepwise(const LinearProblem<T>& problem, double step, const Validation<T>* validation,
+void run_stepwise(const LinearProblem<T>& problem, double step, const HoldOut<T>* validation,
                   const IterativeOptions& options, PathResult<T>& result, Index spent) {
     const Index q = problem.q, T_max = options.max_iter;
     Iterates<T> iterates(problem, options.method, step, options.nu);
@@ -218,7 +220,8 @@ void run_stepwise(const LinearProblem<T>& problem, double step, const Validation
 
     StoppingRule rule(options.stopping, options.tol, options.window, options.patience, validation->metric());
     const bool runs_to_end = options.stopping == Stopping::best && options.patience == 0;
-    const Index per_chunk = chunk_size(T_max, validation->bytes(), problem.iteration_bytes, runs_to_end);
+    const Index per_chunk = chunk_size(T_max, validation->bytes(), problem.iteration_bytes, runs_to_end,
+                                       validation->most_per_call());
     Matrix<T> chunk(problem.dim, per_chunk * q), alphas(problem.alpha_rows, per_chunk * q);
     Matrix<T> selected = Matrix<T>::Zero(problem.alpha_rows, q);
     std::vector<double> rmse;
@@ -256,7 +259,7 @@ void run_stepwise(const LinearProblem<T>& problem, double step, const Validation
 // rule stops at t = 38 of 500.
 template <class T>
 void run_from_basis(LanczosGradient<T>& lanczos, const LinearProblem<T>& problem, double step,
-                    const Validation<T>* validation, const IterativeOptions& options, PathResult<T>& result) {
+                    const HoldOut<T>* validation, const IterativeOptions& options, PathResult<T>& result) {
     constexpr Index kFirstStretch = 64;
     const bool early = validation && (options.stopping != Stopping::best || options.patience > 0);
     const Index horizon = early ? kFirstStretch : options.max_iter;
@@ -266,7 +269,7 @@ void run_from_basis(LanczosGradient<T>& lanczos, const LinearProblem<T>& problem
 }
 
 template <class T>
-void run_path(const LinearProblem<T>& problem, double step, const Validation<T>* validation,
+void run_path(const LinearProblem<T>& problem, double step, const HoldOut<T>* validation,
               const IterativeOptions& options, PathResult<T>& result) {
     if (options.method == Method::hybrid)
         throw std::logic_error("nytro internal error: method hybrid needs n (run_path_with_step)");
@@ -277,7 +280,7 @@ void run_path(const LinearProblem<T>& problem, double step, const Validation<T>*
 }
 
 template <class T>
-void run_path_with_step(const LinearProblem<T>& problem, Index n, const Validation<T>* validation,
+void run_path_with_step(const LinearProblem<T>& problem, Index n, const HoldOut<T>* validation,
                         const IterativeOptions& options, PathResult<T>& result, double kernel_bound) {
     if (options.method == Method::hybrid) return run_hybrid_path(problem, n, validation, options, result, kernel_bound);
     if (options.method == Method::cg) return run_cg_path(problem, validation, options, result);
@@ -308,13 +311,13 @@ double largest_eigenvalue(Index dim, const std::function<void(const Matrix<T>&, 
 
 template bool lanczos_applies<float>(const IterativeOptions&);
 template bool lanczos_applies<double>(const IterativeOptions&);
-template void run_path_with_step<float>(const LinearProblem<float>&, Index, const Validation<float>*,
+template void run_path_with_step<float>(const LinearProblem<float>&, Index, const HoldOut<float>*,
                                         const IterativeOptions&, PathResult<float>&, double);
-template void run_path_with_step<double>(const LinearProblem<double>&, Index, const Validation<double>*,
+template void run_path_with_step<double>(const LinearProblem<double>&, Index, const HoldOut<double>*,
                                          const IterativeOptions&, PathResult<double>&, double);
-template void run_path<float>(const LinearProblem<float>&, double, const Validation<float>*,
+template void run_path<float>(const LinearProblem<float>&, double, const HoldOut<float>*,
                               const IterativeOptions&, PathResult<float>&);
-template void run_path<double>(const LinearProblem<double>&, double, const Validation<double>*,
+template void run_path<double>(const LinearProblem<double>&, double, const HoldOut<double>*,
                                const IterativeOptions&, PathResult<double>&);
 template double largest_eigenvalue<float>(Index, const std::function<void(const Matrix<float>&, Matrix<float>&)>&,
                                           const Callback&);

@@ -42,7 +42,7 @@ struct LinearProblem {
 // (lanczos_path.hpp), else one product with H per iteration.
 // `step` (<= 1 / lambda_max(H) for stability of gd and nu) is ignored by cg.
 template <class T>
-void run_path(const LinearProblem<T>& problem, double step, const Validation<T>* validation,
+void run_path(const LinearProblem<T>& problem, double step, const HoldOut<T>* validation,
               const IterativeOptions& options, PathResult<T>& result);
 
 // The step from options (resolve_step with n training rows and kernel_bound = max_i
@@ -51,7 +51,7 @@ void run_path(const LinearProblem<T>& problem, double step, const Validation<T>*
 // iterates come from a Lanczos basis, the Lanczos estimate of lambda_max for the automatic
 // step runs in the basis' own block products instead of 8-20 products of its own.
 template <class T>
-void run_path_with_step(const LinearProblem<T>& problem, Index n, const Validation<T>* validation,
+void run_path_with_step(const LinearProblem<T>& problem, Index n, const HoldOut<T>* validation,
                         const IterativeOptions& options, PathResult<T>& result, double kernel_bound = 1.0);
 
 // lambda_max of a symmetric positive semidefinite operator of size dim (applied to

@@ -218,9 +218,14 @@ namespace {
 // {0}, the projected system solved as it is), as run_hybrid_path and run_cg_path describe.
 template <class T>
 void run_projected_path(const LinearProblem<T>& problem, const std::vector<double>& grid, double shift_scale,
-                        const char* method, const Validation<T>* validation, const IterativeOptions& options,
+                        const char* method, const HoldOut<T>* holdout, const IterativeOptions& options,
                         PathResult<T>& result) {
     const Index q = problem.q, capacity = std::min(problem.dim, options.max_iter);
+    // The images of the basis need the hold-out rows in memory; a caller's hold-out set
+    // (HoldOut without them) validates the coefficients of every (k, lambda) instead, a
+    // stretch of k per call.
+    const Validation<T>* validation = holdout ? holdout->in_memory() : nullptr;
+    const bool by_error = holdout && holdout->metric() == Metric::error;
     check_allocation(double(problem.dim) * double(capacity + 1) * double(q) * sizeof(double),
                      std::string("the Krylov basis of method '") + method + "'");
     // Rounding of a product with H: T's, or float's where H is stored in float32.
@@ -248,7 +253,7 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
         for (HoldoutImages& image : images) image.reserve(n_val, capacity);
     }
     StoppingRule rule(options.stopping, options.tol, options.window, options.patience,
-                      validation ? validation->metric() : Metric::rmse);
+                      holdout ? holdout->metric() : Metric::rmse);
     std::vector<Eigen::VectorXd> selected(columns.size());  // z at the selected (k, lambda)
     std::vector<std::optional<InvariantSolve>> invariant(columns.size());  // once a column's space is
     Index selected_lambda = 0, products = 0, k = 0;
@@ -264,7 +269,8 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
     if (validation && validation->metric() == Metric::error) tally = validation->error_tally();
     Eigen::MatrixXd predictions;
     std::vector<KrylovColumn*> growing;
-    Matrix<T> vectors, out;
+    Matrix<T> vectors, out, alphas;
+    std::vector<double> values;
     bool stop = false;
     while (k < capacity && !stop) {
         // Grow every open process by up to a stretch, one block product per step.
@@ -302,15 +308,33 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
             validation->weigh_rows(predicted);
             images[c].append(predicted, targets.col(Index(c)));
         }
-        if (!validation) {
+        if (!holdout) {
             k = reached;
             continue;
+        }
+        if (!validation) {  // block ((size - k - 1) L + l) holds the coefficients at (size, lambda_l)
+            alphas.setZero(problem.alpha_rows, (reached - k) * L * q);
+            for (Index size = k + 1; size <= reached; ++size)
+                for (std::size_t c = 0; c < columns.size(); ++c) {
+                    const Index kc = std::min(size, columns[c].size());
+                    if (kc == 0) continue;  // c = 0: every prediction is 0
+                    for (Index l = 0; l < L; ++l) {
+                        solve_projected(columns[c], invariant[c], kc, grid[std::size_t(l)] * double(n),
+                                        Z.col(l).data(), work);
+                        alphas.col(((size - k - 1) * L + l) * q + Index(c)) =
+                            coefficients[c].leftCols(kc) * Z.col(l).head(kc).cast<T>();
+                    }
+                }
+            values.clear();
+            holdout->rmse(alphas, q, values, options.n_threads);
         }
         // The path at every new k: the best lambda's hold-out RMSE (or error rate).
         for (Index size = k + 1; size <= reached && !stop; ++size) {
             squared.setZero();
             if (tally) tally->reset(L);
-            for (std::size_t c = 0; c < columns.size(); ++c) {
+            if (!validation)  // the caller's values themselves (pooled RMSE or error rate), not sums of squares
+                for (Index l = 0; l < L; ++l) squared[l] = values[std::size_t((size - k - 1) * L + l)];
+            for (std::size_t c = 0; c < columns.size() && validation; ++c) {
                 const Index kc = std::min(size, columns[c].size());
                 if (kc == 0) {  // c = 0: every prediction is 0
                     squared += validation->weight(Index(c)) * targets.col(Index(c)).squaredNorm();
@@ -334,11 +358,11 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
             Index best = -1;
             for (Index l = 0; l < L; ++l)
                 if (std::isfinite(squared[l]) &&
-                    (best < 0 || squared[l] < squared[best] || (tally && squared[l] == squared[best])))
+                    (best < 0 || squared[l] < squared[best] || (by_error && squared[l] == squared[best])))
                     best = l;
-            const double rmse = best < 0 ? std::numeric_limits<double>::infinity()
-                                : tally  ? squared[best]
-                                         : std::sqrt(squared[best] / (double(n_val) * double(q)));
+            const double rmse = best < 0                 ? std::numeric_limits<double>::infinity()
+                                : tally || !validation ? squared[best]
+                                                       : std::sqrt(squared[best] / (double(n_val) * double(q)));
             const auto verdict = rule.push(rmse);
             if (verdict.candidate && best >= 0) {
                 selected_lambda = best;
@@ -361,8 +385,12 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
     // max_iter would take no products but one value per t: unbounded memory and time for
     // a large max_iter. Where every column of c is 0 the space is {0} from the start, and
     // the path holds t = 1 alone (every prediction 0).
-    if (validation && rule.path().empty()) {
-        if (tally) {
+    if (holdout && rule.path().empty()) {
+        if (!validation) {
+            values.clear();
+            holdout->rmse(Matrix<T>::Zero(problem.alpha_rows, q), q, values, options.n_threads);
+            rule.push(values[0]);
+        } else if (tally) {
             tally->reset(1);
             for (Index j = 0; j < q; ++j) tally->add(j, Eigen::MatrixXd::Zero(n_val, 1));
             rule.push(tally->rate(0));
@@ -374,13 +402,13 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
     }
     // A hold-out error that overflows at every t (data or kernel values near the ends of
     // the range: a linear kernel on |x| ~ 1e120) selects no model; 0 is not one.
-    if (validation && (rule.selected() < 1 || !std::isfinite(rule.path()[std::size_t(rule.selected() - 1)])))
+    if (holdout && (rule.selected() < 1 || !std::isfinite(rule.path()[std::size_t(rule.selected() - 1)])))
         throw std::runtime_error(std::string("method '") + method + "': the hold-out error is not finite at any "
                                  "t: " + kOverflowAdvice);
     // Without a hold-out set: the lambda given (a refit at a selected (t, lambda)), else the
     // grid's smallest.
     const double fixed_lambda = options.hybrid_lambda > 0 ? options.hybrid_lambda : grid[0];
-    if (!validation) {
+    if (!holdout) {
         for (std::size_t c = 0; c < columns.size(); ++c) {
             selected[c].resize(columns[c].size());
             if (columns[c].size() > 0)
@@ -395,23 +423,23 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
     }
     result.coef = problem.finish ? problem.finish(alpha) : std::move(alpha);
     result.validation_rmse = rule.path();
-    result.iterations_run = validation ? Index(rule.path().size()) : options.max_iter;
-    result.n_iter = validation ? rule.selected() : options.max_iter;
+    result.iterations_run = holdout ? Index(rule.path().size()) : options.max_iter;
+    result.n_iter = holdout ? rule.selected() : options.max_iter;
     result.products = products;
     result.step_size = 0.0;
-    result.lambda = validation ? grid[std::size_t(selected_lambda)] : fixed_lambda;
+    result.lambda = holdout ? grid[std::size_t(selected_lambda)] : fixed_lambda;
 }
 
 }  // namespace
 
 template <class T>
-void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<T>* validation,
+void run_hybrid_path(const LinearProblem<T>& problem, Index n, const HoldOut<T>* validation,
                      const IterativeOptions& options, PathResult<T>& result, double kernel_bound) {
     run_projected_path(problem, hybrid_lambda_grid(kernel_bound), double(n), "hybrid", validation, options, result);
 }
 
 template <class T>
-void run_cg_path(const LinearProblem<T>& problem, const Validation<T>* validation, const IterativeOptions& options,
+void run_cg_path(const LinearProblem<T>& problem, const HoldOut<T>* validation, const IterativeOptions& options,
                  PathResult<T>& result) {
     run_projected_path(problem, std::vector<double>{0.0}, 1.0, "cg", validation, options, result);
     // T_k is positive definite before the space is invariant, but a pivot of its
@@ -421,13 +449,13 @@ void run_cg_path(const LinearProblem<T>& problem, const Validation<T>* validatio
                                  "to rounding); use method 'hybrid', or a smaller max_iter");
 }
 
-template void run_cg_path<float>(const LinearProblem<float>&, const Validation<float>*, const IterativeOptions&,
+template void run_cg_path<float>(const LinearProblem<float>&, const HoldOut<float>*, const IterativeOptions&,
                                  PathResult<float>&);
-template void run_cg_path<double>(const LinearProblem<double>&, const Validation<double>*, const IterativeOptions&,
+template void run_cg_path<double>(const LinearProblem<double>&, const HoldOut<double>*, const IterativeOptions&,
                                   PathResult<double>&);
-template void run_hybrid_path<float>(const LinearProblem<float>&, Index, const Validation<float>*,
+template void run_hybrid_path<float>(const LinearProblem<float>&, Index, const HoldOut<float>*,
                                      const IterativeOptions&, PathResult<float>&, double);
-template void run_hybrid_path<double>(const LinearProblem<double>&, Index, const Validation<double>*,
+template void run_hybrid_path<double>(const LinearProblem<double>&, Index, const HoldOut<double>*,
                                       const IterativeOptions&, PathResult<double>&, double);
 
 }  // namespace nytro::detail

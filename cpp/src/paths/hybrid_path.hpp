@@ -43,7 +43,7 @@ std::vector<double> hybrid_lambda_grid(double kernel_bound);
 // the latest k = dim), before max_iter: later k would repeat its last solution and
 // hold-out RMSE (iterations_run is then that k, as after a rule's stop).
 template <class T>
-void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<T>* validation,
+void run_hybrid_path(const LinearProblem<T>& problem, Index n, const HoldOut<T>* validation,
                      const IterativeOptions& options, PathResult<T>& result, double kernel_bound);
 
 // Conjugate gradients (nytro::Method::cg) as the same projected path with lambda = 0:
@@ -57,7 +57,7 @@ void run_hybrid_path(const LinearProblem<T>& problem, Index n, const Validation<
 // dim x min(dim, max_iter) doubles and 4 dim k flops of reorthogonalisation at step k.
 // Fills the fields run_hybrid_path fills, lambda = 0.
 template <class T>
-void run_cg_path(const LinearProblem<T>& problem, const Validation<T>* validation, const IterativeOptions& options,
+void run_cg_path(const LinearProblem<T>& problem, const HoldOut<T>* validation, const IterativeOptions& options,
                  PathResult<T>& result);
 
 }  // namespace nytro::detail

@@ -198,9 +198,12 @@ Index LanczosGradient<T>::certified(const Column& column) const {
 }
 
 template <class T>
-bool LanczosGradient<T>::run(const Validation<T>* validation, const IterativeOptions& options,
+bool LanczosGradient<T>::run(const HoldOut<T>* holdout, const IterativeOptions& options,
                              PathResult<T>& result) {
     const Index q = problem_.q;
+    // The images of the basis need the hold-out rows in memory; a caller's hold-out set
+    // (HoldOut without them) validates the coefficients of each chunk's iterates instead.
+    const Validation<T>* validation = holdout ? holdout->in_memory() : nullptr;
     std::vector<Matrix<T>> coefficients(columns_.size());  // per column: alpha_rows x k
     std::vector<Eigen::MatrixXd> images(columns_.size());  // per column: n_val x k, K_val times those
     std::vector<Eigen::VectorXd> z(columns_.size());       // per column: the projected iterate
@@ -238,7 +241,7 @@ bool LanczosGradient<T>::run(const Validation<T>* validation, const IterativeOpt
     result.step_size = step_;
     result.validation_rmse.clear();
 
-    if (validation == nullptr) {
+    if (holdout == nullptr) {
         if (certified_ < max_iter_) return false;
         for (Index t = 1; t <= max_iter_; ++t) {
             for (Index j = 0; j < q; ++j) step_projected(columns_[std::size_t(j)], z[std::size_t(j)]);
@@ -251,10 +254,13 @@ bool LanczosGradient<T>::run(const Validation<T>* validation, const IterativeOpt
         return true;
     }
 
-    Eigen::MatrixXd targets = validation->targets().template cast<double>();
-    validation->weigh_rows(targets);
+    Eigen::MatrixXd targets;
+    if (validation) {
+        targets = validation->targets().template cast<double>();
+        validation->weigh_rows(targets);
+    }
     const Index n_val = targets.rows();
-    StoppingRule rule(options.stopping, options.tol, options.window, options.patience, validation->metric());
+    StoppingRule rule(options.stopping, options.tol, options.window, options.patience, holdout->metric());
     std::vector<Eigen::MatrixXd> chunk(static_cast<std::size_t>(q));
     std::vector<Eigen::VectorXd> selected = z;  // z of the selected iterate, in a basis' first columns
     Eigen::ArrayXd squared(kChunk);
@@ -263,7 +269,12 @@ bool LanczosGradient<T>::run(const Validation<T>* validation, const IterativeOpt
     // (scaled as the targets are, which changes no class; the tally reads the classes from
     // the unscaled targets and weighs the rows itself).
     std::optional<ErrorTally> tally;
-    if (validation->metric() == Metric::error) tally = validation->error_tally();
+    if (validation && validation->metric() == Metric::error) tally = validation->error_tally();
+    // A caller's hold-out set: each call may be a round trip, so chunks of up to its
+    // most_per_call iterates (within the certified stretch).
+    const Index per_chunk = validation ? kChunk : std::max(kChunk, holdout->most_per_call());
+    Matrix<T> alphas;
+    std::vector<double> values;
     Index t = 0;
     bool stop = false;
     while (t < max_iter_ && !stop) {
@@ -274,14 +285,23 @@ bool LanczosGradient<T>::run(const Validation<T>* validation, const IterativeOpt
             if (certified_ == t) return false;  // the basis can grow no further
             follow_basis(t);
         }
-        const Index count = std::min({kChunk, max_iter_ - t, certified_ - t});
+        const Index count = std::min({per_chunk, max_iter_ - t, certified_ - t});
+        if (squared.size() < count) squared.resize(count);
         squared.setZero();
+        if (!validation) alphas.setZero(problem_.alpha_rows, count * q);
         for (Index j = 0; j < q; ++j) {
             const std::size_t c = std::size_t(j);
             chunk[c].resize(z[c].size(), count);
             for (Index i = 0; i < count; ++i) {
                 step_projected(columns_[c], z[c]);
                 chunk[c].col(i) = z[c];
+            }
+            if (!validation) {  // column j of every iterate's coefficients (0 where c_j = 0)
+                const auto& W = coefficients[c];
+                if (W.cols() > 0)
+                    for (Index i = 0; i < count; ++i)
+                        alphas.col(i * q + j) = W.leftCols(z[c].size()) * chunk[c].col(i).template cast<T>();
+                continue;
             }
             if (images[c].cols() == 0) {  // c = 0: every prediction is 0
                 errors.setZero(n_val, count);
@@ -297,10 +317,15 @@ bool LanczosGradient<T>::run(const Validation<T>* validation, const IterativeOpt
             squared.head(count) += validation->weight(j) * errors.colwise().squaredNorm().transpose().array();
         }
         if (diverging(z)) throw_diverged(t + count, step_);
+        if (!validation) {
+            values.clear();
+            holdout->rmse(alphas, q, values, options.n_threads);
+        }
         for (Index i = 0; i < count && !stop; ++i) {
             ++t;
-            const auto verdict =
-                rule.push(tally ? tally->rate(i) : std::sqrt(squared[i] / (double(n_val) * double(q))));
+            const auto verdict = rule.push(!validation ? values[std::size_t(i)]
+                                           : tally     ? tally->rate(i)
+                                                       : std::sqrt(squared[i] / (double(n_val) * double(q))));
             if (verdict.candidate)
                 for (std::size_t c = 0; c < chunk.size(); ++c) selected[c] = chunk[c].col(i);
             stop = verdict.stop;

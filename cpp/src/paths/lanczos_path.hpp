@@ -78,7 +78,7 @@ public:
     // goes past the certified iterates (a rule that stops early has not stopped), the
     // basis grows to certify twice as far. Returns false, with `result` unusable, when
     // it cannot grow far enough: the path must then be run stepwise.
-    bool run(const Validation<T>* validation, const IterativeOptions& options, PathResult<T>& result);
+    bool run(const HoldOut<T>* validation, const IterativeOptions& options, PathResult<T>& result);
 
 private:
     using Column = KrylovColumn;

@@ -63,7 +63,34 @@ private:
 };
 
 template <class T>
-class Validation {
+class Validation;
+
+// The hold-out side of a path as the paths read it: the hold-out values (pooled RMSE, or
+// error rate with Metric::error) of blocks of coefficient sets. Validation below is the
+// in-memory one; a caller whose hold-out rows live elsewhere (nytro.dask's chunks, through
+// operator_path) supplies its own, and the paths then validate every iterate through it.
+template <class T>
+class HoldOut {
+public:
+    virtual ~HoldOut() = default;
+
+    // alphas holds c coefficient blocks of q columns each (block j = columns [jq, jq+q));
+    // appends c values to `out`.
+    virtual void rmse(const MatrixCRef<T>& alphas, Index q, std::vector<double>& out, int n_threads) const = 0;
+    virtual Metric metric() const = 0;
+    // What one call costs, in bytes read (the stepwise path's chunk of iterates per call).
+    virtual double bytes() const = 0;
+    // The most coefficient sets one call should take (0: the path's own limit). A call
+    // that is a round trip to other machines wants more of them at once.
+    virtual Index most_per_call() const { return 0; }
+    // The in-memory hold-out set, or null. The Krylov paths keep its images of their
+    // basis vectors (K_val times each, n_val x k), from which every iterate's errors cost
+    // O(n_val k); without it they form each iterate's coefficients and call rmse.
+    virtual const Validation<T>* in_memory() const { return nullptr; }
+};
+
+template <class T>
+class Validation final : public HoldOut<T> {
 public:
     // low_precision: K_val in float32 (a T = double computation only), stored or, when
     // streamed, computed so block by block; it is stored only if it takes at most
@@ -77,7 +104,7 @@ public:
 
     // alphas holds c coefficient blocks of q columns each (block j = columns [jq, jq+q));
     // appends c RMSEs to `out` (c error rates with Metric::error, see set_metric).
-    void rmse(const MatrixCRef<T>& alphas, Index q, std::vector<double>& out, int n_threads) const;
+    void rmse(const MatrixCRef<T>& alphas, Index q, std::vector<double>& out, int n_threads) const override;
 
     // The predictions K_val a themselves (n_val x c).
     Matrix<T> predict(const MatrixCRef<T>& alphas, int n_threads) const;
@@ -94,7 +121,7 @@ public:
     // misclassified rows (see ErrorTally; the column weights do not apply to it, the row
     // weights do).
     void set_metric(Metric metric) { metric_ = metric; }
-    Metric metric() const { return metric_; }
+    Metric metric() const override { return metric_; }
     // A tally of the error rate over the hold-out rows with their row weights, from the
     // targets as given (see ErrorTally: not the rows weigh_rows scales).
     ErrorTally error_tally() const { return ErrorTally(Y_val_.template cast<double>(), row_weights_); }
@@ -116,7 +143,9 @@ public:
     // Bytes one call reads: the stored kernel (or the one a deferred store will keep),
     // or, streamed, the kernel it recomputes counted at four times its size (a kernel
     // entry costs more than reading one).
-    double bytes() const;
+    double bytes() const override;
+
+    const Validation<T>* in_memory() const override { return this; }
 
     // Change of coordinates a = W b: later calls take b (K_val becomes K_val W, which has
     // as many columns as W). Only for a stored K_val; returns false (nothing changed) for

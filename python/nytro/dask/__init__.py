@@ -19,10 +19,11 @@ chunks:
    it accurate, the chunks sum K_i^T K_i and K_i^T y instead (no factor) and the client
    forms R^T (K^T K) R with R's triangle (the core's kernel-first route: no K_i R, half
    the flops);
-3. the hold-out errors: the path (gd, nu, cg iterates, or NKRLS's lambda grid through one
+3. the hold-out errors: the path (gd, nu, cg iterates, run by the core's path engine,
+   nytro._core.operator_path, over these products; or NKRLS's lambda grid through one
    eigendecomposition of A^T A) is computed on the client in m dimensions; the coefficients
-   alpha_t = R beta_t are sent alike, an m x L block of L iterates at a time (L doubling
-   to a bounded size), and each chunk's hold-out rows give the squared errors of
+   alpha_t = R beta_t are sent alike, an m x L block of L iterates at a time (the engine's
+   chunk of iterates per validation), and each chunk's hold-out rows give the squared errors of
    the predictions k(X_val_i, C) alpha_t, formed explicitly, summed over rows by the same
    tree reduction (metric="error": the weights of the rows each alpha_t misclassifies, and
    of all of them); the stopping rule reads each block's errors before the next block is

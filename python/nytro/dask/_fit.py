@@ -20,8 +20,7 @@ from ._cluster import _auto_mode, _broadcast, _client_product, _CORE_LOCK, _task
 from ._data import (_as_dask_data, _as_dask_weights, _check_fraction, _check_seed, _dense, _exponents, _Factor, _Kernel,
                     _pooled_rmse, _split_counts, _unscaled)
 from ._passes import _DirectOperator, _holdout_errors, _normal_equations, _Reported
-from ._paths import (_by_lanczos, _hybrid, _lanczos_applies, _lanczos_gd, _lanczos_products, _priced_products,
-                     _resolve_step, _run_path, _step_from_top, _StoppingWatch, _top_eigenvalue_process)
+from ._paths import _engine_path, _hybrid, _lanczos_applies, _lanczos_products, _priced_products
 
 
 @dataclass
@@ -184,56 +183,45 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
         if low:  # the core's gram solver keeps A^T A in float32 and widens it in each product
             H = H.astype(np.float32).astype(H.dtype)
     # As nytro.nytro_path: the tasks divide Y's columns by their powers of two (exact), the
-    # path runs in those units, the results are scaled back.
+    # path runs in those units (the rule's tol too), the results are scaled back.
     rule_tol = chk.tol_for_scaled_targets(tol, stopping, scales)
-    rule_tol = None if rule_tol < 0 else rule_tol
-    # The rounding of a product with H: float32's where K_i or A^T A is kept in float32 (as
-    # the core's storage_epsilon): where the Krylov methods stop, gd's Lanczos certifies.
-    krylov_eps = reference._krylov_eps(data.dtype, np.float32 if low else None)
     lam = 0.0
     if method == "hybrid":
         step = 0.0
+        # The rounding of a product with H: float32's where K_i or A^T A is kept in float32
+        # (as the core's storage_epsilon), where the Krylov processes stop.
+        krylov_eps = reference._krylov_eps(data.dtype, np.float32 if low else None)
         # hybrid_lambda: the lambda of the projected problems without a hold-out set (the
         # refit at a selected (t, lambda)); with one, the grid is searched as in memory. 0
         # takes the grid's first lambda, as the core does (its row allows 0).
         grid = None if not hybrid_lambda or n_val else np.array([float(hybrid_lambda)])
         coef, path, selected, stopped, lam, products = _hybrid(
-            data, fraction, seed, C, R, H, c, kern, n_train, n_val, max_iter, stopping, rule_tol, window, patience,
-            n_threads, split_every, scales, grid, krylov_eps, metric)
+            data, fraction, seed, C, R, H, c, kern, n_train, n_val, max_iter, stopping,
+            None if rule_tol < 0 else rule_tol, window, patience, n_threads, split_every, scales, grid, krylov_eps,
+            metric)
         products = H.products if mode == "direct" else products
     else:
-        apply = H if mode == "direct" else (lambda b: _client_product(H, b))
-        rule = chk.check_step_size(step_size)[0]
-        bound = _kernel_bound(data, kern, fraction, seed) if rule == "paper" else 1.0
-        lanczos, spent = None, 0
-        if _by_lanczos(applies, values["iterates"], mode, k, low):
-            # The step's Lanczos estimate of lambda_max in the bases' products, as the
-            # core's LanczosGradient (the same estimate: start vector, tolerance).
-            top = None if rule == "paper" else _top_eigenvalue_process(k, data.dtype)
-            step = (lambda value: _step_from_top(step_size, method, value)) if top else 1.0 / (n_train * bound)
-            lanczos, spent, step = _lanczos_gd(apply, c, step, max_iter, krylov_eps, top)
-        else:
-            step = _resolve_step(step_size, method, H, n_train * bound, k, data.dtype)
-        if lanczos is not None:
-            betas = iter(lanczos)
-        else:
-            # cg with a hold-out set ends where its Krylov space is invariant (t = rank at
-            # the latest), as the core's path: later iterates repeat the last one.
-            betas = (reference._cg_iterates(apply, c, max_iter, krylov_eps, until_invariant=True)
-                     if method == "cg" and n_val else reference._iterates(apply, c, method, step, nu, max_iter))
+        apply = H if mode == "direct" else (lambda B: _client_product(H, B))
+        bound = _kernel_bound(data, kern, fraction, seed) if chk.check_step_size(step_size)[0] == "paper" else 1.0
 
         def path_errors(alphas):
             errors = (operator.holdout_errors(alphas, metric) if mode == "direct" else
                       _holdout_errors(data, fraction, seed, C, alphas, kern, n_threads, split_every, exponents, metric))
             return errors if metric == "error" else _pooled_rmse(errors, scales, n_val)
 
-        watch = _StoppingWatch(stopping, rule_tol, window, patience, metric) if n_val else None
-        coef, path, selected, stopped, formed = _run_path(betas, R, q, path_errors, watch, step, max_iter,
-                                                          lambda done: report("validation", done, max_iter))
-        # gram: one product with A^T A per iterate (or Lanczos vector), on the client;
-        # direct: each a pass over the workers' blocks (the step's estimate included); the
-        # products of a basis that fell short, then the steps
-        products = H.products if mode == "direct" else (spent if lanczos is not None else spent + formed)
+        # What a product reads, as the core's solvers count it (its choice of gd's Lanczos
+        # iterates and of the chunks of iterates per validation): the kept blocks in
+        # "direct" mode, A^T A's triangle in "gram" mode; a validation, the hold-out
+        # kernel recomputed (counted at four times its size).
+        kept = 4 if low else data.dtype.itemsize
+        iteration_bytes = float(n_train) * C.shape[0] * kept if mode == "direct" else 0.5 * k * k * kept
+        raw = _engine_path(apply, c, R, path_errors if n_val else None, values, n_train=n_train, kernel_bound=bound,
+                           iteration_bytes=iteration_bytes, tol=rule_tol, holdout_bytes=4.0 * n_val * C.shape[0] * kept,
+                           storage_epsilon=float(np.finfo(np.float32).eps) if low else 0.0, report=report)
+        coef, path, selected, stopped = raw["coef"], raw["validation_rmse"], raw["n_iter"], raw["iterations_run"]
+        # direct: every pass over the workers' blocks, the step's estimate of lambda_max
+        # included (what progress("product", ...) counted); gram: the core's count.
+        step, products = raw["step_size"], H.products if mode == "direct" else raw["products"]
     coef, path = _unscaled(coef, path, scales, metric)
     result = PathResult(coef=coef[:, 0] if data.one_d else coef, validation_rmse=path, n_iter=selected,
                         iterations_run=stopped, step_size=step, rank=R.shape[1], solver=mode,

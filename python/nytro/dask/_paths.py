@@ -1,116 +1,20 @@
-"""The paths run on the client in m dimensions: the step, gd's Lanczos iterates, the
-stopping rule applied as the hold-out errors come, and the hybrid path."""
+"""The paths on the client, in m dimensions. gd, nu and cg run on the core's path engine
+(the in-memory fits' own: step, stopping rule, certified Lanczos iterates, Krylov bases),
+fed Dask's products and hold-out errors (_engine_path); what remains a Python copy is
+method "hybrid" (its hold-out images by TSQR over the chunks) and the counts the cost
+model of solver="auto" prices."""
 from __future__ import annotations
 
-import collections
 import math
 
 import numpy as np
-import scipy.linalg
 
-from .. import _checks as chk
+from .. import options as opt
 from .. import reference
 from ._centres import _kernel_bound
-from ._cluster import _broadcast, _chunk_tasks, _client_product, _CORE_LOCK, _task_threads, _tree_sum
+from ._cluster import _broadcast, _chunk_tasks, _CORE_LOCK, _task_threads, _tree_sum
 from ._data import _chunk_rows, _exponents, _row_blocks
-from ._passes import _images_part, _OVERFLOW, _tree_r
-
-
-def _top_eigenvalue_process(dim, dtype):
-    """lambda_max(H) as the C++ core estimates it for step_size="auto" (Lanczos with full
-    reorthogonalisation from its fixed start vector, stopped when the top Ritz value moves
-    by at most 1e-13 relative, 1e-6 in float32), so that the same step comes out: a
-    generator that yields the vectors to multiply by H (float64, dim) and is sent their
-    products, and returns the estimate (StopIteration's value)."""
-    tol = 1e-6 if dtype == np.float32 else 1e-13
-    most = min(120, dim)
-    v = np.fmod(0.6180339887498949 * np.arange(1, dim + 1, dtype=np.float64), 1.0) - 0.5
-    V = np.zeros((dim, most + 1))
-    V[:, 0] = v / np.linalg.norm(v)
-    diagonal, off = [], []
-    value, coupling = 0.0, 0.0
-    for k in range(most):
-        w = np.asarray((yield V[:, k]), dtype=np.float64)
-        applied = np.linalg.norm(w)
-        diagonal.append(float(w @ V[:, k]))
-        if k > 0:
-            off.append(coupling)
-        for _ in range(2):
-            w = w - V[:, :k + 1] @ (V[:, :k + 1].T @ w)
-        b = np.linalg.norm(w)
-        complete = not b > 4 * np.finfo(np.float64).eps * applied or k + 1 == dim
-        if not complete:
-            coupling = b
-            V[:, k + 1] = w / b
-        top = float(scipy.linalg.eigh_tridiagonal(np.array(diagonal), np.array(off), eigvals_only=True)[-1])
-        if (k + 1 >= 3 and abs(top - value) <= tol * abs(top)) or complete or k + 1 == most:
-            return top
-        value = top
-    return value
-
-
-def _top_eigenvalue(H, dim=None, dtype=None) -> float:
-    """lambda_max(H) (a matrix, or a function applying it to a dim-vector of dtype) by
-    _top_eigenvalue_process, one product at a time."""
-    if not callable(H):
-        matrix, dim, dtype = H, H.shape[0], H.dtype
-        H = lambda v: matrix @ v  # noqa: E731
-    process = _top_eigenvalue_process(dim, dtype)
-    vector = next(process)
-    while True:
-        try:
-            vector = process.send(H(vector.astype(dtype)))
-        except StopIteration as stop:
-            return stop.value
-
-
-def _resolve_step(step_size, method, H, n_train, dim=None, dtype=None):
-    if method == "cg":
-        return 0.0
-    if chk.check_step_size(step_size)[0] == "paper":
-        return 1.0 / n_train
-    return _step_from_top(step_size, method, _top_eigenvalue(H, dim, dtype))
-
-
-def _step_from_top(step_size, method, top):
-    """The step of rule "auto" or a given (checked) step, from lambda_max(A^T A) = top."""
-    rule, value = chk.check_step_size(step_size)
-    if rule == "auto":
-        if not np.isfinite(top):  # the core's error: the kernel's products overflowed
-            raise RuntimeError(f"lambda_max(A^T A) = {top}: {_OVERFLOW}")
-        if not top > 0:
-            raise RuntimeError(f"lambda_max(A^T A) = {top}: cannot set step_size='auto'")
-        return 1.0 / top
-    limit = (1.0 if method == "nu" else 2.0) / top
-    if not value < limit * (1 + 1e-9):
-        raise ValueError(f"step_size={value} is unstable for method '{method}': it must be below "
-                         f"{'1' if method == 'nu' else '2'} / lambda_max(A^T A) = {limit}")
-    return value
-
-
-def _projected_gd(a, b, norm, step, max_iter):
-    """z_1..z_max_iter (k x max_iter) of gd on T z = norm e_1 from z_0 = 0, T the
-    tridiagonal (a, b): z_t = U diag(p_t(theta)) U^T norm e_1, p_t(x) = (1 - (1 - s x)^t)
-    / x (s t at x = 0), by expm1 and log1p where s theta is small (1 - s theta near 1,
-    whose power would lose the digits of s theta), by the plain power elsewhere (s theta
-    up to 2 for a stable step: 1 - s theta may be negative)."""
-    theta, U = scipy.linalg.eigh_tridiagonal(a, b) if len(a) > 1 else (a.copy(), np.ones((1, 1)))
-    t = np.arange(1, max_iter + 1, dtype=np.float64)
-    x = step * theta[:, None]
-    small = np.abs(x) < 0.5
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        gone = np.where(small, -np.expm1(t * np.log1p(-np.where(small, x, 0.0))), 1.0 - (1.0 - x) ** t)
-        p = np.where(x == 0, step * t, gone / np.where(x == 0, 1.0, theta[:, None]))
-    return U @ (p * (norm * U[0])[:, None])
-
-
-def _certified(a, b, coupling, norm, step, max_iter, eps) -> np.ndarray | None:
-    """The projected iterates Z (k x max_iter) of a basis of k = len(a) vectors whose
-    remainder has norm `coupling`, where the core's bound certifies every one: |beta_t -
-    V z_t| <= s coupling sum_{i<t} |z_i[k]| within 64 eps |z_t|; None where it does not."""
-    Z = _projected_gd(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64), norm, step, max_iter)
-    drift = step * coupling * np.concatenate([[0.0], np.cumsum(np.abs(Z[-1]))[:-1]])
-    return Z if np.all(drift <= 64 * eps * np.linalg.norm(Z, axis=0)) else None
+from ._passes import _images_part, _tree_r
 
 
 # The core's kMostCertified (paths/gradient_path.hpp): past it gd always steps.
@@ -124,16 +28,6 @@ def _lanczos_applies(iterates, method, dtype, max_iter) -> bool:
     if method != "gd" or iterates == "stepwise" or max_iter > _MOST_CERTIFIED:
         return False
     return iterates == "lanczos" or np.dtype(dtype) == np.float64
-
-
-def _by_lanczos(applies, iterates, mode, k, low) -> bool:
-    """Whether they do, as the core's by_lanczos: "auto" takes them where a product with
-    H reads more than twice the basis' k doubles a step, as the core measures it: always
-    in "direct" mode (n k kernel values), in "gram" mode for 0.5 k^2 entries of A^T A of
-    8 bytes (4 with storage="float32") above 16 k bytes, i.e. k > 4 (k > 8)."""
-    if not applies:
-        return False
-    return iterates == "lanczos" or mode == "direct" or 0.5 * k * k * (4 if low else 8) > 2.0 * k * 8
 
 
 def _lanczos_products(max_iter, k) -> float:
@@ -158,207 +52,54 @@ def _priced_products(planned, method, validated, stopping, patience) -> float:
     return float(planned)
 
 
-def _basis_limit(dim, q, max_iter) -> int:
-    """The most vectors a column's basis may take, as the core's basis_limit
-    (paths/lanczos_path.cpp): at most half the stepwise path's products (32 at least, never
-    past max_iter), 512, and 256 MiB of float64 bases for the q columns."""
-    by_memory = max(1, int(256 * 2**20 / (dim * q * 8.0)) - 1)
-    return max(1, min(dim, min(max_iter, max(32, max_iter // 2)), 512, by_memory))
-
-
-def _lanczos_gd(apply, c, step, max_iter, eps, top=None):
-    """gd's iterates beta_1..beta_max_iter for H beta = c from Lanczos bases, as the core's
-    iterates="lanczos" (paths/lanczos_path.hpp): each column's basis grows (all columns'
-    vectors in one product per step) until the bound certifies all max_iter iterates within
-    64 eps of stepping, at most _basis_limit vectors. step: the step; or, with `top` (a
-    _top_eigenvalue_process), a function of its lambda_max giving the step: the estimate
-    then runs in the same products as the bases (as the core's LanczosGradient), which
-    grow meanwhile, and the certification starts once it is known. Returns (iterates,
-    products, step), iterates None where a column is not certified by then (step
-    instead)."""
-    q = c.shape[1]
-    columns = [c[:, j].astype(np.float64) for j in range(q)]
-    norms = [float(np.linalg.norm(x)) for x in columns]
-    most = _basis_limit(c.shape[0], q, max_iter)
-    # One step past `most`, so that the last vector allowed comes with its coupling.
-    processes = {j: reference._lanczos_process(columns[j], most + 1, eps, False) for j in range(q) if norms[j] > 0}
-    pending = {j: next(process)[0] for j, process in processes.items()}  # the growing bases' next vectors
-    bases = {j: [] for j in processes}
-    grown = {}  # per column: its tridiagonal (a, b) and the remainder's norm (None: an invariant space)
-    projected = {}
-    estimate = None if top is None else next(top)  # the estimate's next vector, None once it is known
-    products = 0
-    while True:
-        if estimate is None:  # the step is known: certify what the bases hold
-            for j, (a, b, coupling) in list(grown.items()):
-                k = len(a)
-                # An invariant space, or t <= k: V z_t is beta_t itself.
-                Z = (_projected_gd(a, b, norms[j], step, max_iter) if coupling is None or k >= max_iter
-                     else _certified(a, b, coupling, norms[j], step, max_iter, eps))
-                if Z is not None:
-                    projected[j] = Z
-                    del grown[j]
-                    pending.pop(j, None)
-                elif j not in pending:  # `most` vectors, not certified
-                    return None, products, step
-            if not pending:
-                break
-        running = list(pending)
-        for j in running:
-            bases[j].append(pending[j].copy())
-        vectors = [pending[j] for j in running] + ([] if estimate is None else [estimate])
-        W = apply(np.stack(vectors, axis=1).astype(c.dtype)).astype(np.float64)
-        products += 1
-        for i, j in enumerate(running):
-            try:
-                vector, a, b = processes[j].send(W[:, i])
-            except StopIteration as stop:  # an invariant space: every iterate exact
-                _, a, b, _, _ = stop.value
-                grown[j] = (np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64), None)
-                del pending[j]
-                continue
-            k = len(a)
-            grown[j] = (np.asarray(a, dtype=np.float64), np.asarray(b[:k - 1], dtype=np.float64), b[k - 1])
-            if k >= most:
-                del pending[j]
-            else:
-                pending[j] = vector
-        if estimate is not None:
-            try:
-                estimate = top.send(W[:, -1])
-            except StopIteration as stop:
-                estimate, step = None, step(stop.value)
-    betas = np.zeros((max_iter,) + c.shape)
-    for j, Z in projected.items():
-        V = np.stack(bases[j][:Z.shape[0]], axis=1)
-        betas[:, :, j] = (V @ Z).T
-    return [beta.astype(c.dtype) for beta in betas], products, step
-
-
-class _StoppingWatch:
-    """reference._select's rule applied one hold-out value at a time, as the core's
-    StoppingRule (paths/stopping.cpp) applies it while iterating: push(value) says whether
-    the path ends at that t; selection() is (t_selected, t_stopped) of the values pushed,
-    reference._select's answer for them (NaN included: a first NaN is np.argmin's
-    minimum, and never a `<` improvement). O(window) work and memory per value."""
-
-    def __init__(self, stopping, tol, window, patience, metric):
-        self.stopping, self.window, self.patience = stopping, window, patience or 0
-        self.by_error = metric == "error"
-        self.tol = (0.05 if stopping == "relative" else 1e-4) if tol is None else tol
-        self.t, self.first = 0, None
-        # metric "error": reference._select's plateau, the index of the first value that
-        # differs from the first (None until one does: no iteration is counted before).
-        self.plateau = None if self.by_error else 0
-        self.improved, self.improved_value = 0, None  # the last strict (`<`) improvement
-        self.lowest, self.lowest_value = 0, None      # np.argmin's 1-based answer so far
-        self.before = None                            # min of the values older than the window
-        self.recent = collections.deque(maxlen=window)
-        self.stopped = None
-
-    def push(self, value) -> bool:
-        value = float(value)
-        self.t += 1
-        t = self.t
-        if t == 1:
-            self.first, self.improved, self.improved_value = value, 1, value
-        if self.plateau is None and value != self.first:  # NaN differs from everything
-            self.plateau = t - 1
-        if self.lowest == 0 or (not math.isnan(self.lowest_value)
-                                and (math.isnan(value) or value < self.lowest_value)):
-            self.lowest, self.lowest_value = t, value
-        if value < self.improved_value:
-            self.improved, self.improved_value = t, value
-        if len(self.recent) == self.window:
-            old = self.recent[0]  # np.minimum propagates NaN, as np.min does
-            self.before = old if self.before is None else float(np.minimum(self.before, old))
-        self.recent.append(value)
-        if self.stopped is None and self._ends(t):
-            self.stopped = t
-        return self.stopped is not None
-
-    def _judged(self, t) -> bool:
-        return self.plateau is not None and t - self.plateau >= self.window
-
-    def _ends(self, t) -> bool:
-        if self.stopping == "best":
-            plateau = t if self.plateau is None else self.plateau
-            return bool(self.patience) and t - max(self.improved, plateau) >= self.patience
-        if self.stopping == "relative":
-            if t < self.window + 1 or not self._judged(t):
-                return False
-            inside = float(np.min(self.recent))
-            return bool(self.before - inside <= self.tol * self.before)
-        if t < self.window or not self._judged(t):
-            return False
-        recent = np.asarray(self.recent)
-        fall = -self.window * np.polyfit(np.arange(self.window, dtype=float), recent, 1)[0]
-        return bool(fall <= self.tol * recent.mean() if self.by_error else fall < self.tol)
-
-    def selection(self):
-        end = self.stopped or self.t
-        if self.stopping == "window":
-            return end, end
-        if self.stopping == "best" and self.patience and self.stopped is not None:
-            return self.improved, end
-        return self.lowest, end
-
-
 def _block_limit(m, q) -> int:
     """The most iterates validated in one pass: their m x q coefficients within 32 MiB of
     float64 (the client's copy and the hold-out rows' predictions of a chunk), 4096 at most."""
     return max(1, min(4096, (32 << 20) // (8 * max(1, m * q))))
 
 
-def _run_path(betas, R, q, path_errors, watch, step, max_iter, validated):
-    """The path from the iterates `betas` (an iterator of k x q arrays, formed on demand):
-    validated in blocks of growing size (path_errors(alphas) gives the hold-out values of
-    the m x (L q) coefficients alphas), the stopping rule `watch` (a _StoppingWatch; None
-    without a hold-out set: the last iterate) applied as the values come, so that the
-    iterates formed and the memory held follow the iterations the rule runs, not max_iter
-    (at most one block past the stop; the blocks double up to _block_limit). validated(done) is
-    called after each block. Returns (coef at the selected t, the path to the stop,
-    selected, stopped, iterates formed)."""
-    def finite(beta):
-        if not np.all(np.isfinite(beta)):
-            raise RuntimeError(f"the iterations diverged (step_size={step}): a stable step is below "
-                               "2 / lambda_max(A^T A)")
-        return beta
+def _engine_path(apply, c, R, holdout, values, *, n_train, kernel_bound, iteration_bytes, storage_epsilon, tol,
+                 holdout_bytes, report):
+    """Methods gd, nu and cg by the core's path engine (nytro._core.operator_path), the
+    in-memory fits' own: its step, stopping rule, gd's certified Lanczos iterates and cg's
+    Krylov basis, over Dask's operators. apply(B) = H B on the client (the gram mode's
+    A^T A) or a pass over the workers' blocks (direct); holdout(alphas) the hold-out
+    values of the m x (L q) coefficient sets alphas (None without a hold-out set), a pass
+    over the hold-out rows per call, which the engine makes once per chunk of iterates
+    (holdout_bytes: one call's cost, as the in-memory streamed hold-out kernel counts
+    it). values: the family's parameters (DASK_NYTRO's rows); tol: the rule's, for the
+    scaled targets. Returns the core's path dict (coef m x q in the targets' scaled units)."""
+    from .. import _core
+    dtype = c.dtype
+    core = opt.core_options(opt.DASK_NYTRO, values)
+    core.tol = tol
+    m, q = R.shape[0], c.shape[1]
+    done = [0]
 
-    if watch is None:
-        last, formed = None, 0
-        for last in betas:
-            formed += 1
-        return _client_product(R, finite(last)), np.zeros(0), max_iter, max_iter, formed
-    path, kept, formed = [], {}, 0
-    most = _block_limit(R.shape[0], q)
-    # Each block is a pass over the hold-out rows (a read of X's chunks in "gram" mode): a
-    # rule that can stop starts with a few times the iterations it needs before it can
-    # (patience or window), one that cannot (stopping="best" without patience) validates
-    # as many as the block's memory allows at once.
-    reach = watch.patience if watch.stopping == "best" else watch.window
-    size = min(most, max(64, 4 * reach)) if reach else most
-    while watch.stopped is None:
-        block = [beta for _, beta in zip(range(size), betas)]
-        if not block:
-            break
-        formed += len(block)
-        finite(block[-1])
-        alphas = _client_product(R, np.hstack(block))
-        values = np.asarray(path_errors(alphas), dtype=np.float64)
-        start = len(path)
-        for i, value in enumerate(values):
-            path.append(value)
-            kept[start + i + 1] = alphas[:, i * q:(i + 1) * q]
-            if watch.push(value):
-                break
-        validated(len(path))
-        # Keep the coefficients a selection may still take (the best so far by either of
-        # reference._select's counts, or the last), copied out of the block's array.
-        kept = {t: alpha.copy() for t, alpha in kept.items() if t in (watch.lowest, watch.improved, len(path))}
-        size = min(2 * size, most)
-    selected, stopped = watch.selection()
-    return kept[selected].copy(), np.asarray(path[:stopped]), selected, stopped, formed
+    def applied(B):
+        return np.ascontiguousarray(apply(B), dtype=dtype)
+
+    def validated(alphas, q):
+        if done[0]:  # the sets validated before this call were all read by the rule: the path went on
+            report("validation", done[0], values["max_iter"])
+        done[0] += alphas.shape[1] // q
+        return np.asarray(holdout(alphas), dtype=np.float64).tolist()
+
+    # Each validation is a pass over the hold-out rows: a path that runs to max_iter
+    # validates as many iterates at once as the block's memory allows; one whose rule can
+    # stop, at most a few times what the rule needs before it can (patience or window),
+    # since the engine iterates a whole chunk before reading its errors (in "direct" mode
+    # each iterate a pass over the workers' blocks).
+    reach = core.patience if values["stopping"] == "best" else core.window
+    most = _block_limit(m, q) if not reach else min(_block_limit(m, q), max(64, 4 * reach))
+    raw = getattr(_core, f"operator_path_{np.dtype(dtype).name}")(
+        apply=applied, rhs=np.ascontiguousarray(c, dtype=dtype), lift=np.ascontiguousarray(R, dtype=dtype),
+        holdout=None if holdout is None else validated, holdout_bytes=holdout_bytes, holdout_most=most,
+        iteration_bytes=iteration_bytes, storage_epsilon=storage_epsilon, n=n_train, kernel_bound=kernel_bound,
+        options=core)
+    if holdout is not None:
+        report("validation", raw["iterations_run"], values["max_iter"])
+    return raw
 
 
 def _shifted_solutions(a, b, shifts, norm):
