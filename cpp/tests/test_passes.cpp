@@ -20,6 +20,7 @@
 #include "factor/owned_cholesky.hpp"
 #include "factor/triangular_solve.hpp"
 #include "kernel/row_kernels.hpp"
+#include "nytro/resources.hpp"
 #include "paths/validation.hpp"
 
 #include <functional>
@@ -654,10 +655,21 @@ NYTRO_TEST(normal_equations_without_a_factor) {
 }
 
 // A deferred hold-out kernel is recomputed for its first calls and stored at the call
-// after store_after_ (2 for d = 4: a first touch of 8 bytes per entry against a
-// recomputation at 2 (4 + 50) flops per entry), with the same RMSEs and predictions
-// (up to the blocking of the products) as one stored at once.
+// after store_after_, with the same RMSEs and predictions (up to the blocking of the
+// products) as one stored at once. store_after_ is floor(first touch / recomputation)
+// under the machine's rates, so they are pinned here (else the test reads whatever this
+// machine measured): a first touch of 8 bytes per entry at 1e9 bytes/s against a
+// recomputation of 2 (4 + 50) flops per entry at 3.375e10 flop/s is 2.5 recomputations.
 NYTRO_TEST(deferred_validation_kernel_is_stored_after_recomputations) {
+    nytro::MachineRates pinned;
+    pinned.flops = 3.375e10;
+    pinned.flops32 = 6.75e10;
+    pinned.bytes = 1e10;
+    pinned.fresh_bytes = 1e9;
+    nytro::set_machine_rates(pinned);
+    struct Unpin {
+        ~Unpin() { nytro::set_machine_rates(nytro::MachineRates{}); }
+    } unpin;
     const Problem p = make_problem(400, 4, 300, 500, 2);
     const MatrixD alphas = normal(300, 6, 41);
     const nytro::detail::Validation<double> eager(p.X_val, p.Y_val, p.centers, p.sigma, 2, false, 1e12);
