@@ -491,7 +491,7 @@ def test_estimators_fit_and_predict_dask_arrays(client):
     X, y, sigma = data()
     Xd, yd = da.from_array(X, chunks=60), da.from_array(y, chunks=60)
     est = nytro.NytroRegressor(40, sigma, method="cg", max_iter=8, n_iter_no_change=None, validation_fraction=FRACTION,
-                               random_state=3, solver="direct").fit(Xd, yd)
+                               random_state=3, solver="direct", fit_intercept=False).fit(Xd, yd)
     seed = int(np.random.RandomState(3).randint(0, 2**63 - 1, dtype=np.int64))
     train, held = (~nd.holdout_mask(np.arange(len(X)), FRACTION, seed), nd.holdout_mask(np.arange(len(X)),
                                                                                           FRACTION, seed))
@@ -501,7 +501,8 @@ def test_estimators_fit_and_predict_dask_arrays(client):
     assert_close(est.coef_, expected.coef, X.dtype, "coef_")
     assert_close(est.validation_rmse_, expected.validation_rmse, X.dtype, "validation_rmse_")
     with_numpy_y = nytro.NytroRegressor(40, sigma, method="cg", max_iter=8, n_iter_no_change=None,
-                                        validation_fraction=FRACTION, random_state=3, solver="direct").fit(Xd, y)
+                                        validation_fraction=FRACTION, random_state=3, solver="direct",
+                                        fit_intercept=False).fit(Xd, y)
     np.testing.assert_array_equal(with_numpy_y.coef_, est.coef_)  # y in memory: cut into X's chunks
     predicted = est.predict(Xd)
     assert isinstance(predicted, da.Array) and predicted.chunks == Xd.chunks[:1]
@@ -514,13 +515,16 @@ def test_estimators_fit_and_predict_dask_arrays(client):
         nd.predict(Xd, X[0], est.coef_[:4], sigma)
     assert str(on_dask.value) == str(in_memory.value)
 
-    default = nytro.NytroRegressor(40, sigma, validation_fraction=FRACTION, random_state=3).fit(Xd, yd)  # hybrid
+    # method "hybrid"; no intercept, as the function fits
+    default = nytro.NytroRegressor(40, sigma, validation_fraction=FRACTION, random_state=3, fit_intercept=False).fit(
+        Xd, yd)
     expected = nytro.nytro_path(X[train], y[train], default.centers_, sigma, X_val=X[held], y_val=y[held],
                                 method="hybrid", n_iter_no_change=50, n_threads=1)
     assert (default.n_iter_, default.lambda_) == (expected.n_iter, expected.lambda_)
     assert_close(default.coef_, expected.coef, X.dtype, "hybrid coef_")
 
-    krls = nytro.NystromKRLSRegressor(40, sigma, validation_fraction=FRACTION, random_state=3).fit(Xd, yd)
+    krls = nytro.NystromKRLSRegressor(40, sigma, validation_fraction=FRACTION, random_state=3,
+                                      fit_intercept=False).fit(Xd, yd)
     expected = nytro.nkrls_path(X[train], y[train], krls.centers_, sigma, X_val=X[held], y_val=y[held],
                                 n_threads=1)
     assert krls.lambda_ == expected.lambda_
@@ -1072,7 +1076,7 @@ def test_targets_near_the_end_of_the_range(client):
     assert np.isfinite(fit.result.validation_rmse).all()
     # Finite y beyond float32 with float32 data: the in-memory error naming y, not a
     # divergence of the path on the infinities the cast made.
-    params = dict(method="cg", max_iter=8, n_iter_no_change=None, random_state=3)
+    params = dict(method="cg", max_iter=8, n_iter_no_change=None, random_state=3, fit_intercept=False)
     with pytest.raises(ValueError) as in_memory:
         nytro.NytroRegressor(10, sigma, **params).fit(X.astype(np.float32), y)
     with pytest.raises(ValueError) as on_dask:
@@ -1360,7 +1364,7 @@ def test_estimator_with_kernel_weights_and_centers(client):
     Xd, yd = da.from_array(X, chunks=100), da.from_array(y, chunks=100)
     rows = np.arange(0, 240, 6)
     est = nytro.NytroRegressor(40, sigma, kernel="matern", matern_nu=2.5, centers=rows, method="cg", max_iter=8,
-                               n_iter_no_change=None, validation_fraction=FRACTION, random_state=3)
+                               n_iter_no_change=None, validation_fraction=FRACTION, random_state=3, fit_intercept=False)
     est.fit(Xd, yd, sample_weight=da.from_array(w, chunks=100))
     seed = int(np.random.RandomState(3).randint(0, 2**63 - 1, dtype=np.int64))
     held = nd.holdout_mask(np.arange(len(X)), FRACTION, seed)
@@ -1478,12 +1482,13 @@ def test_refit_equals_in_memory(client, estimator, max_iter):
     w = weights(len(X))
     Xd, yd = da.from_array(X, chunks=100), da.from_array(y, chunks=100)
     if estimator == "nkrls":
-        est = nytro.NystromKRLSRegressor(40, sigma, validation_fraction=FRACTION, refit=True, random_state=3)
+        est = nytro.NystromKRLSRegressor(40, sigma, validation_fraction=FRACTION, refit=True, random_state=3,
+                                         fit_intercept=False)
         est.fit(Xd, yd, sample_weight=w)
         expected = nytro.nkrls_path(X, y, est.centers_, sigma, lambdas=[est.lambda_], sample_weight=w, n_threads=1)
     else:
         est = nytro.NytroRegressor(40, sigma, method=estimator, max_iter=max_iter, n_iter_no_change=None, solver="gram",
-                                   validation_fraction=FRACTION, refit=True, random_state=3)
+                                   validation_fraction=FRACTION, refit=True, random_state=3, fit_intercept=False)
         est.fit(Xd, yd, sample_weight=w)
         assert 1 < est.n_iter_ < max_iter
         expected = nytro.nytro_path(X, y, est.centers_, sigma, method=estimator, max_iter=est.n_iter_,

@@ -110,7 +110,7 @@ def test_estimator_on_a_cli_cluster_predicts_as_in_memory(cli_client, tmp_path):
     X, y, sigma = data()
     Xd, yd = _zarr_data(tmp_path, X, y, rows=64)
     est = nytro.NytroRegressor(40, sigma, method="cg", max_iter=8, n_iter_no_change=None,
-                               validation_fraction=FRACTION, random_state=3).fit(Xd, yd)
+                               validation_fraction=FRACTION, random_state=3, fit_intercept=False).fit(Xd, yd)
     seed = int(np.random.RandomState(3).randint(0, 2**63 - 1, dtype=np.int64))
     train, held = split(len(X), seed=seed)
     expected = nytro.nytro_path(X[train], y[train], est.centers_, sigma, X_val=X[held], y_val=y[held],
