@@ -463,8 +463,9 @@ def test_estimators_fit_and_predict_dask_arrays(client):
         nd.predict(Xd, X[0], est.coef_[:4], sigma)
     assert str(on_dask.value) == str(in_memory.value)
 
-    default = nytro.NytroRegressor(40, sigma, validation_fraction=FRACTION, random_state=3,
-                                   fit_intercept=False).fit(Xd, yd)  # hybrid
+    # method "hybrid"; no intercept, as the function fits
+    default = nytro.NytroRegressor(40, sigma, validation_fraction=FRACTION, random_state=3, fit_intercept=False).fit(
+        Xd, yd)
     expected = nytro.nytro_path(X[train], y[train], default.centers_, sigma, X_val=X[held], y_val=y[held],
                                 method="hybrid", n_iter_no_change=50, n_threads=1)
     assert (default.n_iter_, default.lambda_) == (expected.n_iter, expected.lambda_)
@@ -1332,8 +1333,7 @@ def test_estimator_with_kernel_weights_and_centers(client):
     Xd, yd = da.from_array(X, chunks=100), da.from_array(y, chunks=100)
     rows = np.arange(0, 240, 6)
     est = nytro.NytroRegressor(40, sigma, kernel="matern", matern_nu=2.5, centers=rows, method="cg", max_iter=8,
-                               n_iter_no_change=None, validation_fraction=FRACTION, random_state=3,
-                               fit_intercept=False)
+                               n_iter_no_change=None, validation_fraction=FRACTION, random_state=3, fit_intercept=False)
     est.fit(Xd, yd, sample_weight=da.from_array(w, chunks=100))
     seed = int(np.random.RandomState(3).randint(0, 2**63 - 1, dtype=np.int64))
     held = nd.holdout_mask(np.arange(len(X)), FRACTION, seed)

@@ -272,11 +272,12 @@ sigma : "auto", float or array-like of shape (n_features,)
     random_state), and is selected on the fit's hold-out set among s0 * 2^k (k from -2
     to 2, widened one step at a time while the best is at the edge, up to a factor 16
     either way), each candidate screened by a NYTRO "hybrid" fit (t and lambda of the
-    paper's grid) at at most 200 centres, on the estimator's own hold-out metric; the
-    fit then runs once at the winner. Without a hold-out set (validation_fraction=None, KOLSRegressor) s = s0.
-    On Dask arrays the spreads are those of all rows and s = s0 (no screening). The
-    bandwidths used are sigma_, the candidates and their hold-out errors
-    sigma_candidates_ and sigma_scores_.""", read_when=_WITH_BANDWIDTH)
+    paper's grid) at at most 200 centres, by the hold-out RMSE (of the +-1 codes for the
+    classifiers, whose error rate ties across candidates on a small hold-out set); the
+    fit then runs once at the winner. Without a hold-out set (validation_fraction=None,
+    KOLSRegressor) s = s0. On Dask arrays the spreads are those of all rows and s = s0
+    (no screening). The bandwidths used are sigma_, the candidates and their hold-out
+    errors sigma_candidates_ and sigma_scores_.""", read_when=_WITH_BANDWIDTH)
 N_CENTERS = Param("n_centers", 1000, _checked_by(lambda value: chk.check_int("n_centers", value, 1)), """\
 n_centers : int
     Nystrom centres m, drawn without replacement from the training rows (see
@@ -395,9 +396,9 @@ sigma_candidates_ : ndarray of shape (n_candidates,) or None
     distance heuristic s0, without a hold-out set. None with an explicit sigma."""),
     Attribute("sigma_scores_", """\
 sigma_scores_ : ndarray of shape (n_candidates,) or None
-    The hold-out error of each of sigma_candidates_ (the estimator's selection metric,
-    the best over the lambda grid of a screening fit at few centres); NaN without a
-    hold-out set. None with an explicit sigma."""),
+    The hold-out RMSE of each of sigma_candidates_ (of the +-1 codes for the
+    classifiers; the best over t and the lambda grid of a screening fit at few centres);
+    NaN without a hold-out set. None with an explicit sigma."""),
     Attribute("centers_", """\
 centers_ : ndarray of shape (m, n_features)
     The rows predict evaluates the kernel at: the Nystrom centres (the Nystrom

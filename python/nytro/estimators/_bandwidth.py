@@ -11,8 +11,10 @@ heuristic for a Gaussian kernel, and is then selected on the hold-out rows among
 hold-out rows (Nystrom KRLS's hold-out accuracy in a few tens of products of an m x m
 matrix), so a candidate's best hold-out error costs a fraction of the fit; the
 estimator's own fit then runs once, at the winner, with its full n_centers.
-The screening scores the estimator's own metric (the RMSE, or the classifiers' error),
-with its sample weights; a tie goes to the candidate nearest s0.
+The screening scores the hold-out RMSE, with the sample weights, for the classifiers too
+(of their +-1 codes): their error rate is a step function that ties across candidates on a
+small hold-out set, where the RMSE still ranks them; a tie goes to the candidate nearest
+s0. The path's own selection of t and lambda keeps the estimator's metric.
 
 Everything here is equivariant under x -> a x + b per feature: the spreads are
 deviations from the mean (an offset does not enter) and scale with the data, and the
@@ -140,7 +142,7 @@ def select_bandwidth(est, X_train, Y_train, X_val, Y_val, rng, n_screen: int, we
             fit = nytro_path(X_train, Y_train, X_train[rows], s0 * 2.0 ** k * spreads, kernel=est.kernel,
                              matern_nu=est.matern_nu, X_val=X_val, y_val=Y_val, method="hybrid",
                              max_iter=SCREEN_ITERATIONS, n_iter_no_change=SCREEN_PATIENCE, options=options,
-                             metric=est._selection_metric(), sample_weight=w_train, sample_weight_val=w_val)
+                             metric="rmse", sample_weight=w_train, sample_weight_val=w_val)
             scores[k] = float(np.min(fit.validation_rmse))
         return scores[k]
 

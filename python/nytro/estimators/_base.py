@@ -308,7 +308,7 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
         otherwise."""
         if searches(self):
             self.sigma_, self.sigma_candidates_, self.sigma_scores_ = select_bandwidth(
-                self, X_train, Y_train, X_val, Y_val, rng, n_screen, self._split_weights())
+                self, X_train, Y_train, X_val, Y_val, rng, n_screen, KernelRegressorBase._split_weights(self))
         return self.sigma_
 
     def _calibrate(self, X_rows, Y_rows, centers, coef, held_out):

@@ -15,8 +15,10 @@ class NytroRegressor(KernelRegressorBase):
 
     Each iteration costs one product with A^T A; the default method, "hybrid", selects
     (t, lambda) on the hold-out set, and method="gd", max_iter=500 with
-    n_iter_no_change=None is the paper's protocol. When the selected t is max_iter, fit
-    emits a ConvergenceWarning.
+    n_iter_no_change=None is the paper's protocol, with its sigma and fit_intercept=False.
+    The defaults, sigma="auto" (per-feature bandwidths selected on the same hold-out set)
+    and fit_intercept=True, fit raw features without a scaler. When the selected t is
+    max_iter, fit emits a ConvergenceWarning.
 
     {parameters}
 

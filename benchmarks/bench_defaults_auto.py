@@ -1,0 +1,194 @@
+"""The estimators' defaults on raw data (issue 44): NytroRegressor() / NytroClassifier() with
+sigma="auto" and fit_intercept=True, against a tuned GridSearchCV pipeline (StandardScaler
+and a sigma grid over the same estimator) and scikit-learn's HistGradientBoosting with its
+defaults, on scikit-learn's bundled data sets, test error and time in one run.
+
+Each data set is split 75/25 (stratified for the classifiers) by each seed; every fit sees
+the training part only, raw (the grid's pipeline standardises inside each fold). The rows:
+
+* defaults: the estimator with its defaults, random_state=seed;
+* old defaults: sigma=1.0 and fit_intercept=False, the defaults before sigma="auto";
+* grid: GridSearchCV(StandardScaler + the estimator, sigma in GRID, cv=3), refitted on
+  the whole training part (its time includes the search);
+* hgb: HistGradientBoostingRegressor / Classifier(random_state=seed).
+
+Regression reports the test RMSE; classification the test error rate, the log loss of
+predict_proba and the expected calibration error (top-label, 15 equal-width bins). The
+ratios are the defaults' over the grid's, same seed, then averaged over the seeds.
+
+    PYTHONPATH=python python benchmarks/bench_defaults_auto.py --out benchmarks/results/defaults_auto
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from sklearn import datasets as skd
+from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+from sklearn.metrics import log_loss
+from sklearn.model_selection import GridSearchCV, KFold, StratifiedKFold, train_test_split
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
+
+import nytro
+from nytro.experiments import protocol as P
+
+# name: (loader, task)
+DATASETS = {
+    "diabetes": (lambda: skd.load_diabetes(return_X_y=True, scaled=False), "regression"),
+    "breast_cancer": (lambda: skd.load_breast_cancer(return_X_y=True), "classification"),
+    "digits": (lambda: skd.load_digits(return_X_y=True), "classification"),
+    "wine": (lambda: skd.load_wine(return_X_y=True), "classification"),
+}
+GRID = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)  # sigma on standardised features
+QUICK_GRID = (1.0, 4.0)
+ROWS = ("defaults", "old defaults", "grid", "hgb")
+
+
+def calibration_error(proba, y_index, bins: int = 15) -> float:
+    """Top-label expected calibration error: the mean over equal-width confidence bins of
+    |accuracy - confidence|, each bin weighted by its share of the rows."""
+    confidence = proba.max(1)
+    correct = proba.argmax(1) == y_index
+    edges = np.linspace(0, 1, bins + 1)
+    which = np.clip(np.digitize(confidence, edges[1:-1]), 0, bins - 1)
+    total = 0.0
+    for b in range(bins):
+        rows = which == b
+        if rows.any():
+            total += rows.mean() * abs(correct[rows].mean() - confidence[rows].mean())
+    return float(total)
+
+
+def scores(model, X, y, task, classes=None):
+    if task == "regression":
+        return {"rmse": P.rmse(model.predict(X), y)}
+    proba = model.predict_proba(X)
+    index = np.searchsorted(classes, y)
+    return {"error": float(np.mean(model.predict(X) != y)), "log_loss": float(log_loss(y, proba, labels=classes)),
+            "ece": calibration_error(proba, index)}
+
+
+def models(task, seed, threads, grid, cv):
+    est = nytro.NytroRegressor if task == "regression" else nytro.NytroClassifier
+    folds = (KFold if task == "regression" else StratifiedKFold)(cv, shuffle=True, random_state=seed)
+    search = GridSearchCV(Pipeline([("scale", StandardScaler()), ("model", est(random_state=seed, n_jobs=threads))]),
+                          {"model__sigma": list(grid)}, cv=folds, error_score="raise")
+    hgb = (HistGradientBoostingRegressor if task == "regression" else HistGradientBoostingClassifier)(
+        random_state=seed)
+    return {"defaults": est(random_state=seed, n_jobs=threads),
+            "old defaults": est(sigma=1.0, random_state=seed, n_jobs=threads,
+                                **({"fit_intercept": False} if task == "regression" else {})),
+            "grid": search, "hgb": hgb}
+
+
+def run_dataset(name, seeds, threads, grid, cv):
+    loader, task = DATASETS[name]
+    X, y = loader()
+    X = np.asarray(X, dtype=np.float64)
+    fits = {row: [] for row in ROWS}
+    for seed in seeds:
+        X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.25, random_state=seed,
+                                                  stratify=y if task == "classification" else None)
+        classes = np.unique(y_tr)
+        for row, model in models(task, seed, threads, grid, cv).items():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the n_centers cap on small sets, path-cut warnings
+                t0 = time.perf_counter()
+                model.fit(X_tr, y_tr)
+                seconds = time.perf_counter() - t0
+            fit = {"seed": seed, "seconds": seconds, **scores(model, X_te, y_te, task, classes)}
+            if row == "defaults":
+                fit["sigma_candidates"] = model.sigma_candidates_.tolist()
+                fit["sigma_scores"] = model.sigma_scores_.tolist()
+                fit["sigma_range"] = [float(np.min(model.sigma_)), float(np.max(model.sigma_))]
+            if row == "grid":
+                fit["best_sigma"] = model.best_params_["model__sigma"]
+            fits[row].append(fit)
+    metric = "rmse" if task == "regression" else "error"
+    ratios = {row: {"error": float(np.mean([a[metric] / b[metric] if b[metric] > 0 else np.nan
+                                            for a, b in zip(fits[row], fits["grid"])])),
+                    "time": float(np.mean([a["seconds"] / b["seconds"] for a, b in zip(fits[row], fits["grid"])]))}
+              for row in ROWS}
+    return {"dataset": name, "task": task, "n": int(X.shape[0]), "d": int(X.shape[1]),
+            "classes": None if task == "regression" else int(len(np.unique(y))), "metric": metric, "fits": fits,
+            "vs_grid": ratios}
+
+
+def _mean(fits, key):
+    return float(np.mean([f[key] for f in fits]))
+
+
+def markdown(result):
+    info = result["machine"]
+    lines = [f"Machine: {P.machine_line(info)}; load average at end "
+             f"{', '.join(f'{x:.2f}' for x in result['load_average_at_end'])}.",
+             "", f"Seeds: {result['seeds']}; grid: StandardScaler + sigma in {list(result['grid'])}, "
+             f"cv={result['cv']}. Means over the seeds; ratios are to the grid's, same seed.",
+             "",
+             "| data set | n x d | row | test RMSE / error | log loss | ECE | fit (s) | error / grid's | "
+             "time / grid's |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for ds in result["datasets"]:
+        for row in ROWS:
+            fits = ds["fits"][row]
+            clf = ds["task"] == "classification"
+            lines.append(
+                f"| {ds['dataset']} | {ds['n']} x {ds['d']} | {row} | {_mean(fits, ds['metric']):.4g} | "
+                f"{_mean(fits, 'log_loss'):.4g} | {_mean(fits, 'ece'):.3f} | " if clf else
+                f"| {ds['dataset']} | {ds['n']} x {ds['d']} | {row} | {_mean(fits, ds['metric']):.4g} | - | - | ")
+            lines[-1] += (f"{_mean(fits, 'seconds'):.2f} | {ds['vs_grid'][row]['error']:.3f} | "
+                          f"{ds['vs_grid'][row]['time']:.3f} |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--datasets", default=",".join(DATASETS), help="comma-separated (default: all four)")
+    parser.add_argument("--seeds", type=int, default=3, help="splits (seeds 0..k-1; default 3)")
+    parser.add_argument("--cv", type=int, default=3, help="the grid's folds (default 3)")
+    parser.add_argument("--threads", type=int, default=None, help="nytro's threads (and the peers' BLAS)")
+    parser.add_argument("--quick", action="store_true", help="diabetes and wine, 1 seed, a 2-value grid, cv=2 (CI)")
+    parser.add_argument("--out", default=None, help="folder for defaults_auto.json and defaults_auto.md")
+    args = parser.parse_args(argv)
+    if args.seeds < 1:
+        parser.error("--seeds must be >= 1")
+    names = args.datasets.split(",")
+    unknown = [n for n in names if n not in DATASETS]
+    if unknown:
+        parser.error(f"unknown data sets {unknown}; known: {', '.join(DATASETS)}")
+    seeds, grid, cv = (list(range(args.seeds)), GRID, args.cv)
+    if args.quick:
+        names = [n for n in names if n in ("diabetes", "wine")] or names[:1]
+        seeds, grid, cv = [0], QUICK_GRID, 2
+    threads = args.threads or nytro.default_n_threads()
+    result = {"machine": P.machine_info(threads),
+              "command": "python benchmarks/bench_defaults_auto.py " + " ".join(argv if argv is not None else
+                                                                                 sys.argv[1:]),
+              "seeds": seeds, "grid": list(grid), "cv": cv}
+    from threadpoolctl import threadpool_limits
+    with threadpool_limits(threads):
+        result["datasets"] = [run_dataset(name, seeds, threads, grid, cv) for name in names]
+    result["load_average_at_end"] = list(os.getloadavg())
+    if args.out:
+        write(result, args.out)
+    else:
+        print(markdown(result))
+    return 0
+
+
+def write(result, out: str):
+    """defaults_auto.json (every number and the machine) and defaults_auto.md, command.txt
+    and machine.txt (the layout of benchmarks/results/<claim>/)."""
+    P.write_report(out, "defaults_auto", P.json_ready(result), markdown(result) + "\n")
+    P.write_command(out, "command.txt", result["command"])
+    Path(out, "machine.txt").write_text(P.machine_line(result["machine"]) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
