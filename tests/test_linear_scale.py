@@ -87,16 +87,19 @@ def test_distance_kernels_keep_the_paper_grid():
 
 
 def _estimators():
+    # The linear kernel's model passes through the origin, as y = X w does here; the
+    # default intercept would centre y without centring X (a different model).
     for method in ("gd", "nu", "cg", "hybrid"):
         for solver in ("direct", "gram", "spectral"):
             yield f"nytro-{method}-{solver}", lambda m=method, s=solver: nytro.NytroRegressor(
-                n_centers=40, kernel="linear", method=m, solver=s, max_iter=2000, random_state=0)
-    yield "nkrls", lambda: nytro.NystromKRLSRegressor(n_centers=40, kernel="linear", random_state=0)
-    yield "krls", lambda: nytro.KRLSRegressor(kernel="linear", random_state=0)
-    yield "kols", lambda: nytro.KOLSRegressor(kernel="linear")
+                n_centers=40, kernel="linear", method=m, solver=s, max_iter=2000, fit_intercept=False, random_state=0)
+    yield "nkrls", lambda: nytro.NystromKRLSRegressor(n_centers=40, kernel="linear", fit_intercept=False,
+                                                      random_state=0)
+    yield "krls", lambda: nytro.KRLSRegressor(kernel="linear", fit_intercept=False, random_state=0)
+    yield "kols", lambda: nytro.KOLSRegressor(kernel="linear", fit_intercept=False)
     for method in ("gd", "cg", "hybrid"):
         yield f"landweber-{method}", lambda m=method: nytro.LandweberRegressor(
-            kernel="linear", method=m, max_iter=2000, random_state=0)
+            kernel="linear", method=m, max_iter=2000, fit_intercept=False, random_state=0)
 
 
 ESTIMATORS = dict(_estimators())
@@ -148,6 +151,7 @@ def test_float32_storage_of_nkrls_and_float16_hold_out_refuse_it_too():
 def test_low_storage_fits_small_features_within_float_range(storage):
     """Features of 1e-18 (||x||^2 ~ 3e-36, in float's normal range): the right model."""
     X, y = linear_data(1e-18)
-    model = nytro.NytroRegressor(n_centers=40, kernel="linear", storage=storage, random_state=0, n_threads=1)
+    model = nytro.NytroRegressor(n_centers=40, kernel="linear", storage=storage, fit_intercept=False, random_state=0,
+                                 n_threads=1)
     exact = X @ ridge(X, y, 0.0)
     assert np.sqrt(np.mean((model.fit(X, y).predict(X) - exact) ** 2)) < 0.5 * NOISE
