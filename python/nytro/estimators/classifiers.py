@@ -299,24 +299,28 @@ _CLASSIFIER_DOC = """
 """
 
 
-@opt.documented
-class NytroClassifier(KernelClassifierMixin, NytroRegressor):
-    __doc__ = """NYTRO classifier: NytroRegressor fitted to the coded labels.""" + _CLASSIFIER_DOC.format(
-        path="after each iteration") + """
+# The classifiers' Examples section, the same fit for each.
+_CLASSIFIER_EXAMPLE = """
     Examples
     --------
     On scikit-learn's iris data (three classes) as it comes:
 
     >>> from sklearn.datasets import load_iris
-    >>> from nytro import NytroClassifier
+    >>> from nytro import {cls}
     >>> X, y = load_iris(return_X_y=True)
-    >>> model = NytroClassifier(n_centers=50, random_state=0).fit(X, y)
+    >>> model = {cls}(n_centers=50, random_state=0).fit(X, y)
     >>> model.classes_
     array([0, 1, 2])
     >>> proba = model.predict_proba(X[:2])
     >>> proba.shape, bool(abs(proba.sum(axis=1) - 1).max() < 1e-12)
     ((2, 3), True)
 """
+
+
+@opt.documented
+class NytroClassifier(KernelClassifierMixin, NytroRegressor):
+    __doc__ = """NYTRO classifier: NytroRegressor fitted to the coded labels.""" + _CLASSIFIER_DOC.format(
+        path="after each iteration") + _CLASSIFIER_EXAMPLE.format(cls="NytroClassifier")
 
     def __init__(self, n_centers=1000, sigma="auto", *, kernel="gaussian", matern_nu=1.5, method="hybrid", nu=1.0,
                  max_iter=500, step_size="auto",
@@ -339,21 +343,7 @@ class NytroClassifier(KernelClassifierMixin, NytroRegressor):
 @opt.documented
 class NystromKRLSClassifier(KernelClassifierMixin, NystromKRLSRegressor):
     __doc__ = """Nystrom KRLS classifier: NystromKRLSRegressor fitted to the coded labels.""" + \
-        _CLASSIFIER_DOC.format(path="per lambda of the grid") + """
-    Examples
-    --------
-    On scikit-learn's iris data (three classes) as it comes:
-
-    >>> from sklearn.datasets import load_iris
-    >>> from nytro import NystromKRLSClassifier
-    >>> X, y = load_iris(return_X_y=True)
-    >>> model = NystromKRLSClassifier(n_centers=50, random_state=0).fit(X, y)
-    >>> model.classes_
-    array([0, 1, 2])
-    >>> proba = model.predict_proba(X[:2])
-    >>> proba.shape, bool(abs(proba.sum(axis=1) - 1).max() < 1e-12)
-    ((2, 3), True)
-"""
+        _CLASSIFIER_DOC.format(path="per lambda of the grid") + _CLASSIFIER_EXAMPLE.format(cls="NystromKRLSClassifier")
 
     def __init__(self, n_centers=1000, sigma="auto", *, kernel="gaussian", matern_nu=1.5, lambdas=None,
                  factor="pivoted", solver="eigh", storage=None, centers=None, center_selection="uniform",
