@@ -386,8 +386,9 @@ void define(py::module_& m, const std::string& suffix) {
     // them touch no Python reference count.
     m.def(("operator_path_" + suffix).c_str(),
           [](py::object apply, const Array<T>& rhs, const Array<T>& lift, py::object holdout, double holdout_bytes,
-             Index holdout_most, double iteration_bytes, double storage_epsilon, Index n, double kernel_bound,
-             nytro::IterativeOptions options, py::object progress) {
+             Index holdout_most, py::object holdout_factors, double holdout_rows, double iteration_bytes,
+             double storage_epsilon, Index n, double kernel_bound, nytro::IterativeOptions options,
+             py::object progress) {
               options.callback = make_callback(std::move(progress));
               nytro::OperatorProblem<T> problem;
               problem.rhs = view(rhs);
@@ -409,6 +410,18 @@ void define(py::module_& m, const std::string& suffix) {
                       py::gil_scoped_acquire gil;
                       return py::cast<std::vector<double>>((*function)(to_numpy<T>(Matrix<T>(alphas)), q));
                   };
+              if (!holdout_factors.is_none())
+                  problem.holdout_factors = [function = std::make_shared<py::object>(std::move(holdout_factors))](
+                                                const std::vector<Matrix<T>>& bases) {
+                      py::gil_scoped_acquire gil;
+                      py::list arrays;
+                      for (const Matrix<T>& B : bases) arrays.append(to_numpy<T>(Matrix<T>(B)));
+                      std::vector<Eigen::MatrixXd> factors;
+                      for (py::handle factor : (*function)(arrays))
+                          factors.emplace_back(view(py::cast<Array<double>>(factor)));
+                      return factors;
+                  };
+              problem.holdout_rows = holdout_rows;
               problem.holdout_bytes = holdout_bytes;
               problem.holdout_most = holdout_most;
               problem.iteration_bytes = iteration_bytes;
@@ -423,9 +436,22 @@ void define(py::module_& m, const std::string& suffix) {
               return path_dict<T>(std::move(r));
           },
           py::kw_only(), py::arg("apply"), py::arg("rhs"), py::arg("lift"), py::arg("holdout"),
-          py::arg("holdout_bytes") = 0.0, py::arg("holdout_most") = 0, py::arg("iteration_bytes") = 0.0,
+          py::arg("holdout_bytes") = 0.0, py::arg("holdout_most") = 0, py::arg("holdout_factors") = py::none(),
+          py::arg("holdout_rows") = 0.0, py::arg("iteration_bytes") = 0.0,
           py::arg("storage_epsilon") = 0.0, py::arg("n"), py::arg("kernel_bound") = 1.0, py::arg("options"),
           py::arg("progress") = py::none());
+
+    // solver="auto"'s price of a path before it runs (nytro.dask's choice of its mode).
+    m.def(("expected_path_length_" + suffix).c_str(),
+          [](const nytro::IterativeOptions& options, Index k, bool validated) {
+              const nytro::PathLength length = nytro::expected_path_length<T>(options, k, validated);
+              py::dict priced;
+              priced["products"] = length.products;
+              priced["iterations"] = length.iterations;
+              priced["planned"] = length.planned;
+              return priced;
+          },
+          py::kw_only(), py::arg("options"), py::arg("k"), py::arg("validated"));
 
     m.def(("landweber_path_" + suffix).c_str(),
           [](const Array<T>& X, const Array<T>& Y, const nytro::KernelSpec& kernel, const Array<T>& X_val, const Array<T>& Y_val,

@@ -285,17 +285,27 @@ def test_auto_chooses_by_the_cost_model():
 
 
 def test_auto_prices_the_path_the_core_prices():
-    """The products priced: gd's Lanczos count, an early-stopped cg or hybrid path's
-    expected length (the core's 100 + n_iter_no_change, within max_iter), else max_iter."""
+    """The products priced, the core's own (nytro._core.expected_path_length): gd's
+    Lanczos count, an early-stopped cg or hybrid path's expected length (100 +
+    n_iter_no_change, within max_iter), else max_iter; "planned", the most it can take."""
+    from nytro import options as opt
     k = 1000
-    lanczos = nd._paths._lanczos_products(500, k)
-    assert nd._paths._priced_products(lanczos, "gd", True, "best", 50) == lanczos
-    assert nd._paths._priced_products(500, "cg", True, "best", 50) == 150
-    assert nd._paths._priced_products(120, "hybrid", True, "best", 50) == 120
-    assert nd._paths._priced_products(500, "cg", True, "best", 0) == 500          # no patience
-    assert nd._paths._priced_products(500, "cg", False, "best", 50) == 500        # no hold-out set
-    assert nd._paths._priced_products(500, "cg", True, "window", 50) == 500
-    assert nd._paths._priced_products(500, "nu", True, "best", 50) == 500
+
+    def priced(method, max_iter, validated=True, stopping="best", n_iter_no_change=50, dtype=np.float64):
+        values = opt.merged(opt.DASK_NYTRO, None, dict(method=method, max_iter=max_iter, stopping=stopping,
+                                                       n_iter_no_change=n_iter_no_change))
+        return nd._paths._expected_path_length(values, dtype, k, validated)
+
+    lanczos = priced("gd", 500)
+    assert lanczos["products"] == lanczos["planned"] == min(500, 8 + 4 * 500 ** 0.25)
+    assert priced("gd", 500, dtype=np.float32)["products"] == 500   # float32: stepwise iterates
+    assert priced("cg", 500)["products"] == 150
+    assert priced("cg", 500)["planned"] == 500
+    assert priced("hybrid", 120)["products"] == 120
+    assert priced("cg", 500, n_iter_no_change=None)["products"] == 500   # no patience
+    assert priced("cg", 500, validated=False)["products"] == 500         # no hold-out set
+    assert priced("cg", 500, stopping="window")["products"] == 500
+    assert priced("nu", 500)["products"] == 500
     # At 150 products direct wins where the 500 of the whole path go to gram.
     n, big = 10**6, [2**40, 2**40]
     assert nd._cluster._choose_solver("auto", "cg", n, 700, 150, 8, big) == "direct"

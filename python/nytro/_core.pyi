@@ -109,14 +109,20 @@ def nytro_path_float64(*, X: _F64, Y: _F64, centers: _F64, kernel: _Kernel, X_va
                        options: NytroOptions, progress: _Progress = None) -> _Path: ...
 def operator_path_float32(*, apply: Callable[[_F32], _F32], rhs: _F32, lift: _F32,
                           holdout: Optional[Callable[[_F32, int], Sequence[float]]], holdout_bytes: float = 0.0,
-                          holdout_most: int = 0, iteration_bytes: float = 0.0, storage_epsilon: float = 0.0,
+                          holdout_most: int = 0,
+                          holdout_factors: Optional[Callable[[List[_F32]], Sequence[_F64]]] = None,
+                          holdout_rows: float = 0.0, iteration_bytes: float = 0.0, storage_epsilon: float = 0.0,
                           n: int, kernel_bound: float = 1.0, options: IterativeOptions,
                           progress: _Progress = None) -> _Path: ...
+def expected_path_length_float32(*, options: IterativeOptions, k: int, validated: bool) -> Dict[str, float]: ...
 def operator_path_float64(*, apply: Callable[[_F64], _F64], rhs: _F64, lift: _F64,
                           holdout: Optional[Callable[[_F64, int], Sequence[float]]], holdout_bytes: float = 0.0,
-                          holdout_most: int = 0, iteration_bytes: float = 0.0, storage_epsilon: float = 0.0,
+                          holdout_most: int = 0,
+                          holdout_factors: Optional[Callable[[List[_F64]], Sequence[_F64]]] = None,
+                          holdout_rows: float = 0.0, iteration_bytes: float = 0.0, storage_epsilon: float = 0.0,
                           n: int, kernel_bound: float = 1.0, options: IterativeOptions,
                           progress: _Progress = None) -> _Path: ...
+def expected_path_length_float64(*, options: IterativeOptions, k: int, validated: bool) -> Dict[str, float]: ...
 def landweber_path_float32(*, X: _F32, Y: _F32, kernel: _Kernel, X_val: _F32, Y_val: _F32,
                            options: IterativeOptions, progress: _Progress = None) -> _Path: ...
 def landweber_path_float64(*, X: _F64, Y: _F64, kernel: _Kernel, X_val: _F64, Y_val: _F64,

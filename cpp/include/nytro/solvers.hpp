@@ -67,6 +67,14 @@ struct OperatorProblem {
     // coefficient sets alphas (alpha_rows x c q, c blocks of q columns): c values. Empty:
     // no hold-out set (the path then runs max_iter steps).
     std::function<std::vector<double>(const Matrix<T>& alphas, Index q)> holdout;
+    // Optional, for method hybrid with the RMSE: for each output column c, the R factor of
+    // the hold-out images [W K_val B_c, W y_c] of its basis coefficients B_c (alpha_rows x
+    // k_c), (k_c + 1) x (k_c + 1) upper triangular, times sqrt of the column's weight in
+    // the pooled RMSE (W: the rows' weight scales). The path then grows its Krylov spaces
+    // to the end and validates every (k, lambda) from this one call (holdout_rows: what
+    // the pooled RMSE divides by, n_val); holdout is still called where c is 0.
+    std::function<std::vector<Eigen::MatrixXd>(const std::vector<Matrix<T>>& bases)> holdout_factors;
+    double holdout_rows = 0;
     double holdout_bytes = 0;   // what one holdout call costs, in bytes read
     Index holdout_most = 0;     // the most coefficient sets one call should take (0: the path's own)
     double iteration_bytes = 0; // what one apply reads (0: unknown)
@@ -79,6 +87,18 @@ struct OperatorProblem {
 // step_size, products and lambda as nytro_path does; rank = dim.
 template <class T>
 PathResult<T> operator_path(const OperatorProblem<T>& problem, const IterativeOptions& options);
+
+// What a path of `options` is priced at before it runs, by solver="auto"'s cost model:
+// the products with H and the iterates validated that it is expected to take for an H of
+// dimension k, with a hold-out set (validated) or without; `planned` is the most products
+// it can take (max_iter, or the count of gd's Lanczos basis where its iterates come from
+// one). A backend that chooses between its own solvers (nytro.dask) prices them by it.
+struct PathLength {
+    double products = 0, iterations = 0, planned = 0;
+};
+
+template <class T>
+PathLength expected_path_length(const IterativeOptions& options, Index k, bool validated);
 
 // Landweber / early stopping on the full kernel: alpha_t = alpha_{t-1} - s (K alpha - y).
 template <class T>

@@ -96,6 +96,11 @@ PathResult<T> operator_path(const OperatorProblem<T>& problem, const IterativeOp
 }
 
 template <class T>
+PathLength expected_path_length(const IterativeOptions& options, Index k, bool validated) {
+    return NYTRO_ENTRY(T, expected_path_length)(options, k, validated);
+}
+
+template <class T>
 PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const MatrixCRef<T>& centers,
                          const KernelSpec& kernel, const MatrixCRef<T>& X_val, const MatrixCRef<T>& Y_val,
                          const NytroOptions& options) {
@@ -218,6 +223,7 @@ void set_machine_rates(const MachineRates& rates) {
                                          const KernelSpec&, const MatrixCRef<T>&, const MatrixCRef<T>&,                  \
                                          const NytroOptions&);                                                 \
     template PathResult<T> operator_path<T>(const OperatorProblem<T>&, const IterativeOptions&);               \
+    template PathLength expected_path_length<T>(const IterativeOptions&, Index, bool);                         \
     template PathResult<T> landweber_path<T>(const MatrixCRef<T>&, const MatrixCRef<T>&, const KernelSpec&,               \
                                              const MatrixCRef<T>&, const MatrixCRef<T>&,                      \
                                              const IterativeOptions&);                                         \

@@ -55,6 +55,8 @@ constexpr EigenInterruptible<T> eigen_interruptible(EigenInterruptible<T> f) { r
     X(nytro_path_d, &nytro::nytro_path<double>)                                                  \
     X(operator_path_f, &nytro::operator_path<float>)                                             \
     X(operator_path_d, &nytro::operator_path<double>)                                            \
+    X(expected_path_length_f, &nytro::expected_path_length<float>)                               \
+    X(expected_path_length_d, &nytro::expected_path_length<double>)                              \
     X(landweber_path_f, &nytro::landweber_path<float>)                                           \
     X(landweber_path_d, &nytro::landweber_path<double>)                                          \
     X(nkrls_path_f, &nytro::nkrls_path<float>)                                                   \

@@ -89,6 +89,18 @@ struct HoldoutImages {
         for (Index k = size - 1; k >= have; --k) residual[std::size_t(k)] = residual[std::size_t(k + 1)] + g[k] * g[k];
     }
 
+    // The images known only by the R factor of [P y] ((size + 1) x (size + 1), upper
+    // triangular: HoldOut::image_factors), as a holder whose rows live elsewhere gives
+    // them: S, g and the residuals, without Q (so add_errors only, not predict).
+    void assign_factor(const Eigen::MatrixXd& R) {
+        size = R.rows() - 1;
+        S = R.topLeftCorner(size, size).triangularView<Eigen::Upper>();
+        g = R.col(size).head(size);
+        residual.assign(std::size_t(size + 1), 0.0);
+        residual[std::size_t(size)] = R(size, size) * R(size, size);
+        for (Index k = size - 1; k >= 0; --k) residual[std::size_t(k)] = residual[std::size_t(k + 1)] + g[k] * g[k];
+    }
+
     // ||y - P_k z_l||^2 times `weight` (the column's, Validation::weight) for the columns
     // z_l of Z (k x L), added to `squared`; work has at least k rows and L columns.
     void add_errors(const Eigen::Ref<const Eigen::MatrixXd>& Z, double weight, Eigen::ArrayXd& squared,
@@ -226,6 +238,12 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
     // stretch of k per call.
     const Validation<T>* validation = holdout ? holdout->in_memory() : nullptr;
     const bool by_error = holdout && holdout->metric() == Metric::error;
+    // A holder that gives the images' R factors (HoldOut::image_factors) is read once,
+    // after the Krylov spaces have grown to the end: each of its calls is a pass over rows
+    // held elsewhere. Its error rates need the predictions themselves, so they are read
+    // per stretch of k like any caller's values.
+    const bool factored = holdout && !validation && !by_error && holdout->has_image_factors();
+    const bool by_images = validation || factored;
     check_allocation(double(problem.dim) * double(capacity + 1) * double(q) * sizeof(double),
                      std::string("the Krylov basis of method '") + method + "'");
     // Rounding of a product with H: T's, or float's where H is stored in float32.
@@ -240,7 +258,9 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
         targets = validation->targets().template cast<double>();
         validation->weigh_rows(targets);
     }
-    const Index n_val = targets.rows();
+    const double n_val = validation ? double(targets.rows()) : holdout ? holdout->rows() : 0.0;
+    // A column's weight in the pooled RMSE: a holder's factors carry it already.
+    auto weight = [&](Index c) { return validation ? validation->weight(c) : 1.0; };
 
     // The basis as coefficients (alpha_rows x capacity) and their hold-out predictions, for
     // the first described[c] basis vectors of column c; allocated once, like the basis.
@@ -248,9 +268,9 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
     std::vector<Index> described(columns.size(), 0);
     std::vector<HoldoutImages> images(columns.size());
     if (validation) {
-        check_allocation(double(n_val) * double(capacity) * double(q) * sizeof(double),
+        check_allocation(n_val * double(capacity) * double(q) * sizeof(double),
                          std::string("the hold-out images of method '") + method + "'");
-        for (HoldoutImages& image : images) image.reserve(n_val, capacity);
+        for (HoldoutImages& image : images) image.reserve(targets.rows(), capacity);
     }
     StoppingRule rule(options.stopping, options.tol, options.window, options.patience,
                       holdout ? holdout->metric() : Metric::rmse);
@@ -272,6 +292,58 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
     Matrix<T> vectors, out, alphas;
     std::vector<double> values;
     bool stop = false;
+
+    // The path at k = size: the best lambda's hold-out RMSE (or error rate), from the
+    // images (in memory, or a holder's factors) or from the caller's values of the
+    // stretch that began after k = base.
+    auto evaluate = [&](Index size, Index base) {
+        squared.setZero();
+        if (tally) tally->reset(L);
+        if (!by_images)  // the caller's values themselves (pooled RMSE or error rate), not sums of squares
+            for (Index l = 0; l < L; ++l) squared[l] = values[std::size_t((size - base - 1) * L + l)];
+        for (std::size_t c = 0; c < columns.size() && by_images; ++c) {
+            const Index kc = std::min(size, columns[c].size());
+            if (kc == 0) {  // c = 0: every prediction is 0
+                squared += factored ? images[c].residual[0] : weight(Index(c)) * targets.col(Index(c)).squaredNorm();
+                if (tally) tally->add(Index(c), Eigen::MatrixXd::Zero(targets.rows(), L));
+                continue;
+            }
+            for (Index l = 0; l < L; ++l)
+                solve_projected(columns[c], invariant[c], kc, grid[std::size_t(l)] * double(n), Z.col(l).data(),
+                                work);
+            if (tally) {
+                images[c].predict(Z.topRows(kc), errors, predictions);
+                tally->add(Index(c), predictions);
+            } else {
+                images[c].add_errors(Z.topRows(kc), weight(Index(c)), squared, errors);
+            }
+        }
+        // Error rates tie often: the tie goes to the larger lambda (the grid ascends),
+        // the stronger regularisation; the RMSE's to the first.
+        if (tally)
+            for (Index l = 0; l < L; ++l) squared[l] = tally->rate(l);
+        Index best = -1;
+        for (Index l = 0; l < L; ++l)
+            if (std::isfinite(squared[l]) &&
+                (best < 0 || squared[l] < squared[best] || (by_error && squared[l] == squared[best])))
+                best = l;
+        const double rmse = best < 0                 ? std::numeric_limits<double>::infinity()
+                            : tally || !by_images ? squared[best]
+                                                  : std::sqrt(squared[best] / (n_val * double(q)));
+        const auto verdict = rule.push(rmse);
+        if (verdict.candidate && best >= 0) {
+            selected_lambda = best;
+            for (std::size_t c = 0; c < columns.size(); ++c) {
+                const Index kc = std::min(size, columns[c].size());
+                selected[c].resize(kc);
+                if (kc > 0)
+                    solve_projected(columns[c], invariant[c], kc, grid[std::size_t(best)] * double(n),
+                                    selected[c].data(), work);
+            }
+        }
+        stop = verdict.stop;
+        if (options.callback) options.callback({"iterate", size, capacity});
+    };
     while (k < capacity && !stop) {
         // Grow every open process by up to a stretch, one block product per step.
         Index reached = k;
@@ -308,7 +380,7 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
             validation->weigh_rows(predicted);
             images[c].append(predicted, targets.col(Index(c)));
         }
-        if (!holdout) {
+        if (!holdout || factored) {
             k = reached;
             continue;
         }
@@ -328,56 +400,23 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
             values.clear();
             holdout->rmse(alphas, q, values, options.n_threads);
         }
-        // The path at every new k: the best lambda's hold-out RMSE (or error rate).
-        for (Index size = k + 1; size <= reached && !stop; ++size) {
-            squared.setZero();
-            if (tally) tally->reset(L);
-            if (!validation)  // the caller's values themselves (pooled RMSE or error rate), not sums of squares
-                for (Index l = 0; l < L; ++l) squared[l] = values[std::size_t((size - k - 1) * L + l)];
-            for (std::size_t c = 0; c < columns.size() && validation; ++c) {
-                const Index kc = std::min(size, columns[c].size());
-                if (kc == 0) {  // c = 0: every prediction is 0
-                    squared += validation->weight(Index(c)) * targets.col(Index(c)).squaredNorm();
-                    if (tally) tally->add(Index(c), Eigen::MatrixXd::Zero(n_val, L));
-                    continue;
-                }
-                for (Index l = 0; l < L; ++l)
-                    solve_projected(columns[c], invariant[c], kc, grid[std::size_t(l)] * double(n), Z.col(l).data(),
-                                    work);
-                if (tally) {
-                    images[c].predict(Z.topRows(kc), errors, predictions);
-                    tally->add(Index(c), predictions);
-                } else {
-                    images[c].add_errors(Z.topRows(kc), validation->weight(Index(c)), squared, errors);
-                }
-            }
-            // Error rates tie often: the tie goes to the larger lambda (the grid ascends),
-            // the stronger regularisation; the RMSE's to the first.
-            if (tally)
-                for (Index l = 0; l < L; ++l) squared[l] = tally->rate(l);
-            Index best = -1;
-            for (Index l = 0; l < L; ++l)
-                if (std::isfinite(squared[l]) &&
-                    (best < 0 || squared[l] < squared[best] || (by_error && squared[l] == squared[best])))
-                    best = l;
-            const double rmse = best < 0                 ? std::numeric_limits<double>::infinity()
-                                : tally || !validation ? squared[best]
-                                                       : std::sqrt(squared[best] / (double(n_val) * double(q)));
-            const auto verdict = rule.push(rmse);
-            if (verdict.candidate && best >= 0) {
-                selected_lambda = best;
-                for (std::size_t c = 0; c < columns.size(); ++c) {
-                    const Index kc = std::min(size, columns[c].size());
-                    selected[c].resize(kc);
-                    if (kc > 0)
-                        solve_projected(columns[c], invariant[c], kc, grid[std::size_t(best)] * double(n),
-                                        selected[c].data(), work);
-                }
-            }
-            stop = verdict.stop;
-            if (options.callback) options.callback({"iterate", size, capacity});
-        }
+        for (Index size = k + 1; size <= reached && !stop; ++size) evaluate(size, k);
         k = reached;
+    }
+    if (factored && k > 0) {  // the whole path from one call of the holder
+        std::vector<Matrix<T>> bases(columns.size());
+        for (std::size_t c = 0; c < columns.size(); ++c) bases[c] = coefficients[c].leftCols(described[c]);
+        const std::vector<Eigen::MatrixXd> factors = holdout->image_factors(bases);
+        require(factors.size() == columns.size(), "image_factors must return one factor per output column");
+        for (std::size_t c = 0; c < columns.size(); ++c) {
+            const Index rows = described[c] + 1;
+            require(factors[c].rows() == rows && factors[c].cols() == rows,
+                    "image_factors must return a (k + 1) x (k + 1) factor for a basis of k vectors: " +
+                        std::to_string(rows) + " x " + std::to_string(rows) + " expected for output " +
+                        std::to_string(c));
+            images[c].assign_factor(factors[c]);
+        }
+        for (Index size = 1; size <= k && !stop; ++size) evaluate(size, 0);
     }
     // Past an invariant Krylov space (at the latest t = dim) every t gives the same solution
     // and the same hold-out RMSE: the path ends there, as a rule's stop would end it (no
@@ -392,12 +431,12 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
             rule.push(values[0]);
         } else if (tally) {
             tally->reset(1);
-            for (Index j = 0; j < q; ++j) tally->add(j, Eigen::MatrixXd::Zero(n_val, 1));
+            for (Index j = 0; j < q; ++j) tally->add(j, Eigen::MatrixXd::Zero(targets.rows(), 1));
             rule.push(tally->rate(0));
         } else {
             double zero_error = 0.0;
             for (Index j = 0; j < q; ++j) zero_error += validation->weight(j) * targets.col(j).squaredNorm();
-            rule.push(std::sqrt(zero_error / (double(n_val) * double(q))));
+            rule.push(std::sqrt(zero_error / (n_val * double(q))));
         }
     }
     // A hold-out error that overflows at every t (data or kernel values near the ends of

@@ -87,6 +87,22 @@ public:
     // basis vectors (K_val times each, n_val x k), from which every iterate's errors cost
     // O(n_val k); without it they form each iterate's coefficients and call rmse.
     virtual const Validation<T>* in_memory() const { return nullptr; }
+
+    // Whether image_factors below is supplied (a holder whose rows live elsewhere). The
+    // hybrid path then grows its Krylov spaces to the end (max_iter, or invariance) and
+    // validates every (k, lambda) from one call, instead of a call per stretch of k.
+    virtual bool has_image_factors() const { return false; }
+    // For each output column c, the R factor of [W K_val B_c, W y_c], (k_c + 1) x (k_c + 1)
+    // upper triangular, times sqrt of the column's weight: B_c the coefficients of its
+    // basis (alpha_rows x k_c, k_c >= 0), W the rows' weight scales. From it every
+    // squared error ||W (y_c - K_val B_c z)||^2 is a k_c x k_c triangular product
+    // (HoldoutImages), the rows being read once for the whole path.
+    virtual std::vector<Eigen::MatrixXd> image_factors(const std::vector<Matrix<T>>& bases) const {
+        (void)bases;
+        return {};
+    }
+    // The hold-out rows the pooled RMSE divides by (with image_factors).
+    virtual double rows() const { return 0.0; }
 };
 
 template <class T>

@@ -27,19 +27,7 @@
 #include <type_traits>
 
 namespace nytro {
-namespace detail {
-
-// Products with H, and iterates validated, that the model prices for a fit. Outside the
-// anonymous namespace: nytro_path's lambdas, which have external linkage, capture it.
-struct PathLength {
-    double products, iterations;
-};
-
-}  // namespace detail
-
 namespace {
-using detail::PathLength;
-
 
 // Products with H that gd's Lanczos basis takes for t_max iterates, at most k (a
 // complete basis); the stepwise path takes t_max. Since the basis grows only as far as
@@ -60,17 +48,6 @@ double lanczos_products(Index max_iter, Index k) {
 // benchmarks/results/auto/history.md, "How many products auto prices").
 constexpr double kExpectedKrylovBest = 100.0;
 
-template <class T>
-PathLength expected_path_length(const IterativeOptions& options, Index k, bool validated) {
-    const double t_max = double(options.max_iter);
-    if (detail::lanczos_applies<T>(options)) return {lanczos_products(options.max_iter, k), t_max};
-    const bool krylov = options.method == Method::cg || options.method == Method::hybrid;
-    if (krylov && validated && options.stopping == Stopping::best && options.patience > 0) {
-        const double t = std::min(t_max, kExpectedKrylovBest + double(options.patience));
-        return {t, t};
-    }
-    return {t_max, t_max};
-}
 
 // stored: bytes per stored K_nm or H entry; computed: sizeof(T). With float32 storage the
 // GEMMs of the normal equations run in float (rates.flops32), and the direct
@@ -406,6 +383,24 @@ std::shared_ptr<void> build_solver(Solver solver, detail::LinearProblem<T>& prob
 }
 
 }  // namespace
+
+template <class T>
+PathLength expected_path_length(const IterativeOptions& options, Index k, bool validated) {
+    const double t_max = double(options.max_iter);
+    if (detail::lanczos_applies<T>(options)) {
+        const double products = lanczos_products(options.max_iter, k);
+        return {products, t_max, products};
+    }
+    const bool krylov = options.method == Method::cg || options.method == Method::hybrid;
+    if (krylov && validated && options.stopping == Stopping::best && options.patience > 0) {
+        const double t = std::min(t_max, kExpectedKrylovBest + double(options.patience));
+        return {t, t, t_max};
+    }
+    return {t_max, t_max, t_max};
+}
+
+template PathLength expected_path_length<float>(const IterativeOptions&, Index, bool);
+template PathLength expected_path_length<double>(const IterativeOptions&, Index, bool);
 
 template <class T>
 PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const MatrixCRef<T>& centers,

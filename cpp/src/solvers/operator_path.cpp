@@ -13,7 +13,8 @@ namespace {
 
 // The caller's hold-out errors as the paths read a hold-out set. Its values come from
 // wherever the caller holds the rows, so the Krylov paths validate coefficient sets
-// through it (it has no images of their bases: HoldOut::in_memory is null).
+// through it (it has no images of their bases: HoldOut::in_memory is null), or, where the
+// caller gives them, the R factors of the images of hybrid's bases.
 template <class T>
 class CallerHoldOut final : public detail::HoldOut<T> {
 public:
@@ -30,6 +31,11 @@ public:
     Metric metric() const override { return metric_; }
     double bytes() const override { return problem_.holdout_bytes; }
     Index most_per_call() const override { return problem_.holdout_most; }
+    bool has_image_factors() const override { return bool(problem_.holdout_factors); }
+    std::vector<Eigen::MatrixXd> image_factors(const std::vector<Matrix<T>>& bases) const override {
+        return problem_.holdout_factors(bases);
+    }
+    double rows() const override { return problem_.holdout_rows; }
 
 private:
     const OperatorProblem<T>& problem_;
@@ -48,6 +54,8 @@ PathResult<T> operator_path(const OperatorProblem<T>& problem, const IterativeOp
     require(problem.lift.cols() == k, "lift must have dim columns");
     require(bool(problem.apply), "apply must be given");
     require(problem.n >= 1, "n must be >= 1, got " + std::to_string(problem.n));
+    require(!problem.holdout_factors || (problem.holdout && problem.holdout_rows > 0),
+            "holdout_factors needs holdout and holdout_rows > 0");
 
     detail::LinearProblem<T> linear;
     linear.dim = k;

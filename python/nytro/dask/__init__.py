@@ -19,7 +19,7 @@ chunks:
    it accurate, the chunks sum K_i^T K_i and K_i^T y instead (no factor) and the client
    forms R^T (K^T K) R with R's triangle (the core's kernel-first route: no K_i R, half
    the flops);
-3. the hold-out errors: the path (gd, nu, cg iterates, run by the core's path engine,
+3. the hold-out errors: the path (gd, nu, cg or hybrid, run by the core's path engine,
    nytro._core.operator_path, over these products; or NKRLS's lambda grid through one
    eigendecomposition of A^T A) is computed on the client in m dimensions; the coefficients
    alpha_t = R beta_t are sent alike, an m x L block of L iterates at a time (the engine's
@@ -29,12 +29,12 @@ chunks:
    of all of them); the stopping rule reads each block's errors before the next block is
    iterated, so a path that stops (n_iter_no_change, "relative", "window") forms and holds
    only the iterates up to its stop and one block past it, whatever max_iter. Method
-   "hybrid" grows its Lanczos bases
-   V on the client; each chunk's hold-out rows give the triangular factor of
-   [k(X_val_i, C) R V, y_val_i], combined up a tree of QR factorisations (TSQR), from
-   which the errors of every (t, lambda) follow as in the core (a residual plus
-   ||g - S z||^2, sums of squares, no normal equations); with metric="error" each chunk
-   predicts its hold-out rows at every (t, lambda) instead, as the core's tally does.
+   "hybrid" (the engine's, on the client) grows its Lanczos bases V to the end; then each
+   chunk's hold-out rows give the triangular factor of [k(X_val_i, C) R V, y_val_i],
+   combined up a tree of QR factorisations (TSQR), from which the engine reads the
+   errors of every (t, lambda) (a residual plus ||g - S z||^2, sums of squares, no
+   normal equations); with metric="error" its coefficient sets at every (t, lambda) are
+   validated like any other path's, a stretch of t per pass.
 
 The hold-out split needs no shuffle: row i (its global index) is held out when a 64-bit
 hash of (i, seed) falls below validation_fraction (see :func:`holdout_mask`). The number

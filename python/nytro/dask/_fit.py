@@ -12,7 +12,6 @@ import dask.array as da
 
 from .. import _checks as chk
 from .. import options as opt
-from .. import reference
 from .._api import _nystrom_factor_parts, kernel_predict
 from .._results import PathResult, TikhonovResult
 from ._centres import _center_seed, _centers, _checked_centers, _early_draw, _given_centers, _kernel_bound, _picked_rows
@@ -20,7 +19,7 @@ from ._cluster import _auto_mode, _broadcast, _client_product, _CORE_LOCK, _task
 from ._data import (_as_dask_data, _as_dask_weights, _check_fraction, _check_seed, _dense, _exponents, _Factor, _Kernel,
                     _pooled_rmse, _split_counts, _unscaled)
 from ._passes import _DirectOperator, _holdout_errors, _normal_equations, _Reported
-from ._paths import _engine_path, _hybrid, _lanczos_applies, _lanczos_products, _priced_products
+from ._paths import _engine_path, _expected_path_length, _image_factors
 
 
 @dataclass
@@ -146,7 +145,7 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     """
     values = _options(opt.DASK_NYTRO, options, locals())
     method, solver, n_threads, metric = values["method"], values["solver"], values["n_threads"], values["metric"]
-    patience = chk.check_patience(n_iter_no_change)
+    chk.check_patience(n_iter_no_change)  # refused by name before a pass over the chunks
     report = _reporter(progress)
     # storage="float32" changes a float64 computation only, as in memory.
     low = (chk.check_storage(values["storage"], chk.NYTRO_STORAGES) == "float32" and isinstance(X, da.Array)
@@ -167,9 +166,8 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     kern = dataclasses.replace(kern, low=low)
     # gd's Lanczos iterates where the core's would take them (the mode decides "auto"'s
     # last condition): "direct" then costs tens of products, not max_iter.
-    applies = _lanczos_applies(values["iterates"], method, data.dtype, max_iter)
-    planned = _lanczos_products(max_iter, k) if applies else max_iter
-    priced = _priced_products(planned, method, n_val > 0, stopping, patience)
+    length = _expected_path_length(values, data.dtype, k, n_val > 0)
+    planned, priced = int(length["planned"]), length["products"]
     mode = _auto_mode(solver, method, n_train, k, priced, data, C.shape[0], split_every,
                       itemsize=4 if low else None)
     if mode == "direct":
@@ -185,43 +183,36 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     # As nytro.nytro_path: the tasks divide Y's columns by their powers of two (exact), the
     # path runs in those units (the rule's tol too), the results are scaled back.
     rule_tol = chk.tol_for_scaled_targets(tol, stopping, scales)
-    lam = 0.0
-    if method == "hybrid":
-        step = 0.0
-        # The rounding of a product with H: float32's where K_i or A^T A is kept in float32
-        # (as the core's storage_epsilon), where the Krylov processes stop.
-        krylov_eps = reference._krylov_eps(data.dtype, np.float32 if low else None)
-        # hybrid_lambda: the lambda of the projected problems without a hold-out set (the
-        # refit at a selected (t, lambda)); with one, the grid is searched as in memory. 0
-        # takes the grid's first lambda, as the core does (its row allows 0).
-        grid = None if not hybrid_lambda or n_val else np.array([float(hybrid_lambda)])
-        coef, path, selected, stopped, lam, products = _hybrid(
-            data, fraction, seed, C, R, H, c, kern, n_train, n_val, max_iter, stopping,
-            None if rule_tol < 0 else rule_tol, window, patience, n_threads, split_every, scales, grid, krylov_eps,
-            metric)
-        products = H.products if mode == "direct" else products
-    else:
-        apply = H if mode == "direct" else (lambda B: _client_product(H, B))
-        bound = _kernel_bound(data, kern, fraction, seed) if chk.check_step_size(step_size)[0] == "paper" else 1.0
+    apply = H if mode == "direct" else (lambda B: _client_product(H, B))
+    # hybrid's lambda grid and the step rule "paper" scale with max k(x, x) (a pass over the
+    # chunks for the linear kernel); other steps need no bound.
+    bound = (_kernel_bound(data, kern, fraction, seed)
+             if method == "hybrid" or chk.check_step_size(step_size)[0] == "paper" else 1.0)
 
-        def path_errors(alphas):
-            errors = (operator.holdout_errors(alphas, metric) if mode == "direct" else
-                      _holdout_errors(data, fraction, seed, C, alphas, kern, n_threads, split_every, exponents, metric))
-            return errors if metric == "error" else _pooled_rmse(errors, scales, n_val)
+    def path_errors(alphas):
+        errors = (operator.holdout_errors(alphas, metric) if mode == "direct" else
+                  _holdout_errors(data, fraction, seed, C, alphas, kern, n_threads, split_every, exponents, metric))
+        return errors if metric == "error" else _pooled_rmse(errors, scales, n_val)
 
-        # What a product reads, as the core's solvers count it (its choice of gd's Lanczos
-        # iterates and of the chunks of iterates per validation): the kept blocks in
-        # "direct" mode, A^T A's triangle in "gram" mode; a validation, the hold-out
-        # kernel recomputed (counted at four times its size).
-        kept = 4 if low else data.dtype.itemsize
-        iteration_bytes = float(n_train) * C.shape[0] * kept if mode == "direct" else 0.5 * k * k * kept
-        raw = _engine_path(apply, c, R, path_errors if n_val else None, values, n_train=n_train, kernel_bound=bound,
-                           iteration_bytes=iteration_bytes, tol=rule_tol, holdout_bytes=4.0 * n_val * C.shape[0] * kept,
-                           storage_epsilon=float(np.finfo(np.float32).eps) if low else 0.0, report=report)
-        coef, path, selected, stopped = raw["coef"], raw["validation_rmse"], raw["n_iter"], raw["iterations_run"]
-        # direct: every pass over the workers' blocks, the step's estimate of lambda_max
-        # included (what progress("product", ...) counted); gram: the core's count.
-        step, products = raw["step_size"], H.products if mode == "direct" else raw["products"]
+    # hybrid's hold-out RMSE of every (t, lambda) from the images of its bases, read in one
+    # pass once the bases are built; its error rates, like every other path's values, from
+    # the coefficient sets a stretch of the path validates.
+    factors = (_image_factors(data, fraction, seed, C, kern, n_threads, split_every, scales)
+               if method == "hybrid" and metric != "error" else None)
+    # What a product reads, as the core's solvers count it (its choice of gd's Lanczos
+    # iterates and of the chunks of iterates per validation): the kept blocks in
+    # "direct" mode, A^T A's triangle in "gram" mode; a validation, the hold-out
+    # kernel recomputed (counted at four times its size).
+    kept = 4 if low else data.dtype.itemsize
+    iteration_bytes = float(n_train) * C.shape[0] * kept if mode == "direct" else 0.5 * k * k * kept
+    raw = _engine_path(apply, c, R, path_errors if n_val else None, values, n_train=n_train, kernel_bound=bound,
+                       iteration_bytes=iteration_bytes, tol=rule_tol, holdout_bytes=4.0 * n_val * C.shape[0] * kept,
+                       storage_epsilon=float(np.finfo(np.float32).eps) if low else 0.0, report=report,
+                       image_factors=factors, n_val=n_val)
+    coef, path, selected, stopped = raw["coef"], raw["validation_rmse"], raw["n_iter"], raw["iterations_run"]
+    # direct: every pass over the workers' blocks, the step's estimate of lambda_max
+    # included (what progress("product", ...) counted); gram: the core's count.
+    step, products, lam = raw["step_size"], H.products if mode == "direct" else raw["products"], raw["lambda"]
     coef, path = _unscaled(coef, path, scales, metric)
     result = PathResult(coef=coef[:, 0] if data.one_d else coef, validation_rmse=path, n_iter=selected,
                         iterations_run=stopped, step_size=step, rank=R.shape[1], solver=mode,
