@@ -137,3 +137,29 @@ def test_cg_estimator_without_holdout_predicts_the_group_means():
     model = nytro.LandweberRegressor(sigma=sigma, method="cg", max_iter=40, validation_fraction=None,
                                      n_threads=1).fit(X, y)
     assert np.abs(model.predict(X) - predictions).max() <= _tolerance(len(X), kappa) * np.abs(y).max()
+
+
+@pytest.mark.parametrize("implementation", ["core", "reference"])
+@pytest.mark.parametrize("method", ["cg", "hybrid"])
+@pytest.mark.parametrize("n, seed", [(30, 4), (16, 1), (16, 2), (16, 3)])
+def test_targets_in_the_null_space_give_the_zero_model(implementation, method, n, seed):
+    # Constant features (every row the same point: K = 1 1^T) and centred targets, what
+    # fit_intercept makes of them: y lies in K's null space to rounding, so every product
+    # with K is rounding, and the minimum-norm least-squares solution is (1^T y) / n^2 1,
+    # rounding too. Where the products rounded to exactly 0 (T_1 = 0), the invariant
+    # space's solve kept its Ritz value of 0 and divided by it: cg raised "the
+    # coefficients are not finite", hybrid returned coefficients of 1e14 silently.
+    rng = np.random.default_rng(seed)
+    eps = np.finfo(np.float64).eps
+    X = np.full((n, 2), 0.7)
+    y = rng.standard_normal((n, 2))[:, 0]
+    centred = y - y.mean()
+    fit = (nytro if implementation == "core" else ref).landweber_path
+    got = fit(X, centred, 1.0, method=method, max_iter=8, **(SERIAL if implementation == "core" else {}))
+    # |1^T centred| <= n eps |y| (the rounding of the mean), so the exact coefficients are
+    # within eps |y| / n; an n-term sum of them, the predictions, within eps |y|.
+    assert np.abs(got.coef).max() <= 4 * eps * np.abs(y).max()
+    if implementation == "core":
+        model = nytro.LandweberRegressor(sigma=1.0, method=method, max_iter=8, validation_fraction=None,
+                                         n_threads=1).fit(X, y)
+        assert np.abs(model.predict(X) - y.mean()).max() <= 4 * n * eps * np.abs(y).max()

@@ -24,12 +24,10 @@ ESTIMATORS = {
     "NytroRegressor-gd": lambda m, **kw: nytro.NytroRegressor(n_centers=m, method="gd", max_iter=8, **kw),
     "NystromKRLSRegressor": lambda m, **kw: nytro.NystromKRLSRegressor(n_centers=m, **kw),
     "KRLSRegressor": lambda m, **kw: nytro.KRLSRegressor(**kw),
-    # Without the intercept: centred targets on constant features (X of one value, which
-    # these strategies draw, bool X above all) make cg's right-hand side rounding noise,
-    # and its projected system then fails as singular ("coefficients are not finite"), a
-    # defect of main before the default changed too, not yet fixed.
-    "LandweberRegressor": lambda m, **kw: nytro.LandweberRegressor(method="cg", max_iter=8, fit_intercept=False,
-                                                                   **kw),
+    # With the default intercept: centred targets on constant features (X of one value,
+    # which these strategies draw, bool X above all) put cg's right-hand side in K's null
+    # space, where every product is rounding.
+    "LandweberRegressor": lambda m, **kw: nytro.LandweberRegressor(method="cg", max_iter=8, **kw),
     "KOLSRegressor": lambda m, **kw: nytro.KOLSRegressor(**{k: v for k, v in kw.items()
                                                            if k not in ("validation_fraction", "random_state")}),
 }

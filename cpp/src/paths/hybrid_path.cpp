@@ -161,7 +161,14 @@ public:
         // At unit scale (a power of two: exact), as top_ritz_value does for Eigen's
         // tridiagonal QR, whose deflation test is not scale-invariant.
         const double largest = std::max(a.cwiseAbs().maxCoeff(), b.size() ? b.cwiseAbs().maxCoeff() : 0.0);
-        if (!(largest > 0 && std::isfinite(largest))) return;
+        if (!std::isfinite(largest)) return;
+        if (!(largest > 0)) {  // T_k = 0 (c in H's null space, every product exactly 0): no Ritz value kept
+            singular_ = true;
+            theta_.resize(0);
+            U_.resize(k, 0);
+            projected_.resize(0);
+            return;
+        }
         const double unit = std::ldexp(1.0, -std::ilogb(largest));
         Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> ritz;
         ritz.computeFromTridiagonal(a * unit, b * unit, Eigen::ComputeEigenvectors);
