@@ -195,8 +195,9 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
         return backend.targets(rows, bool(getattr(self, "fit_intercept", False)))
 
     def _validated(self, X, y, sample_weight=None):
-        """fit's first steps in memory: (X, Y, one_output, sample weights, intercept), X and
-        the targets as 2-D Y in the compute dtype, Y less the intercept (see _targets)."""
+        """fit's first steps in memory, on their own (for a look at them, with _split):
+        (X, Y, one_output, sample weights, intercept), X and the targets as 2-D Y in the
+        compute dtype, Y less the intercept (see _targets)."""
         rows = self._start(MEMORY, X, y, sample_weight, None)
         Y, intercept, one_output = self._targets(MEMORY, rows)
         return rows.X, Y, one_output, rows.sample_weight, intercept
@@ -209,8 +210,9 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
         return split.X_train, split.Y_train, split.X_val, split.Y_val
 
     def _start(self, backend, X, y, sample_weight, rng):
-        return backend.start(self, X, y, sample_weight, rng, validation_fraction=getattr(self, "validation_fraction",
-                                                                                         None),
+        """The backend's rows of fit's data (Backend.start)."""
+        fraction = getattr(self, "validation_fraction", None)  # KOLS has no hold-out set
+        return backend.start(self, X, y, sample_weight, rng, validation_fraction=fraction,
                              dtype=getattr(self, "dtype", None), labels=is_classifier(self))
 
     def _selection_metric(self) -> str:
