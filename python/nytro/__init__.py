@@ -6,23 +6,16 @@ kernel: memory O(n m), and one run gives the whole regularisation path. This pac
 has NYTRO and the paper's baselines as scikit-learn estimators backed by a C++ core,
 and ``nytro.reference``, the same routines in plain NumPy.
 """
-from importlib.metadata import PackageNotFoundError, version as _version
-
 from ._api import (default_n_threads, gaussian_kernel, kernel_matrix, kernel_predict, kols, krls_path, landweber_path,
                    nkrls_path, nystrom_factor, nytro_path, sample_centers)
 from ._checks import paper_lambdas
-from ._config import (get_cmake_dir, get_include, get_library_dir, machine_rates, set_machine_rates,
-                      show_config)
+from ._config import (__version__, get_cmake_dir, get_include, get_library_dir, machine_rates,
+                      set_machine_rates, show_config)
 from ._results import PathResult, TikhonovResult
 from .options import IterativeOptions, KOLSOptions, NytroOptions, TikhonovOptions
 from . import datasets
 from .estimators import (KOLSRegressor, KRLSRegressor, LandweberRegressor, NystromKRLSClassifier,
                          NystromKRLSRegressor, NytroClassifier, NytroRegressor)
-
-try:  # one version source: CMakeLists.txt's project(), via the installed metadata
-    __version__ = _version("nytro")
-except PackageNotFoundError:  # a dev build on PYTHONPATH, never installed
-    __version__ = "0+unknown"
 
 __all__ = [
     "NytroRegressor", "NystromKRLSRegressor", "KRLSRegressor", "LandweberRegressor", "KOLSRegressor",

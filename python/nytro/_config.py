@@ -6,12 +6,18 @@ where the C++ library this package carries lives
 from __future__ import annotations
 
 import sys
+from importlib.metadata import PackageNotFoundError, version as _version
 from pathlib import Path
 from typing import Any, Dict, Optional, TextIO
 
 from . import _core
 
 _PACKAGE = Path(__file__).resolve().parent
+
+try:  # one version source: CMakeLists.txt's project(), via the installed metadata
+    __version__ = _version("nytro")
+except PackageNotFoundError:  # a dev build on PYTHONPATH, never installed
+    __version__ = "0+unknown"
 
 
 def _cpp_path(*parts: str) -> str:
@@ -112,7 +118,6 @@ def show_config(file: Optional[TextIO] = None) -> Dict[str, Any]:
     return ``isa_info()`` with those rates under ``"rates"``.
     ``NYTRO_ISA=baseline|avx2|avx512`` in the environment, set before nytro is imported,
     asks for a variant (granted when the machine can run it)."""
-    from . import __version__
     info = isa_info()
     rates = machine_rates()
     info["rates"] = rates

@@ -1,4 +1,5 @@
-"""Result records returned by the path functions (C++-backed and reference alike)."""
+"""Result records returned by the path functions (C++-backed and reference alike), and by
+the estimators' backends (NystromFit)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -71,3 +72,27 @@ class TikhonovResult:
     lambda_: float
     selected: int
     rank: int
+
+
+@dataclass
+class NystromFit:
+    """A Nystrom path fitted by a backend of the estimators (nytro._backends), and where
+    its centres came from. nytro.dask's DaskFit has the same attributes.
+
+    Attributes
+    ----------
+    result : PathResult or TikhonovResult
+        The path, as ``nytro.nytro_path`` or ``nytro.nkrls_path`` return it.
+    centers : ndarray of shape (m, d)
+        The Nystrom centres the path used.
+    n_train, n_val : int
+        Training and hold-out rows of the split.
+    lambdas : ndarray or None
+        The lambda grid searched (a Tikhonov path), None for an iterative one.
+    """
+
+    result: PathResult | TikhonovResult
+    centers: np.ndarray
+    n_train: int
+    n_val: int
+    lambdas: np.ndarray | None = None

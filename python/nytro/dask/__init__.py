@@ -83,18 +83,21 @@ gathering the candidate rows it has not seen yet from their chunks.
 progress(stage, done, total) is called on the client after each pass and each direct
 product (the estimators' verbose= prints it), and an exception from it stops the fit.
 
-The classifiers fit Dask arrays too (fit_estimator): one pass over the labels checks
-them and counts each class on both sides of the split (not stratified on Dask: a class
-missing from one side is refused), and the ±1 coding is made chunk by chunk.
+The estimators NytroRegressor and NystromKRLSRegressor, and their classifiers, fit Dask
+arrays through this package's backend (DaskBackend, nytro._backends' protocol, registered
+on import): their fit's flow is theirs, its steps over the chunks are these passes. For
+the classifiers one pass over the labels checks them and counts each class on both sides
+of the split (not stratified on Dask: a class missing from one side is refused), and the
+±1 coding is made chunk by chunk.
 
 Not done yet (issue 28): storage="float16" (the computation's dtype may be float32:
 dtype=, or float32 data).
 """
 from .._backends import register
 from ._data import holdout_mask
-from ._estimators import fit_estimator
+from ._estimators import DASK
 from ._fit import DaskFit, nkrls_path, nytro_path, predict
 
-__all__ = ["DaskFit", "holdout_mask", "nytro_path", "nkrls_path", "predict", "fit_estimator"]
+__all__ = ["DaskFit", "holdout_mask", "nytro_path", "nkrls_path", "predict"]
 
-register("dask", fit_estimator, predict)
+register("dask", DASK)

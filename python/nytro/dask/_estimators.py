@@ -1,7 +1,19 @@
-"""The estimators' fit on Dask arrays: the classifiers' labels, the intercept, the refit."""
+"""nytro.dask's backend of the estimators (nytro._backends' protocol): each step of their
+fit on Dask arrays chunked by rows, by nytro.dask's passes.
+
+The estimators' own flow (nytro.estimators) selects, refits and sets the fitted
+attributes; here are the steps that read the chunks: X's checks that need no chunk, the
+classifiers' labels (one pass: checked, counted on both sides of the split, coded chunk
+by chunk), the intercept's means (one pass over y), the inputs of sigma="auto"'s
+heuristic (one pass over X, and a sample of rows gathered), and the paths of nytro_path
+and nkrls_path, which draw the split (the hash of the row index, seeded from the fit's
+random_state) and the centres themselves.
+"""
 from __future__ import annotations
 
+import dataclasses
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -9,8 +21,9 @@ import dask
 import dask.array as da
 
 from .. import _checks as chk
+from .._labels import check_classes, check_label_kinds, check_weighted_classes, coded_labels, label_kinds, plain_label
 from ._data import _as_dask_weights, _check_dask_x, _check_fraction, _check_seed, holdout_mask
-from ._fit import nkrls_path, nytro_path
+from ._fit import nkrls_path, nytro_path, predict
 
 
 def _label_part(y, w, start, stop, fraction, seed):
@@ -19,7 +32,6 @@ def _label_part(y, w, start, stop, fraction, seed):
     distinct labels and counts; then the distinct labels of positive weight (None without
     weights)."""
     from sklearn.utils.multiclass import check_classification_targets
-    from ..estimators.classifiers import label_kinds
     y = np.asarray(y)
     kinds = label_kinds(y)
     if len(kinds) > 1:
@@ -32,7 +44,6 @@ def _label_part(y, w, start, stop, fraction, seed):
 
 
 def _coded_block(y, classes, dtype):
-    from ..estimators.classifiers import coded_labels
     Y = coded_labels(np.searchsorted(classes, np.asarray(y)), len(classes), dtype)
     return Y[:, 0] if len(classes) == 2 else Y
 
@@ -43,17 +54,18 @@ def _classifier_targets(X, y, sample_weight, fraction, seed, dtype):
     class for more), after one pass over them: the in-memory fit's checks of the labels
     and of sample_weight (a class left alone with positive weight), and, the hash split
     not being stratified, each class on both sides of it (ValueError)."""
-    from ..estimators.classifiers import check_classes, check_label_kinds, plain_label
     n = int(X.shape[0])
     if not isinstance(y, da.Array):
         y = np.asarray(y)
         if y.ndim in (1, 2) and len(y) == n:
             y = da.from_array(y, chunks=(X.chunks[0],) + y.shape[1:])
     if y.ndim == 2 and y.shape[1] == 1:  # as scikit-learn's check of a classifier's y
+        # stacklevel: the caller of the classifier's fit (through DaskBackend.labels, the
+        # estimator's _targets, _fit_rows and the two fits).
         import warnings
         from sklearn.exceptions import DataConversionWarning
         warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the shape of y "
-                      "to (n_samples, ), for example using ravel().", DataConversionWarning, stacklevel=4)
+                      "to (n_samples, ), for example using ravel().", DataConversionWarning, stacklevel=7)
         y = y[:, 0]
     # Unknown sizes first: their shape, (nan,), would otherwise be reported as a wrong length.
     if isinstance(y, da.Array) and y.ndim == 1 and any(math.isnan(c) for c in y.chunks[0]):
@@ -77,10 +89,7 @@ def _classifier_targets(X, y, sample_weight, fraction, seed, dtype):
         for side, (labels, c) in enumerate(chunk):
             np.add.at(counts[side], np.searchsorted(classes, labels), c)
     if w is not None:
-        kept = np.unique(np.concatenate([positive for _, _, positive in results]))
-        if len(kept) == 1:
-            raise ValueError(f"sample_weight is zero on every row outside class {plain_label(kept[0])!r}: a "
-                             "classifier needs at least 2 classes of positive weight")
+        check_weighted_classes(np.unique(np.concatenate([positive for _, _, positive in results])))
     for side, name in ((0, "training"), (1, "hold-out")):
         if side and fraction is None:
             continue
@@ -98,84 +107,99 @@ def _classifier_targets(X, y, sample_weight, fraction, seed, dtype):
     return classes, Y
 
 
-def fit_estimator(est, X, y, sample_weight=None):
-    """Fit a NytroRegressor or NystromKRLSRegressor, or their classifier, on Dask arrays
-    (their fit's hook): their kernel, centres (centers, center_selection), options and
-    sample_weight, with nytro.dask's seeded split; refit as in memory (all rows, the
-    selected t and lambda, the centres drawn from the training part). A classifier's
-    labels are checked and coded by _classifier_targets, and its selection metric taken."""
-    from ..estimators import NystromKRLSRegressor, NytroRegressor
-    from ..estimators.classifiers import KernelClassifierMixin
-    from sklearn.utils import check_random_state
-    name = type(est).__name__
-    if not isinstance(est, (NytroRegressor, NystromKRLSRegressor)):
-        raise NotImplementedError(f"{name} does not take Dask arrays; NytroRegressor, NystromKRLSRegressor and "
-                                  "their classifiers do")
-    _check_dask_x(X, name)  # before the labels' and the intercept's passes read X's chunks
-    rng = check_random_state(est.random_state)
-    seed = int(rng.randint(0, 2**63 - 1, dtype=np.int64))
-    common = dict(n_centers=est.n_centers, kernel=est.kernel, matern_nu=est.matern_nu, centers=est.centers,
-                  center_selection=est.center_selection, validation_fraction=est.validation_fraction, seed=seed,
-                  options=est._options(), dtype=est.dtype, sample_weight=sample_weight, estimator=name,
-                  progress=est._progress())
-    if isinstance(est, KernelClassifierMixin):
-        metric = est._selection_metric()
-        if sample_weight is not None and metric == "error":
+@dataclass(frozen=True)
+class _Split:
+    """The fit's rows (start: y as given; split: the targets fitted) as nytro_path and
+    nkrls_path take them: the split is theirs to draw (the hash of the row index, seeded),
+    so the rows stay whole. estimator: its name, in the chunks' error messages; dtype: its
+    dtype parameter, resolved with X's."""
+
+    X: da.Array
+    y: object
+    sample_weight: object
+    validation_fraction: object
+    seed: int
+    estimator: str
+    dtype: object
+
+    def all_rows(self) -> _Split:
+        return dataclasses.replace(self, validation_fraction=None)
+
+    def data(self) -> dict:
+        """nytro_path's and nkrls_path's keywords of these rows (their names)."""
+        return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+
+
+class DaskBackend:
+    """The estimators' steps on Dask arrays (see nytro._backends.Backend)."""
+
+    arrays = "Dask arrays"
+    paths = frozenset({"nytro", "nkrls"})
+    # Each screening fit of sigma="auto" would be passes over the chunks: the distance
+    # heuristic alone.
+    screens_bandwidth = False
+
+    def start(self, estimator, X, y, sample_weight, rng, *, validation_fraction, dtype, labels):
+        name = type(estimator).__name__
+        _check_dask_x(X, name)  # before the labels' and the intercept's passes read X's chunks
+        # The split's seed, drawn first: the labels' pass counts each class on both sides of it.
+        seed = int(rng.randint(0, 2**63 - 1, dtype=np.int64))
+        return _Split(X, y, sample_weight, validation_fraction, seed, name, dtype)
+
+    def labels(self, rows, metric):
+        if rows.sample_weight is not None and metric == "error":
             # In memory the error rate counts each hold-out row once, weights or not; the
             # Dask passes weigh the hold-out rows with the training rows' weights.
-            raise NotImplementedError(f"{name} on Dask arrays takes sample_weight with selection='rmse' only")
-        fraction = _check_fraction(est.validation_fraction)
-        dt = chk.compute_dtype(est.dtype, np.empty(0, X.dtype))
-        est.classes_, y = _classifier_targets(X, y, sample_weight, fraction, _check_seed(seed), dt)
-        common["metric"] = metric
-    sigma = _dask_sigma(est, X, rng)
-    intercept = np.zeros(int(y.shape[1]) if np.ndim(y) == 2 else 1)  # any other y: refused by name in the fit
-    if getattr(est, "fit_intercept", False):  # the regressors' (a classifier fits its codes)
-        y, intercept = _less_intercept(X, y, sample_weight)
-    if isinstance(est, NytroRegressor):
-        shared = dict(method=est.method, nu=est.nu, step_size=est.step_size)
-        fit = nytro_path(X, y, sigma, max_iter=est.max_iter, stopping=est.stopping, tol=est.tol,
-                         window=est.window, n_iter_no_change=est.n_iter_no_change, **shared, **common)
-        est.solver_ = fit.result.solver
-        coef = est._take_path(fit.result)
-        if est._refits(fit.n_val > 0):  # all rows, the selected t (and lambda), no hold-out set
-            again = nytro_path(X, y, sigma, max_iter=est.n_iter_, hybrid_lambda=est.lambda_, **shared,
-                               **{**common, "centers": fit.centers, "validation_fraction": None})
-            est.step_size_, est.solver_, coef = again.result.step_size, again.result.solver, again.result.coef
-    else:
-        fit = nkrls_path(X, y, sigma, lambdas=est.lambdas, **common)
-        est.lambdas_ = fit.lambdas
-        est.lambda_ = fit.result.lambda_
-        est.validation_rmse_ = fit.result.validation_rmse
-        coef = fit.result.coef
-        if est._refits(fit.n_val > 0):  # all rows, the selected lambda, no hold-out set
-            coef = nkrls_path(X, y, sigma, lambdas=[est.lambda_],
-                              **{**common, "centers": fit.centers, "validation_fraction": None}).result.coef
-    est.centers_ = fit.centers
-    est.rank_ = fit.result.rank
-    est.n_features_in_ = int(X.shape[1])
-    est.coef_ = coef
-    est._keep_intercept(intercept, np.ndim(y) == 1)
-    return est
+            raise NotImplementedError(f"{rows.estimator} on Dask arrays takes sample_weight with selection='rmse' "
+                                      "only")
+        fraction = _check_fraction(rows.validation_fraction)
+        dtype = chk.compute_dtype(rows.dtype, np.empty(0, rows.X.dtype))
+        classes, Y = _classifier_targets(rows.X, rows.y, rows.sample_weight, fraction, _check_seed(rows.seed), dtype)
+        return classes, Y, Y.ndim == 1
 
+    def targets(self, rows, fit_intercept):
+        y = rows.y
+        intercept = np.zeros(int(y.shape[1]) if np.ndim(y) == 2 else 1)  # any other y: refused by name in the fit
+        if fit_intercept:
+            y, intercept = _less_intercept(rows.X, y, rows.sample_weight)
+        return y, intercept, np.ndim(y) == 1
 
-def _dask_sigma(est, X, rng):
-    """The estimator's sigma_ on Dask arrays (set with sigma_candidates_ and sigma_scores_,
-    as in memory): sigma as given, None for the linear kernel, or with sigma="auto" the
-    distance heuristic alone: each feature's spread over all rows of X (one pass over the
-    chunks, before the hold-out split, which the fit's own passes draw) times s0, the median
-    distance of at most 200 rows drawn by rng. The candidates are not screened on Dask,
-    where each screening fit would be another pass over the chunks: sigma_scores_ is NaN."""
-    from ..estimators._bandwidth import SCREEN_CENTERS, distance_scale, searches, spreads_of
-    if searches(est):
-        X64 = X.astype(np.float64)
+    def split(self, rows, Y, holdout_rows):
+        return dataclasses.replace(rows, y=Y)
+
+    def bandwidth_inputs(self, split, rng, n_rows):
+        # Every row's spread, unweighted (one pass over the chunks, before the hold-out
+        # split, which the fit's own passes draw), and n_rows rows gathered.
+        X64 = split.X.astype(np.float64)
         deviations, magnitudes = dask.compute(X64.std(axis=0), abs(X64).max(axis=0))
-        spreads = spreads_of(deviations, magnitudes)
-        n = int(X.shape[0])
-        rows = np.sort(rng.permutation(n)[:min(n, SCREEN_CENTERS)])
-        s0 = distance_scale(np.asarray(X64[rows].compute()), spreads)
-        est.sigma_, est.sigma_candidates_, est.sigma_scores_ = s0 * spreads, np.array([s0]), np.array([np.nan])
-    return est.sigma_
+        n = int(split.X.shape[0])
+        rows = np.sort(rng.permutation(n)[:min(n, n_rows)])
+        return deviations, magnitudes, np.asarray(X64[rows].compute()), None
+
+    def centers(self, split, rng, *, n_centers, centers, center_selection, sigma, kernel, matern_nu, n_threads,
+                estimator):
+        # As the estimator gives them: the path's first pass draws them.
+        return dict(n_centers=n_centers, centers=centers, center_selection=center_selection)
+
+    def nytro_path(self, split, centers, sigma, **params):
+        return nytro_path(sigma=sigma, **split.data(), **_centre_keywords(centers), **params)
+
+    def nkrls_path(self, split, centers, sigma, *, lambdas, **params):
+        return nkrls_path(sigma=sigma, lambdas=lambdas, **split.data(), **_centre_keywords(centers), **params)
+
+    def calibration_rows(self, split, held_out):
+        return None  # the hold-out rows' decision values are not gathered
+
+    def predict(self, estimator, X, centers, coef, sigma, *, kernel, matern_nu, n_threads):
+        return predict(X, centers, coef, sigma, kernel=kernel, matern_nu=matern_nu, n_threads=n_threads)
+
+
+DASK = DaskBackend()
+
+
+def _centre_keywords(centers) -> dict:
+    """The paths' keywords of the centres: `centers`' own, or a fit's centres (points)."""
+    return centers if isinstance(centers, dict) else {"centers": centers}
 
 
 def _less_intercept(X, y, sample_weight):

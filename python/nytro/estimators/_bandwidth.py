@@ -16,6 +16,11 @@ The screening scores the hold-out RMSE, with the sample weights, for the classif
 small hold-out set, where the RMSE still ranks them; a tie goes to the candidate nearest
 s0. The path's own selection of t and lambda keeps the estimator's metric.
 
+The fit's backend (nytro._backends) reads the data: on Dask arrays, where each screening
+fit would be passes over the chunks, the candidates are not screened (sigma_scores_ is
+NaN), and the spreads and s0 come from every row, unweighted, before the hold-out split,
+which the fit's own passes draw.
+
 Everything here is equivariant under x -> a x + b per feature: the spreads are
 deviations from the mean (an offset does not enter) and scale with the data, and the
 rows are compared only after division by them, so sigma_ scales with each feature's unit
@@ -27,7 +32,7 @@ import numpy as np
 
 from .. import _checks as chk
 from .. import options as opt
-from .._api import nytro_path
+from .._memory import feature_deviations
 
 # The screening fits' centres at most, and the rows whose pairwise distances give s0.
 SCREEN_CENTERS = 200
@@ -64,21 +69,14 @@ def feature_spreads(X, weights=None) -> np.ndarray:
     with a large offset) has no spread to measure: it gets the median of the others', so
     that the rows that do differ in it (at predict) are measured in a typical unit; 1.0
     where no feature varies."""
-    X = np.asarray(X, dtype=np.float64)
-    if X.shape[0] == 0:
-        return np.ones(X.shape[1])
-    if weights is None:
-        return spreads_of(X.std(axis=0), np.abs(X).max(axis=0))
-    weights = np.asarray(weights, dtype=np.float64)
-    weights = weights / weights.max()  # as fit_intercept's mean: tiny weights' products would be subnormal
-    deviations = X - np.average(X, axis=0, weights=weights)
-    return spreads_of(np.sqrt(np.average(deviations ** 2, axis=0, weights=weights)),
-                      np.abs(X[weights > 0]).max(axis=0))
+    if np.shape(X)[0] == 0:
+        return np.ones(np.shape(X)[1])
+    return spreads_of(*feature_deviations(X, weights))
 
 
 def spreads_of(deviations, magnitudes) -> np.ndarray:
     """feature_spreads from each feature's standard deviation and largest magnitude (as a
-    pass over Dask chunks gives them)."""
+    backend's bandwidth_inputs gives them)."""
     spreads = np.asarray(deviations, dtype=np.float64)
     varies = spreads > 8 * np.finfo(np.float64).eps * np.asarray(magnitudes, dtype=np.float64)
     fallback = float(np.median(spreads[varies])) if varies.any() else 1.0
@@ -121,29 +119,30 @@ def weighted_median(values, counts) -> float:
     return 0.5 * (values[lower] + values[min(upper, values.size - 1)])
 
 
-def select_bandwidth(est, X_train, Y_train, X_val, Y_val, rng, n_screen: int, weights=(None, None)):
+def select_bandwidth(est, backend, split, rng, n_screen):
     """(sigma_, candidates, scores) for the estimator `est` with sigma="auto": the ARD
-    bandwidths s * spreads of the training rows, with s selected on the hold-out rows
-    (X_val, Y_val; none: s0 alone, and NaN scores) from the candidates' screening fits at
-    min(n_screen, SCREEN_CENTERS) centres drawn from the training rows by rng."""
-    w_train, w_val = weights
-    spreads = feature_spreads(X_train, w_train)
-    n_train = X_train.shape[0]
-    m = max(1, min(int(n_screen), SCREEN_CENTERS, n_train))
-    rows = np.sort(rng.permutation(n_train)[:m])
-    s0 = distance_scale(X_train[rows], spreads, None if w_train is None else w_train[rows])
-    if X_val.shape[0] == 0:
+    bandwidths s * spreads, with s selected on the split's hold-out rows (none: s0
+    alone, and NaN scores) from the candidates' screening fits at the sample of rows
+    that gave s0 as centres. The backend (nytro._backends) gives the spreads and the
+    sample: in memory the training rows', min(n_screen, SCREEN_CENTERS) of them (n_screen:
+    the fit's centres, None where every training row is one); a backend that does not
+    screen (Dask) takes SCREEN_CENTERS rows for s0 alone."""
+    n_rows = SCREEN_CENTERS if n_screen is None or not backend.screens_bandwidth else min(int(n_screen),
+                                                                                           SCREEN_CENTERS)
+    deviations, magnitudes, sample, weights = backend.bandwidth_inputs(split, rng, n_rows)
+    spreads = spreads_of(deviations, magnitudes)
+    s0 = distance_scale(sample, spreads, weights)
+    if not backend.screens_bandwidth or split.n_val == 0:
         return s0 * spreads, np.array([s0]), np.array([np.nan])
     options = opt.NytroOptions(n_threads=est._n_threads())
     scores = {}
 
     def screen(k):
         if k not in scores:
-            fit = nytro_path(X_train, Y_train, X_train[rows], s0 * 2.0 ** k * spreads, kernel=est.kernel,
-                             matern_nu=est.matern_nu, X_val=X_val, y_val=Y_val, method="hybrid",
-                             max_iter=SCREEN_ITERATIONS, n_iter_no_change=SCREEN_PATIENCE, options=options,
-                             metric="rmse", sample_weight=w_train, sample_weight_val=w_val)
-            scores[k] = float(np.min(fit.validation_rmse))
+            fit = backend.nytro_path(split, sample, s0 * 2.0 ** k * spreads, kernel=est.kernel,
+                                     matern_nu=est.matern_nu, method="hybrid", max_iter=SCREEN_ITERATIONS,
+                                     n_iter_no_change=SCREEN_PATIENCE, options=options, metric="rmse")
+            scores[k] = float(np.min(fit.result.validation_rmse))
         return scores[k]
 
     for k in range(-FIRST_EXPONENT, FIRST_EXPONENT + 1):

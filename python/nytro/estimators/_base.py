@@ -1,5 +1,7 @@
-"""What the five estimators share: input validation, the hold-out split, the compute
-dtype, progress reporting and prediction as k(X, centers_) @ coef_ + intercept_."""
+"""What the five estimators share: their fit's flow, written once for every backend of
+their arrays (nytro._backends: the rows checked, the targets and the intercept, the
+hold-out split, the refit rule, the fitted attributes), progress reporting and prediction
+as k(X, centers_) @ coef_ + intercept_."""
 from __future__ import annotations
 
 import sys
@@ -8,15 +10,15 @@ import time
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import BaseEstimator, RegressorMixin, is_classifier
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from .. import _checks as chk
 from .. import options as opt
-from .._api import kernel_predict
 from .._backends import backend_of, library_of
+from .._memory import MEMORY, Rows as MemoryRows
 from ._bandwidth import searches, select_bandwidth
 
 
@@ -148,20 +150,10 @@ def threads_of_jobs(n_jobs, n_threads):
     return n_jobs
 
 
-def capped_n_centers(estimator, n_train: int) -> int:
-    """The estimator's n_centers, or n_train with a UserWarning where it asks for more
-    centres than the training rows left after the hold-out split. As scikit-learn's
-    Nystroem caps n_components at n_samples: the default m (1000) would otherwise refuse
-    every data set of under about 1250 rows, and inside a search every fit would fail.
-    m = n_train is no approximation left: the model is then KRLS on the training rows."""
-    m = int(estimator.n_centers)
-    if m <= n_train:
-        return m
-    warnings.warn(
-        f"{type(estimator).__name__}: n_centers={m} is more than the {n_train} training rows left after the "
-        f"hold-out split; using all {n_train} as centres (n_centers_). Set n_centers <= {n_train} to silence "
-        "this warning.", UserWarning, stacklevel=6)
-    return n_train
+# The regressor of each path (an estimator's _path_kind; a classifier's is its regressor's):
+# a backend that fits some paths only names them when it refuses another.
+_REGRESSORS = {"nytro": "NytroRegressor", "nkrls": "NystromKRLSRegressor", "krls": "KRLSRegressor",
+               "landweber": "LandweberRegressor", "kols": "KOLSRegressor"}
 
 
 # The estimator objects whose fit is running, by id: an object is not thread-safe (as in
@@ -172,13 +164,16 @@ _FITTING: set = set()
 
 
 class KernelRegressorBase(RegressorMixin, BaseEstimator):
-    """Base of the estimators; subclasses implement `_fit_path(X, Y, rng)`.
+    """Base of the estimators; subclasses implement `_fit_path(backend, split, rng,
+    options)` and name their path in `_path_kind` (a key of _REGRESSORS), which a backend
+    fits or refuses.
 
     A subclass with an options object names its family of nytro.options in `_family`
     and takes `options=None`; its keywords that share a name with an option (solver,
     n_threads, ...) are shortcuts for that option (see `_options`)."""
 
     _family = None
+    _path_kind = None
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -187,28 +182,38 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
         return tags
 
     # -- fitting ---------------------------------------------------------------
+    # fit's flow, for every backend (nytro._backends: in memory, Dask): the rows checked,
+    # the targets (a classifier's coded labels, or y less the intercept), the hold-out
+    # split, then the estimator's _fit_path (bandwidths, centres, the path and its
+    # selection, the refit on all rows), and the fitted attributes.
+
+    def _targets(self, backend, rows):
+        """(Y, intercept, one_output): the targets the path fits, y less its weighted column
+        means with fit_intercept (float64, one per column; else zeros), and whether y was
+        1-D (coef_ and intercept_ then drop the output axis). The classifiers code their
+        labels instead."""
+        return backend.targets(rows, bool(getattr(self, "fit_intercept", False)))
+
     def _validated(self, X, y, sample_weight=None):
-        """(X, Y, one_output, sample weights, intercept): X and the targets as 2-D Y in the
-        compute dtype, Y less the intercept (float64, one per column: the weighted mean
-        of y with fit_intercept, else 0), subtracted before the cast so that a float32
-        fit keeps the digits of y that the offset would take."""
-        dtype = chk.compute_dtype(getattr(self, "dtype", None), X if hasattr(X, "dtype") else None)
-        X, y = validate_data(self, X, y, dtype=dtype, multi_output=True, y_numeric=True, order="C")
-        weights = chk.check_sample_weight(sample_weight, X.shape[0], "sample_weight")
-        y2 = y.reshape(-1, 1) if y.ndim == 1 else y
-        intercept = np.zeros(y2.shape[1])
-        if getattr(self, "fit_intercept", False):
-            y2 = np.asarray(y2, dtype=np.float64)
-            if np.isfinite(y2).all():  # else refused below, by name
-                # Weights relative to the largest: the mean does not depend on their scale, and
-                # products y w of weights as tiny as 1e-310 would lose digits as subnormals.
-                intercept = np.average(y2, axis=0, weights=None if weights is None else weights / weights.max())
-                y2 = y2 - intercept
-        with np.errstate(over="ignore"):  # finite y beyond float32: said below, by name
-            Y = np.ascontiguousarray(y2, dtype=dtype)
-        if not np.isfinite(Y).all():
-            chk.check_finite_before_cast(y, "y", Y.dtype)
-        return X, Y, y.ndim == 1, weights, intercept
+        """fit's first steps in memory, on their own (for a look at them, with _split):
+        (X, Y, one_output, sample weights, intercept), X and the targets as 2-D Y in the
+        compute dtype, Y less the intercept (see _targets)."""
+        rows = self._start(MEMORY, X, y, sample_weight, None)
+        Y, intercept, one_output = self._targets(MEMORY, rows)
+        return rows.X, Y, one_output, rows.sample_weight, intercept
+
+    def _split(self, X, Y, rng):
+        """The hold-out split of fit in memory, of X and Y as _validated gives them:
+        (X_train, Y_train, X_val, Y_val); validation parts have 0 rows without hold-out."""
+        rows = MemoryRows(X, Y, None, X, rng, getattr(self, "validation_fraction", None))
+        split = MEMORY.split(rows, Y, self._holdout_rows)
+        return split.X_train, split.Y_train, split.X_val, split.Y_val
+
+    def _start(self, backend, X, y, sample_weight, rng):
+        """The backend's rows of fit's data (Backend.start)."""
+        fraction = getattr(self, "validation_fraction", None)  # KOLS has no hold-out set
+        return backend.start(self, X, y, sample_weight, rng, validation_fraction=fraction,
+                             dtype=getattr(self, "dtype", None), labels=is_classifier(self))
 
     def _selection_metric(self) -> str:
         """What the hold-out selection minimises (the core's metric): "rmse" for the
@@ -245,42 +250,10 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
             print(f"[{type(self).__name__}] {fit_summary(self, time.perf_counter() - started)}", file=sys.stderr,
                   flush=True)
 
-    def _split(self, X, Y, rng, needed_train: int = 1):
-        """(X_train, Y_train, X_val, Y_val); validation parts have 0 rows without hold-out.
-        The sample weights of fit (if any) are split alike: see _split_weights."""
-        n = X.shape[0]
-        weights = getattr(self, "_fit_sample_weight", None)
-        fraction = chk.check_fraction("validation_fraction", self.validation_fraction)  # as a float
-        if fraction is None:
-            self._weights_of_split = (weights, None)
-            return X, Y, X[:0], Y[:0]
-        n_val = int(round(fraction * n))
-        if n_val < 1 or n - n_val < needed_train:
-            raise ValueError(
-                f"validation_fraction={fraction} leaves {n - n_val} training and {n_val} validation "
-                f"rows of n_samples={n}; at least {needed_train} training and 1 validation row are needed")
-        val = self._holdout_rows(Y, n_val, rng, fraction)
-        train = np.setdiff1d(np.arange(n), val, assume_unique=True)
-        self._weights_of_split = (None, None)
-        if weights is not None:
-            for part, rows in (("training", train), ("hold-out", val)):
-                if not np.any(weights[rows] > 0):
-                    raise ValueError(
-                        f"sample_weight is zero on every one of the {rows.size} {part} rows the hold-out split "
-                        f"(validation_fraction={fraction}) left: the {part} error has no weight; give more "
-                        "rows a positive weight or change random_state")
-            self._weights_of_split = (weights[train], weights[val])
-        return X[train], Y[train], X[val], Y[val]
-
     def _holdout_rows(self, Y, n_val, rng, fraction):
         """The sorted rows of the hold-out part: n_val of range(n) uniformly at random (the
         first n_val of one permutation drawn from rng; the classifiers stratify)."""
         return np.sort(rng.permutation(Y.shape[0])[:n_val])
-
-    def _split_weights(self):
-        """(training weights, hold-out weights) of the last _split: None where fit had no
-        sample_weight or there is no hold-out set."""
-        return getattr(self, "_weights_of_split", (None, None))
 
     def _take_path(self, result):
         """The iterative estimators' fitted attributes from a PathResult, then a
@@ -300,32 +273,20 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
                 f"better ({self._path_attribute()} holds the path).", ConvergenceWarning, stacklevel=5)
         return result.coef
 
-    def _fit_sigma(self, X_train, Y_train, X_val, Y_val, rng, n_screen: int):
+    def _fit_sigma(self, backend, split, rng, n_screen):
         """The bandwidths the fit uses, kept as sigma_: `sigma` as given (checked), None for
         kernel="linear" (which has none), or with sigma="auto" the bandwidths selected on
-        this split's hold-out rows (nytro.estimators._bandwidth: screening fits at
-        min(n_screen, 200) centres), with sigma_candidates_ and sigma_scores_, which are None
-        otherwise."""
+        the split's hold-out rows (nytro.estimators._bandwidth: screening fits at
+        min(n_screen, 200) centres; n_screen None: every training row may be one), with
+        sigma_candidates_ and sigma_scores_, which are None otherwise."""
         if searches(self):
-            self.sigma_, self.sigma_candidates_, self.sigma_scores_ = select_bandwidth(
-                self, X_train, Y_train, X_val, Y_val, rng, n_screen, KernelRegressorBase._split_weights(self))
+            self.sigma_, self.sigma_candidates_, self.sigma_scores_ = select_bandwidth(self, backend, split, rng,
+                                                                                        n_screen)
         return self.sigma_
 
-    def _calibrate(self, X_rows, Y_rows, centers, coef, held_out):
-        """Called by the Nystrom fits with the hold-out rows (the training rows where
-        held_out is False) and the model selected on them (before any refit); the
-        classifiers fit their probabilities there."""
-
-    @staticmethod
-    def _own_rows(rows, X):
-        """rows as centers_: a copy where they are the caller's X itself (fit without a
-        hold-out split, whose X may be the caller's array: mutating it after fit must not
-        change predict)."""
-        try:
-            shares = np.may_share_memory(rows, X)
-        except Exception:  # an object NumPy cannot look into: copy to be safe
-            shares = True
-        return rows.copy() if shares else rows
+    def _calibrate(self, backend, split, centers, coef, held_out):
+        """Called by the Nystrom fits with the split and the model selected on its hold-out
+        rows (before any refit); the classifiers fit their probabilities there."""
 
     def fit(self, X, y, sample_weight=None):
         """Fit on (X, y), selecting the regularisation on a hold-out part of them.
@@ -354,8 +315,10 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
 
     def _fit_rows(self, X, y, sample_weight):
         backend = backend_of(X)
-        if backend is not None:
-            return self._count_centers(backend.fit(self, X, y, sample_weight))
+        if self._path_kind not in backend.paths:
+            takers = [name for path, name in _REGRESSORS.items() if path in backend.paths]
+            raise NotImplementedError(f"{type(self).__name__} does not take {backend.arrays}; {', '.join(takers)} "
+                                      "and their classifiers do")
         key = id(self)
         with _FITTING_LOCK:
             if key in _FITTING:
@@ -364,25 +327,31 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
                     "not thread-safe; fit a separate copy in each thread (sklearn.base.clone(estimator))")
             _FITTING.add(key)
         try:
-            X_checked, Y, one_output, self._fit_sample_weight, intercept = self._validated(X, y, sample_weight)
-            self._weights_of_split = (self._fit_sample_weight, None)
             rng = check_random_state(getattr(self, "random_state", None))
-            coef = self._fit_path(X_checked, Y, rng)
-            self.centers_ = self._own_rows(self.centers_, X)
-            self.coef_ = coef[:, 0] if one_output else coef
+            rows = self._start(backend, X, y, sample_weight, rng)
+            options = self._options()
+            Y, intercept, one_output = self._targets(backend, rows)
+            split = backend.split(rows, Y, self._holdout_rows)
+            coef = self._fit_path(backend, split, rng, options)
+            # In memory the targets, and so the coefficients, are 2-D whatever y was; a
+            # backend may keep a 1-D y 1-D (Dask).
+            self.coef_ = coef[:, 0] if one_output and np.ndim(coef) == 2 else coef
             self._keep_intercept(intercept, one_output)
+            self.n_features_in_ = int(rows.X.shape[1])  # in memory, validate_data set it (and feature_names_in_)
             return self._count_centers(self)
         finally:
-            # The weights are fit's arguments, not the model's: not kept (nor pickled).
-            self.__dict__.pop("_fit_sample_weight", None)
-            self.__dict__.pop("_weights_of_split", None)
             with _FITTING_LOCK:
                 _FITTING.discard(key)
 
+    def _fit_path(self, backend, split, rng, options):
+        """The coefficients fitted on `split` (the backend's), the fitted attributes of the
+        path and its selection set (centers_, sigma_, n_iter_ or lambda_, ...)."""
+        raise NotImplementedError
+
     def _count_centers(self, fitted):
         """`fitted` with n_centers_, the number of centres m the fit used (at most the
-        training rows: capped_n_centers), for the Nystrom estimators (those that take
-        n_centers)."""
+        training rows: nytro._memory.capped_n_centers), for the Nystrom estimators (those
+        that take n_centers)."""
         if "n_centers" in fitted.get_params(deep=False):
             fitted.n_centers_ = int(fitted.centers_.shape[0])
         return fitted
@@ -417,14 +386,8 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
         """k(X, centers_) @ coef_ + intercept_ with the fitted bandwidths sigma_, the kernel
         streamed in row blocks (a Dask array for a Dask array X, one block per chunk)."""
         check_is_fitted(self, "coef_")
-        backend = backend_of(X)
-        if backend is not None:
-            scores = backend.predict(X, self.centers_, self.coef_, self.sigma_, kernel=self.kernel,
-                                     matern_nu=self.matern_nu, n_threads=self._n_threads())
-        else:
-            X = validate_data(self, X, reset=False, dtype=self.coef_.dtype, order="C")
-            scores = kernel_predict(X, self.centers_, self.coef_, self.sigma_, kernel=self.kernel,
-                                    matern_nu=self.matern_nu, n_threads=self._n_threads())
+        scores = backend_of(X).predict(self, X, self.centers_, self.coef_, self.sigma_, kernel=self.kernel,
+                                       matern_nu=self.matern_nu, n_threads=self._n_threads())
         return self._plus_intercept(scores)
 
     def _plus_intercept(self, scores):

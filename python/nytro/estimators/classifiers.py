@@ -6,79 +6,16 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from .. import _checks as chk
 from .. import options as opt
 from .._api import kernel_predict
+from .._labels import check_weighted_classes, plain_label, predicted_labels
+from .._labels import encode_labels  # noqa: F401 (its callers, the tests among them, import it from here)
 from ._base import KernelRegressorBase, _is_dask_array
 from ._calibration import calibration_logits, fit_scale, log_softmax, smoothed_targets, softmax
 from .nytro import NytroRegressor
 from .tikhonov import NystromKRLSRegressor
-
-
-def _label_kind(value) -> str:
-    """"string", "number" or "bool": labels of more than one kind are refused."""
-    if isinstance(value, (str, bytes)):
-        return "string"
-    if isinstance(value, (bool, np.bool_)):
-        return "bool"
-    return "number"
-
-
-def label_kinds(y) -> set:
-    """The kinds ("string", "number", "bool") of an object array's labels, which may mix
-    them; empty for any other dtype (one kind)."""
-    y = np.asarray(y)
-    return {_label_kind(v) for v in y.ravel()} if y.dtype == object else set()
-
-
-def check_label_kinds(kinds):
-    if len(kinds) > 1:
-        raise ValueError(f"y has labels of mixed types ({' and '.join(sorted(kinds))}); use labels of one type")
-
-
-def plain_label(label):
-    """A label as an error message shows it: 'a' or 0, not np.str_('a') or np.int64(0)."""
-    return label.item() if isinstance(label, np.generic) else label
-
-
-def check_classes(classes):
-    if len(classes) < 2:
-        raise ValueError(f"y has one class ({plain_label(classes[0])!r} for every sample); a classifier needs at "
-                         "least 2 classes")
-
-
-def coded_labels(index, n_classes: int, dtype=np.float64):
-    """The +-1 coding of class indices (into the sorted classes): (n, 1) with +1 for class 1
-    and -1 for class 0 (two classes), or (n, K) with +1 in the column of a row's class and
-    -1 elsewhere (K > 2: one-vs-all)."""
-    index = np.asarray(index)
-    if n_classes == 2:
-        return np.where(index == 1, 1.0, -1.0).astype(dtype)[:, None]
-    Y = -np.ones((len(index), n_classes), dtype=dtype)
-    Y[np.arange(len(index)), index] = 1.0
-    return Y
-
-
-def encode_labels(y):
-    """(classes_, Y): the sorted distinct labels, and Y (n, 1) with +1 for classes_[1] and
-    -1 for classes_[0] (two classes), or (n, K) with +1 in the column of a row's class and
-    -1 elsewhere (K > 2: one-vs-all)."""
-    y = np.asarray(y)
-    check_label_kinds(label_kinds(y))
-    check_classification_targets(y)
-    classes, index = np.unique(y, return_inverse=True)
-    check_classes(classes)
-    return classes, coded_labels(index, len(classes))
-
-
-def predicted_labels(scores, classes):
-    """The class of the largest decision value (two classes: classes[1] where scores > 0)."""
-    scores = np.asarray(scores)
-    index = (scores > 0).astype(int) if scores.ndim == 1 else np.argmax(scores, axis=1)
-    return classes[index]
 
 
 def _check_weighted_classes(y, sample_weight):
@@ -88,10 +25,7 @@ def _check_weighted_classes(y, sample_weight):
     labels, weights = np.asarray(y), np.asarray(sample_weight)
     if labels.ndim != 1 or weights.shape != labels.shape or weights.dtype.kind not in "biuf":
         return  # the regressor's checks name what is wrong
-    kept = np.unique(labels[weights > 0])
-    if len(kept) == 1:
-        raise ValueError(f"sample_weight is zero on every row outside class {plain_label(kept[0])!r}: a "
-                         "classifier needs at least 2 classes of positive weight")
+    check_weighted_classes(np.unique(labels[weights > 0]))
 
 
 def stratified_counts(counts, n_val: int) -> np.ndarray:
@@ -127,16 +61,11 @@ class KernelClassifierMixin(ClassifierMixin):
     def _selection_metric(self) -> str:
         return self.selection  # checked by its row (nytro.options.SELECTION) on entry to fit
 
-    def _validated(self, X, y, sample_weight=None):
+    def _targets(self, backend, rows):
         # The +-1 codes are fitted as they are: the selection on the hold-out error scores
         # the path's own predictions, which have no intercept.
-        if y is None:
-            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
-        dtype = chk.compute_dtype(getattr(self, "dtype", None), X if hasattr(X, "dtype") else None)
-        X, y = validate_data(self, X, y, dtype=dtype, order="C")
-        weights = chk.check_sample_weight(sample_weight, X.shape[0], "sample_weight")
-        self.classes_, Y = encode_labels(y)
-        return X, np.ascontiguousarray(Y, dtype=X.dtype), Y.shape[1] == 1, weights, np.zeros(Y.shape[1])
+        self.classes_, Y, one_output = backend.labels(rows, self._selection_metric())
+        return Y, np.zeros(1 if one_output else Y.shape[1]), one_output
 
     def fit(self, X, y, sample_weight=None):
         """Fit the one-vs-all +-1 coded targets of the labels y, selecting t (and lambda)
@@ -180,19 +109,18 @@ class KernelClassifierMixin(ClassifierMixin):
         taken = stratified_counts(counts, n_val)
         return np.sort(np.concatenate([r[rng.permutation(r.size)[:t]] for r, t in zip(rows, taken)]))
 
-    def _split_weights(self):
-        # The error rate counts rows, not weights: its hold-out rows go unweighted.
-        w_train, w_val = KernelRegressorBase._split_weights(self)
-        return w_train, (w_val if self.selection == "rmse" else None)
-
-    def _calibrate(self, X_rows, Y_rows, centers, coef, held_out):
+    def _calibrate(self, backend, split, centers, coef, held_out):
         # The decision values of the selected model on the hold-out rows (the training
         # rows where there are none), and the scale of their softmax fitted to the rows'
         # classes, each row counting by its sample weight (nytro.estimators._calibration).
+        # A backend that does not gather those rows (Dask) leaves calibration_scale_ unset.
+        rows = backend.calibration_rows(split, held_out)
+        if rows is None:
+            return
+        X_rows, Y_rows, weights = rows
         scores = kernel_predict(X_rows, centers, coef, self.sigma_, kernel=self.kernel, matern_nu=self.matern_nu,
                                 n_threads=self._n_threads())
         index = (Y_rows[:, 0] > 0).astype(np.int64) if Y_rows.shape[1] == 1 else np.argmax(Y_rows, axis=1)
-        weights = KernelRegressorBase._split_weights(self)[1 if held_out else 0]
         self.calibration_scale_ = fit_scale(calibration_logits(scores),
                                             smoothed_targets(index, len(self.classes_), weights), weights)
 

@@ -46,10 +46,12 @@ class KOLSRegressor(KernelRegressorBase):
                                  "sum w)) (for an invertible K the interpolant does not depend on the positive "
                                  "weights; rows of weight 0 are left out of it)."}
 
-    def _fit_path(self, X, Y, rng):
-        self.centers_ = X
-        w_train, _ = self._split_weights()
-        # No hold-out set to select on: sigma="auto" is the distance heuristic alone.
-        sigma = self._fit_sigma(X, Y, X[:0], Y[:0], rng, X.shape[0])
-        return kols(X, Y, sigma, kernel=self.kernel, matern_nu=self.matern_nu, options=self._options(),
-                    sample_weight=w_train)
+    _path_kind = "kols"
+
+    def _fit_path(self, backend, split, rng, options):
+        # In memory only, and without a hold-out set (KOLS takes no validation_fraction):
+        # sigma="auto" is the distance heuristic alone.
+        sigma = self._fit_sigma(backend, split, rng, None)
+        self.centers_ = split.own(split.X)
+        return kols(split.X, split.Y, sigma, kernel=self.kernel, matern_nu=self.matern_nu, options=options,
+                    sample_weight=split.w_train)

@@ -72,23 +72,22 @@ class LandweberRegressor(KernelRegressorBase):
                    "validation_rmse_", "step_size_", "products_",
                    "lambda_")
 
-    def _fit_path(self, X, Y, rng):
-        X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)
-        w_train, w_val = self._split_weights()
-        held_out = X_val.shape[0] > 0
-        refit = self._refits(held_out)
-        sigma = self._fit_sigma(X_train, Y_train, X_val, Y_val, rng, X_train.shape[0])
+    _path_kind = "landweber"
+
+    def _fit_path(self, backend, split, rng, options):
+        # In memory only (the backend's paths say so): the split's arrays are at hand.
+        sigma = self._fit_sigma(backend, split, rng, None)
         shared = dict(kernel=self.kernel, matern_nu=self.matern_nu, method=self.method, nu=self.nu,
-                      step_size=self.step_size, options=self._options(), progress=self._progress())
+                      step_size=self.step_size, options=options, progress=self._progress())
+        metric = self._selection_metric()
         result = landweber_path(
-            X_train, Y_train, sigma, X_val=X_val if held_out else None, y_val=Y_val if held_out else None,
-            sample_weight=w_train, sample_weight_val=w_val, max_iter=self.max_iter, stopping=self.stopping,
-            tol=self.tol, window=self.window,
-            n_iter_no_change=self.n_iter_no_change, metric=self._selection_metric(), **shared)
-        self.centers_ = X_train
+            split.X_train, split.Y_train, sigma, max_iter=self.max_iter, stopping=self.stopping, tol=self.tol,
+            window=self.window, n_iter_no_change=self.n_iter_no_change, metric=metric, **split.keywords(metric),
+            **shared)
+        self.centers_ = split.own(split.X_train)
         coef = self._take_path(result)
-        if refit:  # all rows, the selected t (and lambda), no hold-out set
-            again = landweber_path(X, Y, sigma, max_iter=self.n_iter_, hybrid_lambda=self.lambda_,
-                                   sample_weight=self._fit_sample_weight, **shared)
-            self.centers_, self.step_size_, coef = X, again.step_size, again.coef
+        if self._refits(split.n_val > 0):  # all rows, the selected t (and lambda), no hold-out set
+            again = landweber_path(split.X, split.Y, sigma, max_iter=self.n_iter_, hybrid_lambda=self.lambda_,
+                                   sample_weight=split.sample_weight, **shared)
+            self.centers_, self.step_size_, coef = split.own(split.X), again.step_size, again.coef
         return coef

@@ -2,10 +2,8 @@
 from __future__ import annotations
 
 from .. import options as opt
-from .._api import nytro_path
-from ..centers import choose_centers
 from ._bandwidth import is_auto
-from ._base import KernelRegressorBase, capped_n_centers
+from ._base import KernelRegressorBase
 
 
 @opt.documented
@@ -80,47 +78,41 @@ class NytroRegressor(KernelRegressorBase):
                    "n_iter_", "validation_rmse_", "step_size_",
                    "rank_", "solver_", "products_", "lambda_")
 
-    def _fit_path(self, X, Y, rng):
-        X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)
-        w_train, w_val = self._split_weights()
-        centers, sigma = self._centers_and_sigma(X, X_train, Y_train, X_val, Y_val, rng)
-        held_out = X_val.shape[0] > 0
-        refit = self._refits(held_out)
+    _path_kind = "nytro"
+
+    def _fit_path(self, backend, split, rng, options):
+        centers, sigma = self._centers_and_sigma(backend, split, rng, options)
         shared = dict(kernel=self.kernel, matern_nu=self.matern_nu, method=self.method, nu=self.nu,
-                      step_size=self.step_size, options=self._options(), progress=self._progress())
-        result = nytro_path(
-            X_train, Y_train, centers, sigma, X_val=X_val if held_out else None,
-            y_val=Y_val if held_out else None, sample_weight=w_train, sample_weight_val=w_val,
-            max_iter=self.max_iter,
-            stopping=self.stopping, tol=self.tol, window=self.window, n_iter_no_change=self.n_iter_no_change,
-            metric=self._selection_metric(), **shared)
-        self.centers_ = centers
-        self.rank_ = result.rank
-        self.solver_ = result.solver
-        coef = self._take_path(result)
-        self._calibrate(X_val if held_out else X_train, Y_val if held_out else Y_train, centers, coef, held_out)
-        if refit:  # all rows, the selected t (and lambda), no hold-out set
-            again = nytro_path(X, Y, centers, sigma, max_iter=self.n_iter_, hybrid_lambda=self.lambda_,
-                               sample_weight=self._fit_sample_weight, **shared)
+                      step_size=self.step_size, options=options, progress=self._progress())
+        fit = backend.nytro_path(split, centers, sigma, max_iter=self.max_iter, stopping=self.stopping, tol=self.tol,
+                                 window=self.window, n_iter_no_change=self.n_iter_no_change,
+                                 metric=self._selection_metric(), **shared)
+        held_out = fit.n_val > 0
+        self.centers_ = fit.centers
+        self.rank_ = fit.result.rank
+        self.solver_ = fit.result.solver
+        coef = self._take_path(fit.result)
+        self._calibrate(backend, split, fit.centers, coef, held_out)
+        if self._refits(held_out):  # all rows, the selected t (and lambda) and centres, no hold-out set
+            again = backend.nytro_path(split.all_rows(), fit.centers, sigma, max_iter=self.n_iter_,
+                                       hybrid_lambda=self.lambda_, **shared).result
             self.step_size_, self.solver_, coef = again.step_size, again.solver, again.coef
         return coef
 
-    def _centers(self, X, X_train, rng, sigma):
-        """The fit's centres: `centers`, or n_centers drawn by center_selection (leverage
-        scores under the bandwidths `sigma`), at most every training row (capped_n_centers)."""
-        n_centers = self.n_centers if self.centers is not None else capped_n_centers(self, X_train.shape[0])
-        return choose_centers(X, X_train, n_centers=n_centers, centers=self.centers,
-                              center_selection=self.center_selection, sigma=sigma, rng=rng,
-                              n_threads=self._n_threads(), kernel=self.kernel, matern_nu=self.matern_nu)
-
-    def _centers_and_sigma(self, X, X_train, Y_train, X_val, Y_val, rng):
-        """(centers, sigma_) of the fit. Uniform or given centres are drawn first, as with
-        an explicit sigma, so that sigma="auto" and sigma=<its sigma_> with the same
+    def _centers_and_sigma(self, backend, split, rng, options):
+        """(centers, sigma_) of the fit: `centers`, or n_centers drawn by center_selection
+        (leverage scores under the bandwidths), at most every training row in memory
+        (nytro._memory.capped_n_centers). Uniform or given centres are drawn first, as
+        with an explicit sigma, so that sigma="auto" and sigma=<its sigma_> with the same
         random_state fit the same model; leverage scores need the bandwidths, so there
         sigma is selected first. The screening fits take at most as many centres as the
-        fit (n_centers, capped at the training rows)."""
+        fit."""
+        n_screen = int(self.n_centers) if self.centers is None else len(self.centers)
+        drawn = dict(n_centers=self.n_centers, centers=self.centers, center_selection=self.center_selection,
+                     kernel=self.kernel, matern_nu=self.matern_nu, n_threads=options.n_threads,
+                     estimator=type(self).__name__)
         if is_auto(self.sigma) and self.centers is None and self.center_selection == "leverage":
-            sigma = self._fit_sigma(X_train, Y_train, X_val, Y_val, rng, min(int(self.n_centers), X_train.shape[0]))
-            return NytroRegressor._centers(self, X, X_train, rng, sigma), sigma
-        centers = NytroRegressor._centers(self, X, X_train, rng, self.sigma)
-        return centers, self._fit_sigma(X_train, Y_train, X_val, Y_val, rng, centers.shape[0])
+            sigma = self._fit_sigma(backend, split, rng, n_screen)
+            return backend.centers(split, rng, sigma=sigma, **drawn), sigma
+        centers = backend.centers(split, rng, sigma=self.sigma, **drawn)
+        return centers, self._fit_sigma(backend, split, rng, n_screen)

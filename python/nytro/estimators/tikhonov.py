@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import _checks as chk
 from .. import options as opt
-from .._api import krls_path, nkrls_path
+from .._api import krls_path
 from ._base import KernelRegressorBase
 from .nytro import NytroRegressor
 
@@ -65,30 +65,24 @@ class NystromKRLSRegressor(KernelRegressorBase):
     _attributes = ("sigma_", "sigma_candidates_", "sigma_scores_", "centers_", "n_centers_", "coef_", "intercept_",
                    "lambda_", "lambdas_", "validation_rmse_", "rank_")
 
-    def _fit_path(self, X, Y, rng):
-        X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)
-        lambdas = np.asarray(chk.check_lambdas(self.lambdas, self.kernel, X_train))
-        w_train, w_val = self._split_weights()
-        centers, sigma = NytroRegressor._centers_and_sigma(self, X, X_train, Y_train, X_val, Y_val, rng)
-        held_out = X_val.shape[0] > 0
-        refit = self._refits(held_out)
-        shared = dict(kernel=self.kernel, matern_nu=self.matern_nu, options=self._options(),
-                      progress=self._progress())
-        result = nkrls_path(
-            X_train, Y_train, centers, sigma, lambdas=lambdas, X_val=X_val if held_out else None,
-            y_val=Y_val if held_out else None, sample_weight=w_train, sample_weight_val=w_val,
-            metric=self._selection_metric(), **shared)
-        self.centers_ = centers
-        self.lambdas_ = lambdas
-        self.lambda_ = result.lambda_
-        self.validation_rmse_ = result.validation_rmse
-        self.rank_ = result.rank
-        self._calibrate(X_val if held_out else X_train, Y_val if held_out else Y_train, centers, result.coef,
-                        held_out)
-        if refit:  # all rows, the selected lambda, no hold-out set
-            return nkrls_path(X, Y, centers, sigma, lambdas=[self.lambda_], sample_weight=self._fit_sample_weight,
-                              **shared).coef
-        return result.coef
+    _path_kind = "nkrls"
+
+    def _fit_path(self, backend, split, rng, options):
+        centers, sigma = NytroRegressor._centers_and_sigma(self, backend, split, rng, options)
+        shared = dict(kernel=self.kernel, matern_nu=self.matern_nu, options=options, progress=self._progress())
+        fit = backend.nkrls_path(split, centers, sigma, lambdas=self.lambdas, metric=self._selection_metric(),
+                                 **shared)
+        held_out = fit.n_val > 0
+        self.centers_ = fit.centers
+        self.lambdas_ = fit.lambdas
+        self.lambda_ = fit.result.lambda_
+        self.validation_rmse_ = fit.result.validation_rmse
+        self.rank_ = fit.result.rank
+        self._calibrate(backend, split, fit.centers, fit.result.coef, held_out)
+        if self._refits(held_out):  # all rows, the selected lambda and centres, no hold-out set
+            return backend.nkrls_path(split.all_rows(), fit.centers, sigma, lambdas=[self.lambda_],
+                                      **shared).result.coef
+        return fit.result.coef
 
 
 @opt.documented
@@ -137,25 +131,22 @@ class KRLSRegressor(KernelRegressorBase):
     _attributes = ("sigma_", "sigma_candidates_", "sigma_scores_", "centers_", "coef_", "intercept_", "lambda_",
                    "lambdas_", "validation_rmse_")
 
-    def _fit_path(self, X, Y, rng):
-        X_train, Y_train, X_val, Y_val = self._split(X, Y, rng)
-        lambdas = np.asarray(chk.check_lambdas(self.lambdas, self.kernel, X_train))
-        w_train, w_val = self._split_weights()
-        held_out = X_val.shape[0] > 0
-        refit = self._refits(held_out)
-        sigma = self._fit_sigma(X_train, Y_train, X_val, Y_val, rng, X_train.shape[0])
-        shared = dict(kernel=self.kernel, matern_nu=self.matern_nu, options=self._options(),
-                      progress=self._progress())
-        result = krls_path(
-            X_train, Y_train, sigma, lambdas=lambdas, X_val=X_val if held_out else None,
-            y_val=Y_val if held_out else None, sample_weight=w_train, sample_weight_val=w_val,
-            metric=self._selection_metric(), **shared)
-        self.centers_ = X_train
+    _path_kind = "krls"
+
+    def _fit_path(self, backend, split, rng, options):
+        # In memory only (the backend's paths say so): the split's arrays are at hand.
+        lambdas = np.asarray(chk.check_lambdas(self.lambdas, self.kernel, split.X_train))
+        sigma = self._fit_sigma(backend, split, rng, None)
+        shared = dict(kernel=self.kernel, matern_nu=self.matern_nu, options=options, progress=self._progress())
+        metric = self._selection_metric()
+        result = krls_path(split.X_train, split.Y_train, sigma, lambdas=lambdas, metric=metric,
+                           **split.keywords(metric), **shared)
+        self.centers_ = split.own(split.X_train)
         self.lambdas_ = lambdas
         self.lambda_ = result.lambda_
         self.validation_rmse_ = result.validation_rmse
-        if refit:  # all rows, the selected lambda, no hold-out set
-            self.centers_ = X
-            return krls_path(X, Y, sigma, lambdas=[self.lambda_], sample_weight=self._fit_sample_weight,
+        if self._refits(split.n_val > 0):  # all rows, the selected lambda, no hold-out set
+            self.centers_ = split.own(split.X)
+            return krls_path(split.X, split.Y, sigma, lambdas=[self.lambda_], sample_weight=split.sample_weight,
                              **shared).coef
         return result.coef
