@@ -75,8 +75,16 @@ def encode_labels(y):
     return classes, coded_labels(index, len(classes))
 
 
+def class_index(scores):
+    """The class index of each row of decision values, as the core's ErrorTally reads
+    them: a 1-D or one-column array by its sign (1 where f > 0, the positive class), more
+    columns by the column of the row's largest entry (the first on a tie)."""
+    scores = np.asarray(scores)
+    if scores.ndim == 2 and scores.shape[1] == 1:
+        scores = scores[:, 0]
+    return (scores > 0).astype(int) if scores.ndim == 1 else np.argmax(scores, axis=1)
+
+
 def predicted_labels(scores, classes):
     """The class of the largest decision value (two classes: classes[1] where scores > 0)."""
-    scores = np.asarray(scores)
-    index = (scores > 0).astype(int) if scores.ndim == 1 else np.argmax(scores, axis=1)
-    return classes[index]
+    return classes[class_index(scores)]

@@ -13,6 +13,7 @@ import scipy.linalg
 import dask
 
 from .._api import _block_normal_equations, _block_normal_product
+from .._labels import class_index
 from ._cluster import (_add, _broadcast, _chunk_tasks, _client, _client_product, _CORE_LOCK, _held_sum, _homes,
                        _Missing, _pinned, _placement, _task_threads, _tree_sum, _WORKER_WAIT, _WorkerLost)
 from ._data import _blocks, _chunk_rows, _Factor, _row_blocks
@@ -93,19 +94,12 @@ def _holdout_rows(X, Y, start, stop, fraction, seed, dtype, estimator, exponents
     return X, Y.astype(np.float64), scale
 
 
-def _classes(values):
-    """The class of each row of +-1 coded values, as the core's ErrorTally and the
-    classifiers' predict read them: the sign of one column (f > 0 is the positive class),
-    or the column of the row's largest entry (the first on a tie)."""
-    return values[:, 0] > 0 if values.shape[1] == 1 else np.argmax(values, axis=1)
-
-
 def _holdout_sums(rows, C, alphas, kern, n_threads, metric="rmse"):
     """Squared hold-out errors of the rows (_holdout_rows), per output column, for each of
     the L coefficient sets alphas[:, l q:(l + 1) q] ((L, q)), from the predictions
     k(X_val, C) alpha_l against Y's scaled columns, each row's weighted by its w'. For
     metric "error" ((L + 1,)): the summed w' (1 without weights) of the rows each set
-    misclassifies (_classes of the predictions against the targets'), then the
+    misclassifies (class_index of the predictions against the targets'), then the
     summed w' of all the rows."""
     X, Y, scale = rows
     q = Y.shape[1]
@@ -118,9 +112,9 @@ def _holdout_sums(rows, C, alphas, kern, n_threads, metric="rmse"):
         for r0, r1 in _row_blocks(len(X), max(C.shape[0], alphas.shape[1])):
             predictions = (kern(X[r0:r1], C, threads) @ alphas).astype(np.float64, copy=False)
             if metric == "error":
-                truth = _classes(Y[r0:r1])
+                truth = class_index(Y[r0:r1])
                 for i in range(L):
-                    missed = _classes(predictions[:, i * q:(i + 1) * q]) != truth
+                    missed = class_index(predictions[:, i * q:(i + 1) * q]) != truth
                     wrong[i] += float(np.sum(weights[r0:r1][missed]))
                 continue
             residual = predictions.reshape(r1 - r0, L, q) - Y[r0:r1, None, :]
