@@ -616,6 +616,8 @@ def test_what_is_not_supported_yet_says_so(client):
         nytro.NytroRegressor(5, sigma, method="cg", solver="spectral").fit(Xd, yd)
     with pytest.raises(NotImplementedError, match="KRLSRegressor does not take Dask arrays"):
         nytro.KRLSRegressor(sigma).fit(Xd, yd)
+    with pytest.raises(NotImplementedError, match="n_centers='auto' is fitted in memory only.*Dask arrays"):
+        nytro.NytroRegressor("auto", sigma).fit(Xd, yd)
     with pytest.raises(ValueError, match="method='nope'"):
         nd.nytro_path(Xd, yd, sigma, n_centers=5, method="nope")
 

@@ -278,13 +278,23 @@ sigma : "auto", float or array-like of shape (n_features,)
     KOLSRegressor) s = s0. On Dask arrays the spreads are those of all rows and s = s0
     (no screening). The bandwidths used are sigma_, the candidates and their hold-out
     errors sigma_candidates_ and sigma_scores_.""", read_when=_WITH_BANDWIDTH)
-N_CENTERS = Param("n_centers", 1000, _checked_by(lambda value: chk.check_int("n_centers", value, 1)), """\
-n_centers : int
+def _check_n_centers(value):
+    if isinstance(value, str) and value == "auto":
+        return
+    chk.check_int("n_centers", value, 1)
+
+
+N_CENTERS = Param("n_centers", 1000, _checked_by(_check_n_centers), """\
+n_centers : int or "auto"
     Nystrom centres m, drawn without replacement from the training rows (see
     center_selection); ignored when `centers` is given. The estimators cap it at the
     training rows left after the hold-out split, with a UserWarning, as scikit-learn's
     Nystroem caps n_components (the m used is n_centers_); the functions, and the
-    estimators on Dask arrays, refuse more centres than rows (ValueError).""")
+    estimators on Dask arrays, refuse more centres than rows (ValueError). "auto" grows
+    m while the hold-out error still improves: the fit runs at m = 128, 256, 512, ...
+    (up to every training row, at most 4096) and stops at the first size that does not
+    lower the selected hold-out error by 1%, keeping the best (n_centers_candidates_,
+    n_centers_scores_); in memory only, with a hold-out set.""")
 CENTERS = Param("centers", None, _checked_by(chk.check_centers_form), """\
 centers : array of shape (m, d), 1-D integer array, or None
     Your own centres: the points themselves, or indices of rows of the X given to fit
@@ -407,7 +417,17 @@ centers_ : ndarray of shape (m, n_features)
     Attribute("n_centers_", """\
 n_centers_ : int
     The number of centres m the fit used: n_centers, capped at the training rows
-    (with a UserWarning), or the number of rows of `centers` when given."""),
+    (with a UserWarning), the size selected with n_centers="auto", or the number of
+    rows of `centers` when given."""),
+    Attribute("n_centers_candidates_", """\
+n_centers_candidates_ : ndarray of shape (n_sizes,) or None
+    With n_centers="auto", the sizes m tried, smallest first (the last one tried is
+    where growth stopped). None otherwise."""),
+    Attribute("n_centers_scores_", """\
+n_centers_scores_ : ndarray of shape (n_sizes,) or None
+    With n_centers="auto", the hold-out error of the model selected at each of
+    n_centers_candidates_ (RMSE, or the error rate with selection="error"). None
+    otherwise."""),
     Attribute("coef_", """\
 coef_ : ndarray of shape (m,) or (m, n_outputs)
     The model at the selected regularisation: predict(X) = k(X, centers_) @ coef_

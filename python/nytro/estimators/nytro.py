@@ -4,6 +4,7 @@ from __future__ import annotations
 from .. import options as opt
 from ._bandwidth import is_auto
 from ._base import KernelRegressorBase
+from ._growth import grow_centers, is_auto as is_auto_size
 
 
 @opt.documented
@@ -74,19 +75,22 @@ class NytroRegressor(KernelRegressorBase):
         self.options = options
 
     _family = opt.NYTRO
-    _attributes = ("sigma_", "sigma_candidates_", "sigma_scores_", "centers_", "n_centers_", "coef_", "intercept_",
-                   "n_iter_", "validation_rmse_", "step_size_",
+    _attributes = ("sigma_", "sigma_candidates_", "sigma_scores_", "centers_", "n_centers_", "n_centers_candidates_",
+                   "n_centers_scores_", "coef_", "intercept_", "n_iter_", "validation_rmse_", "step_size_",
                    "rank_", "solver_", "products_", "lambda_")
 
     _path_kind = "nytro"
 
     def _fit_path(self, backend, split, rng, options):
-        centers, sigma = self._centers_and_sigma(backend, split, rng, options)
         shared = dict(kernel=self.kernel, matern_nu=self.matern_nu, method=self.method, nu=self.nu,
                       step_size=self.step_size, options=options, progress=self._progress())
-        fit = backend.nytro_path(split, centers, sigma, max_iter=self.max_iter, stopping=self.stopping, tol=self.tol,
-                                 window=self.window, n_iter_no_change=self.n_iter_no_change,
-                                 metric=self._selection_metric(), **shared)
+
+        def fit_at(centers, sigma):
+            return backend.nytro_path(split, centers, sigma, max_iter=self.max_iter, stopping=self.stopping,
+                                      tol=self.tol, window=self.window, n_iter_no_change=self.n_iter_no_change,
+                                      metric=self._selection_metric(), **shared)
+
+        fit, sigma = self._sized_fit(backend, split, rng, options, fit_at)
         held_out = fit.n_val > 0
         self.centers_ = fit.centers
         self.rank_ = fit.result.rank
@@ -99,6 +103,17 @@ class NytroRegressor(KernelRegressorBase):
             self.step_size_, self.solver_, coef = again.step_size, again.solver, again.coef
         return coef
 
+    def _sized_fit(self, backend, split, rng, options, fit_at):
+        """(fit, sigma_): fit_at(centers, sigma) at the fit's centres and bandwidths, or
+        with n_centers="auto" (and no `centers` given) at each size m that
+        nytro.estimators._growth tries, the best kept (n_centers_candidates_ and
+        n_centers_scores_ set; None otherwise)."""
+        self.n_centers_candidates_ = self.n_centers_scores_ = None
+        if is_auto_size(self.n_centers) and self.centers is None:
+            return grow_centers(self, backend, split, rng, options, fit_at)
+        centers, sigma = NytroRegressor._centers_and_sigma(self, backend, split, rng, options)  # NKRLS's too
+        return fit_at(centers, sigma), sigma
+
     def _centers_and_sigma(self, backend, split, rng, options):
         """(centers, sigma_) of the fit: `centers`, or n_centers drawn by center_selection
         (leverage scores under the bandwidths), at most every training row in memory
@@ -107,7 +122,8 @@ class NytroRegressor(KernelRegressorBase):
         random_state fit the same model; leverage scores need the bandwidths, so there
         sigma is selected first. The screening fits take at most as many centres as the
         fit."""
-        n_screen = int(self.n_centers) if self.centers is None else len(self.centers)
+        n_screen = (None if is_auto_size(self.n_centers) else int(self.n_centers)) if self.centers is None \
+            else len(self.centers)
         drawn = dict(n_centers=self.n_centers, centers=self.centers, center_selection=self.center_selection,
                      kernel=self.kernel, matern_nu=self.matern_nu, n_threads=options.n_threads,
                      estimator=type(self).__name__)

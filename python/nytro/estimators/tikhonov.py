@@ -62,16 +62,19 @@ class NystromKRLSRegressor(KernelRegressorBase):
         self.options = options
 
     _family = opt.NKRLS
-    _attributes = ("sigma_", "sigma_candidates_", "sigma_scores_", "centers_", "n_centers_", "coef_", "intercept_",
-                   "lambda_", "lambdas_", "validation_rmse_", "rank_")
+    _attributes = ("sigma_", "sigma_candidates_", "sigma_scores_", "centers_", "n_centers_", "n_centers_candidates_",
+                   "n_centers_scores_", "coef_", "intercept_", "lambda_", "lambdas_", "validation_rmse_", "rank_")
 
     _path_kind = "nkrls"
 
     def _fit_path(self, backend, split, rng, options):
-        centers, sigma = NytroRegressor._centers_and_sigma(self, backend, split, rng, options)
         shared = dict(kernel=self.kernel, matern_nu=self.matern_nu, options=options, progress=self._progress())
-        fit = backend.nkrls_path(split, centers, sigma, lambdas=self.lambdas, metric=self._selection_metric(),
-                                 **shared)
+
+        def fit_at(centers, sigma):
+            return backend.nkrls_path(split, centers, sigma, lambdas=self.lambdas, metric=self._selection_metric(),
+                                      **shared)
+
+        fit, sigma = NytroRegressor._sized_fit(self, backend, split, rng, options, fit_at)
         held_out = fit.n_val > 0
         self.centers_ = fit.centers
         self.lambdas_ = fit.lambdas
