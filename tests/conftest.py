@@ -37,6 +37,47 @@ RTOL = {np.dtype(np.float64): 1e-9, np.dtype(np.float32): 1e-4}
 
 SIGMA = 1.25
 
+
+# pytest-xdist runs one worker per core (-n auto), and each worker's OpenBLAS (NumPy's and
+# SciPy's, which also runs the core's eigendecompositions) keeps a thread per core: the
+# BLAS calls of two workers on 2 cores then run four threads, and every hand-off between a
+# call's threads waits for the other's time slice, so that a small eigh takes many times
+# its one-thread time. Each worker's BLAS pool is therefore capped at its share of the
+# cores. The C++ core's own threads are not capped (its thread tests and defaults are what
+# they are for a user), nor are the processes the tests start (a threadpoolctl limit is
+# not inherited). A test about the process's BLAS pool itself takes the fixture
+# `process_blas_pool`, which lifts the cap for it.
+_blas_cap: list = []  # the worker's threadpoolctl limiter and its limit, while it holds
+
+
+def _cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def pytest_configure(config):
+    workerinput = getattr(config, "workerinput", None)  # set in an xdist worker only
+    if workerinput is not None:
+        from threadpoolctl import threadpool_limits
+        share = max(1, _cpus() // int(workerinput["workercount"]))
+        _blas_cap[:] = [threadpool_limits(limits=share, user_api="blas"), share]
+
+
+@pytest.fixture
+def process_blas_pool():
+    """The BLAS pool as the process started with, for a test about that pool: the xdist
+    worker's cap (above) is lifted for the test and set again after it."""
+    if not _blas_cap:
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+    limiter, share = _blas_cap
+    limiter.restore_original_limits()
+    try:
+        yield
+    finally:
+        _blas_cap[0] = threadpool_limits(limits=share, user_api="blas")
+
+
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 

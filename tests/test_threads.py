@@ -165,7 +165,7 @@ def _blas_limits():
     lambda: nytro.KRLSRegressor(sigma=SIGMA, n_threads=np.int64(1)),
     lambda: nytro.KOLSRegressor(sigma=SIGMA, n_threads=1),
 ])
-def test_concurrent_fits_leave_the_blas_pool_as_they_found_it(make):
+def test_concurrent_fits_leave_the_blas_pool_as_they_found_it(make, process_blas_pool):
     """Four threads each fitting with n_threads=1: each fit capped the process-wide BLAS
     pool while it ran and restored the limit it had found when it ended, so overlapping
     fits left the pool at 1 thread for the rest of the process. Fits now leave it alone."""
@@ -194,7 +194,7 @@ def test_concurrent_fits_leave_the_blas_pool_as_they_found_it(make):
     assert _blas_limits() == before
 
 
-def test_a_fit_leaves_the_blas_pool_alone():
+def test_a_fit_leaves_the_blas_pool_alone(process_blas_pool):
     """The BLAS pool is process-wide: a fit with n_threads=1 neither changes it while it
     runs (seen from its progress callback) nor after."""
     before = _blas_limits()

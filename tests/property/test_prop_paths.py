@@ -404,7 +404,7 @@ def test_integers_past_the_core_types_name_the_argument(argument, power):
 
 
 # ------------------------------------------------------------------------ BLAS pool
-def test_concurrent_fits_leave_the_blas_pool_alone():
+def test_concurrent_fits_leave_the_blas_pool_alone(process_blas_pool):
     # A fit with n_threads below the core count may cap the BLAS pool for itself, never
     # for the rest of the process (nor for the other threads' later calls).
     threadpoolctl = pytest.importorskip("threadpoolctl")
