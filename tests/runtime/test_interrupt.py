@@ -114,7 +114,7 @@ def test_ctrl_c_stops_a_long_fit(call):
 # is sized to take several seconds alone on 2 quiet cores (and far longer under load).
 # The signal goes SIGNAL_AFTER seconds after the stage's
 # first progress report where its name is given, else after the call began (its
-# earlier work is short). tests/_interrupt_harness.py times the reaction inside the
+# earlier work is short). tests/runtime/_interrupt_harness.py times the reaction inside the
 # child, so interpreter start-up and shutdown do not count: an abandoned LAPACK worker
 # can hold the child's exit for tens of seconds under load (which made a port of this
 # test onto the harness flaky while the harness waited for the exit).
