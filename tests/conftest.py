@@ -62,6 +62,20 @@ def pytest_configure(config):
         _blas_cap[:] = [threadpool_limits(limits=share, user_api="blas"), share]
 
 
+# -n's default distribution, "load", hands each worker a queue of tests; at the end of a
+# run one worker could still hold several of the long subprocess tests while the other had
+# none left. Work stealing lets an idle worker take the queued tests of the other. A
+# distribution named on the command line (--dist) is left as it is. optionalhook: the
+# hook exists only where pytest-xdist is installed.
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    named = " ".join([*config.invocation_params.args, os.environ.get("PYTEST_ADDOPTS", "")])
+    if config.getvalue("dist") == "load" and "--dist" not in named:
+        from xdist.scheduler import WorkStealingScheduling
+        return WorkStealingScheduling(config, log)
+    return None
+
+
 @pytest.fixture
 def process_blas_pool():
     """The BLAS pool as the process started with, for a test about that pool: the xdist

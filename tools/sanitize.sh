@@ -8,7 +8,7 @@
 #     tools/sanitize.sh                   # build + C++ suites + pytest subset
 #     tools/sanitize.sh --cpp-only        # build + C++ suites only
 #     tools/sanitize.sh --python-only     # build + pytest only
-#     tools/sanitize.sh -- tests/test_x.py -k name    # other pytest arguments
+#     tools/sanitize.sh -- tests/core/test_x.py -k name    # other pytest arguments
 #
 # What it does:
 #   1. configures a separate build directory (NYTRO_SAN_BUILD, default build-sanitize/)
@@ -54,8 +54,8 @@ done
 # The fast subset: the twin comparisons, the error messages, the identities and the
 # property suite (ci profile). Interrupt, thread-scaling, benchmark and data-set tests are
 # left out: they measure time or need data, and the sanitizers slow everything 2-5x.
-default_tests=(tests/test_core_reference.py tests/test_errors.py tests/test_identities.py
-               tests/test_hybrid.py tests/property)
+default_tests=(tests/core/test_core_reference.py tests/api/test_errors.py tests/core/test_identities.py
+               tests/core/test_hybrid.py tests/property)
 if [[ -n ${NYTRO_SAN_TESTS:-} ]]; then read -r -a default_tests <<< "$NYTRO_SAN_TESTS"; fi
 (( ${#pytest_args[@]} )) || pytest_args=("${default_tests[@]}")
 

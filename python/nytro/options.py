@@ -27,7 +27,7 @@ The *statistical* rows (method, max_iter, step_size, stopping, ...) decide which
 is selected; they stay in the functions' and estimators' signatures. Each default
 is the same at every layer (the C++ struct, the function, its NumPy twin in
 ``nytro.reference``, the estimator, the options object) except where a family's
-``differences`` names the layer and says why; tests/test_options.py checks both.
+``differences`` names the layer and says why; tests/api/test_options.py checks both.
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ import pytest
 from nytro import cli, theory
 from nytro.experiments import figure1, theorem1
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 

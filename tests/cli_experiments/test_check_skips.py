@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-TOOL = Path(__file__).resolve().parents[1] / "tools" / "check_skips.py"
+TOOL = Path(__file__).resolve().parents[2] / "tools" / "check_skips.py"
 
 _TESTS = '''
 import pytest

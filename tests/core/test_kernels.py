@@ -348,7 +348,7 @@ def test_core_kernel_spec_rejects_bad_values():
 
 def test_dask_arrays_predict_with_the_estimators_kernel():
     """predict on a Dask array evaluates the fitted kernel (Laplacian, ARD bandwidths), as
-    on a NumPy array (the Dask fits themselves: tests/test_dask.py)."""
+    on a NumPy array (the Dask fits themselves: tests/nytro_dask/test_dask.py)."""
     da = pytest.importorskip("dask.array")
     p = make_problem()
     X = da.from_array(p.X, chunks=100)

@@ -3,7 +3,7 @@
 iterates="auto" choosing gd's Lanczos iterates where the core does, and the gram mode's
 chunks doing the in-memory gram solver's work (the kernel on the factor's support, R as a
 triangle, or no factor on the kernel-first route). The same problems,
-split, cluster and tolerances as tests/test_dask.py (float64 1e-10 relative, float32
+split, cluster and tolerances as tests/nytro_dask/test_dask.py (float64 1e-10 relative, float32
 1e-4; a float32 storage fit in "gram" mode sums A^T A's float32 products in another
 order than the core, so its coefficients are also held to float32's own distance from
 float64, as test_dask's per-column float32 test does).

@@ -2,7 +2,7 @@
 `dask scheduler` process and a `dask worker` process running two nannied workers, each in
 a working directory of its own, found by the client through the scheduler's file, as on
 many machines. Nothing in nytro may assume the LocalCluster's process tree: the
-answers must equal the in-memory ones as they do there (tests/test_dask.py).
+answers must equal the in-memory ones as they do there (tests/nytro_dask/test_dask.py).
 """
 from __future__ import annotations
 

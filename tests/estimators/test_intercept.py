@@ -1,6 +1,6 @@
 """fit_intercept: the regressors fit each output's weighted mean as intercept_, the path
 the targets less it, and predict adds it back; the classifiers fit their +-1 codes as
-they are. (nytro.dask's estimators: tests/test_dask.py.) Without it the kernel model
+they are. (nytro.dask's estimators: tests/nytro_dask/test_dask.py.) Without it the kernel model
 represents a common offset of the targets only through coef_, which early stopping and
 lambda shrink (docs/design.md, "Targets far from zero")."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The Ctrl-C harness (tests/_interrupt_harness.py) on calls whose reaction is known: a
+"""The Ctrl-C harness (tests/runtime/_interrupt_harness.py) on calls whose reaction is known: a
 Python loop reacts at once, a child that ignores SIGINT is reported, not waited for."""
 from __future__ import annotations
 
