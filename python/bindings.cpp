@@ -97,7 +97,7 @@ void enum_field(Class& cls, const char* name, E S::*field, E (*parse)(const std:
 
 // The options structs of options.hpp, bound field by field under their C++ names:
 // nytro/options.py builds them by name (setattr), so a misspelt or removed field is an
-// AttributeError rather than a value landing in the wrong slot, and tests/test_options.py
+// AttributeError rather than a value landing in the wrong slot, and tests/api/test_options.py
 // compares every default with the Python layers. The callback is not a field here: the
 // path functions take `progress` and wrap it (make_callback).
 void bind_options(py::module_& m) {

@@ -50,7 +50,7 @@ print(matplotlib.get_backend(), len(plt.get_fignums()))
 # functions alike (a function-level import is a dependency too, only a later one), read
 # from the source with ast: nothing is imported to draw it.
 
-PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "python" / "nytro"
+PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "python" / "nytro"
 
 
 def module_names():
