@@ -98,13 +98,14 @@ def _candidate_count(n, lam, least, most):
     return int(min(n, most, max(least, math.ceil(_CANDIDATES_PER_INVERSE_LAMBDA / lam))))
 
 
-def check_centers(centers, X, X_train) -> np.ndarray:
+def check_centers(centers, X, X_train, *, limited=True) -> np.ndarray:
     """The user's centres as rows: an (m, d) array of points, or a 1-D integer array of
-    row indices into X (the X given to fit, before any hold-out split), checked by name."""
+    row indices into X (the X given to fit, before any hold-out split), checked by name.
+    limited: at most as many as the training rows (partial_fit's later batches bring more)."""
     arr = chk.check_centers_form(centers)  # the row's check (nytro.options.CENTERS), then the data's
     if arr.ndim == 1:  # row indices
         n = X.shape[0]
-        if arr.size > X_train.shape[0]:
+        if limited and arr.size > X_train.shape[0]:
             raise ValueError(f"centers has {arr.size} indices, more than the {X_train.shape[0]} training rows")
         if arr.min() < -n or arr.max() >= n:
             bad = arr[(arr < -n) | (arr >= n)][0]
@@ -121,7 +122,7 @@ def check_centers(centers, X, X_train) -> np.ndarray:
         raise ValueError(f"centers have {arr.shape[1]} features but X has {X.shape[1]}")
     if not np.all(np.isfinite(arr)):
         raise ValueError("centers contain NaN or infinity")
-    if arr.shape[0] > X_train.shape[0]:
+    if limited and arr.shape[0] > X_train.shape[0]:
         raise ValueError(f"there are more centers ({arr.shape[0]}) than training rows ({X_train.shape[0]})")
     return np.ascontiguousarray(arr)
 

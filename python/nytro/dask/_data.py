@@ -1,5 +1,5 @@
-"""The inputs as the passes read them: the hold-out split's hash, the Dask arrays and their
-checks, each chunk's rows, the sample weights and the targets' scales."""
+"""The inputs as the passes read them: the Dask arrays and their checks, each chunk's
+rows (split by nytro._holdout's hash), the sample weights and the targets' scales."""
 from __future__ import annotations
 
 import math
@@ -12,54 +12,14 @@ import dask
 import dask.array as da
 
 from .. import _checks as chk
-from .._api import _scaled_coef, kernel_matrix
+from .._api import kernel_matrix
+from .._holdout import _check_fraction, _check_seed, holdout_mask  # noqa: F401 (names of this package)
 
-
-_MASK64 = np.uint64((1 << 64) - 1)
 
 
 # Kernel rows per block inside a chunk: about 32 MiB of float64 kernel, as the core's
 # streamed gram solver uses, so a chunk of any size costs O(block x m) memory on a worker.
 _BLOCK_ELEMENTS = 1 << 22
-
-
-def _mix64(z: np.ndarray) -> np.ndarray:
-    """SplitMix64's finaliser on uint64 arrays (wrapping arithmetic)."""
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-def holdout_mask(rows, validation_fraction, seed) -> np.ndarray:
-    """Whether each global row index in `rows` is held out, for a split seeded by `seed`.
-
-    Row i is held out when u(i) < validation_fraction, with u(i) in [0, 1) the top 53
-    bits of h = mix(mix(seed XOR 0x6E7974726F) + (i + 1) * 0x9E3779B97F4A7C15) (mod 2^64)
-    over 2^53, mix being SplitMix64's finaliser. It needs only the row's index, so each
-    chunk splits its own rows; the salt keeps h apart from the stream that
-    ``nytro.sample_centers`` draws from the same seed.
-    """
-    fraction = _check_fraction(validation_fraction)
-    rows = np.asarray(rows, dtype=np.int64)
-    if fraction is None:
-        return np.zeros(rows.shape, dtype=bool)
-    seed = _check_seed(seed)
-    with np.errstate(over="ignore"):
-        key = _mix64(np.array([seed ^ 0x6E7974726F], dtype=np.uint64))
-        h = _mix64(key + (rows.astype(np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15))
-    return (h >> np.uint64(11)).astype(np.float64) * 2.0**-53 < fraction
-
-
-def _check_fraction(fraction):
-    # The estimators' check: NumPy's numbers too (np.float32(0.25) is a fraction in memory).
-    return chk.check_fraction("validation_fraction", fraction)
-
-
-def _check_seed(seed) -> int:
-    seed = chk.check_int("seed", seed, 0)
-    if seed >= 2**64:
-        raise ValueError(f"seed must be < 2**64, got {seed}")
-    return seed
 
 
 @dataclass
@@ -366,24 +326,6 @@ def _unit(rows: int, total: float, exponent: int = 0) -> tuple:
 def _exponents(scales: chk.TargetScales):
     """The per-column exponents the tasks divide Y by, or None where nothing is scaled."""
     return np.asarray(scales.exponents, dtype=np.int32) if scales.active else None
-
-
-def _pooled_rmse(errors, scales: chk.TargetScales, n_val):
-    """The hold-out RMSE path in units of 2^E (as the core's) from the summed squared
-    errors per column ((L, q), scaled targets): column j weighted by (2^e_j / 2^E)^2."""
-    weights = np.asarray(scales.weights() or np.ones(errors.shape[1]))
-    return np.sqrt((errors @ weights) / (n_val * errors.shape[1]))
-
-
-def _unscaled(coef, path, scales: chk.TargetScales, metric="rmse"):
-    """coef and the path in units of y, as the in-memory functions return them (the
-    same ValueError where coef overflows; an error rate has no units)."""
-    if not scales.active:
-        return coef, path
-    if metric != "error":
-        with np.errstate(over="ignore"):
-            path = np.ldexp(path, scales.top)
-    return _scaled_coef(coef, scales), path
 
 
 def _dense(X):

@@ -13,13 +13,14 @@ import dask.array as da
 from .. import _checks as chk
 from .. import options as opt
 from .._api import _nystrom_factor_parts, kernel_predict
+from .._engine import engine_path, pooled_rmse, unscaled
 from .._results import PathResult, TikhonovResult
 from ._centres import _center_seed, _centers, _checked_centers, _early_draw, _given_centers, _kernel_bound, _picked_rows
 from ._cluster import _auto_mode, _broadcast, _client_product, _CORE_LOCK, _task_threads
 from ._data import (_as_dask_data, _as_dask_weights, _check_fraction, _check_seed, _dense, _exponents, _Factor, _Kernel,
-                    _pooled_rmse, _split_counts, _unscaled)
+                    _split_counts)
 from ._passes import _DirectOperator, _holdout_errors, _normal_equations, _Reported
-from ._paths import _engine_path, _expected_path_length, _image_factors
+from ._paths import _expected_path_length, _image_factors
 
 
 @dataclass
@@ -192,7 +193,7 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     def path_errors(alphas):
         errors = (operator.holdout_errors(alphas, metric) if mode == "direct" else
                   _holdout_errors(data, fraction, seed, C, alphas, kern, n_threads, split_every, exponents, metric))
-        return errors if metric == "error" else _pooled_rmse(errors, scales, n_val)
+        return errors if metric == "error" else pooled_rmse(errors, scales, n_val)
 
     # hybrid's hold-out RMSE of every (t, lambda) from the images of its bases, read in one
     # pass once the bases are built; its error rates, like every other path's values, from
@@ -205,15 +206,16 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     # kernel recomputed (counted at four times its size).
     kept = 4 if low else data.dtype.itemsize
     iteration_bytes = float(n_train) * C.shape[0] * kept if mode == "direct" else 0.5 * k * k * kept
-    raw = _engine_path(apply, c, R, path_errors if n_val else None, values, n_train=n_train, kernel_bound=bound,
-                       iteration_bytes=iteration_bytes, tol=rule_tol, holdout_bytes=4.0 * n_val * C.shape[0] * kept,
-                       storage_epsilon=float(np.finfo(np.float32).eps) if low else 0.0, report=report,
-                       image_factors=factors, n_val=n_val)
+    raw = engine_path(apply, c, R, path_errors if n_val else None, values, family=opt.DASK_NYTRO, n_train=n_train,
+                      kernel_bound=bound, iteration_bytes=iteration_bytes, tol=rule_tol,
+                      holdout_bytes=4.0 * n_val * C.shape[0] * kept,
+                      storage_epsilon=float(np.finfo(np.float32).eps) if low else 0.0, report=report,
+                      image_factors=factors, n_val=n_val)
     coef, path, selected, stopped = raw["coef"], raw["validation_rmse"], raw["n_iter"], raw["iterations_run"]
     # direct: every pass over the workers' blocks, the step's estimate of lambda_max
     # included (what progress("product", ...) counted); gram: the core's count.
     step, products, lam = raw["step_size"], H.products if mode == "direct" else raw["products"], raw["lambda"]
-    coef, path = _unscaled(coef, path, scales, metric)
+    coef, path = unscaled(coef, path, scales, metric)
     result = PathResult(coef=coef[:, 0] if data.one_d else coef, validation_rmse=path, n_iter=selected,
                         iterations_run=stopped, step_size=step, rank=R.shape[1], solver=mode,
                         products=products, lambda_=lam)
@@ -259,9 +261,9 @@ def nkrls_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
         errors = _holdout_errors(data, fraction, seed, C, alphas, kern, n_threads, split_every, exponents,
                                  metric)
         report("validation", 1, 1)
-        path = errors if metric == "error" else _pooled_rmse(errors, scales, n_val)
+        path = errors if metric == "error" else pooled_rmse(errors, scales, n_val)
         best = _best_lambda(path, lambdas, metric)
-    coef, path = _unscaled(alphas[:, best * q:(best + 1) * q], path, scales, metric)
+    coef, path = unscaled(alphas[:, best * q:(best + 1) * q], path, scales, metric)
     result = TikhonovResult(coef=coef[:, 0] if data.one_d else coef, validation_rmse=path,
                             lambda_=float(lambdas[best]), selected=best, rank=R.shape[1])
     return DaskFit(result, C, rows, n_train, n_val, np.asarray(lambdas))

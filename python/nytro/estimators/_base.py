@@ -4,6 +4,7 @@ hold-out split, the refit rule, the fitted attributes), progress reporting and p
 as k(X, centers_) @ coef_ + intercept_."""
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
@@ -319,14 +320,8 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
             takers = [name for path, name in _REGRESSORS.items() if path in backend.paths]
             raise NotImplementedError(f"{type(self).__name__} does not take {backend.arrays}; {', '.join(takers)} "
                                       "and their classifiers do")
-        key = id(self)
-        with _FITTING_LOCK:
-            if key in _FITTING:
-                raise RuntimeError(
-                    f"this {type(self).__name__} is being fitted in another thread: an estimator object is "
-                    "not thread-safe; fit a separate copy in each thread (sklearn.base.clone(estimator))")
-            _FITTING.add(key)
-        try:
+        with self._exclusive():
+            self.__dict__.pop("_partial_fit_state", None)  # fit starts afresh: partial_fit's sums are dropped
             rng = check_random_state(getattr(self, "random_state", None))
             rows = self._start(backend, X, y, sample_weight, rng)
             options = self._options()
@@ -339,6 +334,20 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
             self._keep_intercept(intercept, one_output)
             self.n_features_in_ = int(rows.X.shape[1])  # in memory, validate_data set it (and feature_names_in_)
             return self._count_centers(self)
+
+    @contextlib.contextmanager
+    def _exclusive(self):
+        """Holds this object's fit (or partial_fit) alone: a second one from another thread
+        is refused (RuntimeError)."""
+        key = id(self)
+        with _FITTING_LOCK:
+            if key in _FITTING:
+                raise RuntimeError(
+                    f"this {type(self).__name__} is being fitted in another thread: an estimator object is "
+                    "not thread-safe; fit a separate copy in each thread (sklearn.base.clone(estimator))")
+            _FITTING.add(key)
+        try:
+            yield
         finally:
             with _FITTING_LOCK:
                 _FITTING.discard(key)

@@ -1,7 +1,11 @@
 """NytroRegressor: NYTRO with hold-out selection of the iteration count."""
 from __future__ import annotations
 
+from sklearn.base import is_classifier
+from sklearn.utils._available_if import available_if
+
 from .. import options as opt
+from . import _partial
 from ._bandwidth import is_auto
 from ._base import KernelRegressorBase
 from ._growth import grow_centers, is_auto as is_auto_size
@@ -102,6 +106,49 @@ class NytroRegressor(KernelRegressorBase):
                                        hybrid_lambda=self.lambda_, **shared).result
             self.step_size_, self.solver_, coef = again.step_size, again.solver, again.coef
         return coef
+
+    @available_if(lambda self: not is_classifier(self))
+    def partial_fit(self, X, y, sample_weight=None):
+        """Fit on one more batch of rows: the model is then the one fit on every batch
+        given since the first call (or since the last fit), to rounding.
+
+        Each call adds the batch to sums whose size does not grow with the rows: A^T A and
+        A^T y over the training rows (the gram solver's), and over the hold-out rows a
+        triangular factor of their kernel and targets, all (m + q + 1)^2 at most; then
+        the path runs again on those sums and the iteration (and lambda) is selected anew
+        on every hold-out row seen. A call costs one pass over its batch (O(b m^2) for
+        b rows) and one path in m dimensions, whatever the rows seen before.
+
+        The first call fixes the centres, the bandwidths and the split's seed:
+        `centers` (points, or row indices into the first batch), or n_centers drawn by
+        center_selection from the first batch's training rows (at most as many as it has,
+        with a UserWarning); sigma="auto" takes the distance heuristic on those rows,
+        without the screening fits that fit runs on its hold-out set (sigma_scores_ is
+        NaN). Row i of the concatenation of the batches is held out when
+        ``nytro.dask.holdout_mask(i, validation_fraction, seed)`` is true (a hash of i and
+        the seed, drawn from random_state), so the split does not depend on the batches'
+        sizes: k calls equal one call on the concatenation. While no hold-out row has
+        come, the model is the path's last iterate (a UserWarning says so). The intercept
+        is the weighted mean of every row's targets seen.
+
+        Takes solver "auto" or "gram" (NotImplementedError otherwise), storage None, a
+        number of centres (not "auto"), and arrays in memory. fit discards what
+        partial_fit accumulated and starts afresh.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The batch's rows; the same features as the first batch's.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Its targets; the same number of outputs as the first batch's.
+        sample_weight : array-like of shape (n_samples,) or None
+            As fit's: the loss weights the rows, the hold-out RMSE its rows.
+
+        Returns
+        -------
+        self : NytroRegressor
+        """
+        return _partial.partial_fit(self, X, y, sample_weight)
 
     def _sized_fit(self, backend, split, rng, options, fit_at):
         """(fit, sigma_): fit_at(centers, sigma) at the fit's centres and bandwidths, or

@@ -1,0 +1,268 @@
+"""partial_fit's sums: what a NYTRO fit keeps between batches of rows, so that a fit on
+batches equals one fit on their concatenation, to rounding.
+
+The centres, the bandwidths, the Nystrom factor R of K_mm, the split's seed, the targets'
+offset and their powers of two are fixed by the first batch. Row i of the concatenation
+(counted over every batch) is held out when nytro._holdout.holdout_mask says so, a hash
+of i and the seed: the same rows whatever the batches' sizes. Each batch then adds:
+
+- over its training rows, with A = S k(X, C) R (S = sqrt(w), the identity without
+  weights) and the targets less the first batch's offset mu0, divided by their powers of
+  two: A^T A, A^T S (S Y), A^T S (S 1), the weights' sum and the weighted targets' sum,
+  by the core's Gram pass (the in-memory gram solver's);
+- over its hold-out rows: the triangular factor V of S [k(X, C), Y - mu0, 1] (orthogonal
+  updates, V^T V the Gram matrix without forming it), the same sums, and A^T A and A^T
+  S (S Y) for a refit on every row.
+
+From these, exactly in exact arithmetic: the intercept mu (the weighted mean of every
+row's targets) moves the right-hand side by A^T W 1 (mu - mu0); each coefficient set
+alpha has the hold-out residual V [alpha; -e_j; mu_j - mu0_j] for output j; hybrid's
+hold-out images [S K B_j, S (y_j - mu_j)] have the triangular factor of V times a
+(m + q + 1) x (k_j + 1) matrix. The path then runs on the core's engine
+(nytro._engine), in m dimensions, whatever the number of rows seen: memory O(m^2 + m q)
+between calls, and O(b m) for a batch of b rows while it is added.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+from . import _checks as chk
+from . import options as opt
+from ._api import _block_normal_equations, _nystrom_factor_parts, kernel_matrix
+from ._engine import engine_path, pooled_rmse, unscaled
+from ._holdout import holdout_mask
+from ._results import PathResult
+
+# Hold-out rows per block while their factor is updated: the kernel block and the QR's
+# copy within about 32 MiB of float64, as the core's streamed passes.
+_BLOCK_ELEMENTS = 1 << 22
+
+
+@dataclass
+class Part:
+    """The sums over one part of the rows seen (training or hold-out), float64. A = S K R
+    with S = sqrt(w / unit) (unit: the first batch's largest weight rounded to a power of
+    two, so that the products of tiny or huge weights stay in range); targets less mu0,
+    column j divided by 2^e_j."""
+
+    H: np.ndarray  # A^T A (k x k)
+    c: np.ndarray  # A^T S (S Y) (k x q)
+    a: np.ndarray  # A^T S (S 1) (k,)
+    weight: float = 0.0  # sum of w / unit
+    weighted: np.ndarray | None = None  # sum of (w / unit) (y - mu0), unscaled (q,)
+    rows: int = 0
+
+    @classmethod
+    def empty(cls, k: int, q: int) -> Part:
+        return cls(np.zeros((k, k)), np.zeros((k, q)), np.zeros(k), 0.0, np.zeros(q), 0)
+
+
+@dataclass
+class Batches:
+    """The state of a partial fit between calls (see the module's docstring)."""
+
+    centers: np.ndarray  # (m, d), in the compute dtype
+    support: np.ndarray  # the centres R acts on
+    R: np.ndarray  # (len(support), k): the core's compact factor
+    upper: bool  # R upper triangular
+    R_dense: np.ndarray  # (m, k)
+    kernel: str
+    sigma: object
+    matern_nu: float
+    dtype: np.dtype
+    fraction: float | None
+    seed: int
+    offset: np.ndarray  # mu0 (q,), zeros without an intercept
+    fit_intercept: bool
+    scales: chk.TargetScales
+    unit: float
+    train: Part
+    val: Part
+    V: np.ndarray  # the hold-out factor ((m + q + 1) x (m + q + 1), upper triangular)
+    bound: float = 0.0  # max ||x||^2 over the training rows (the linear kernel's bound)
+    seen: int = 0  # rows added so far: the next batch's first global index
+
+    @property
+    def q(self) -> int:
+        return self.offset.size
+
+    @property
+    def m(self) -> int:
+        return self.centers.shape[0]
+
+    def intercept(self) -> np.ndarray:
+        """mu, the weighted mean of every row's targets seen (float64, one per output)."""
+        if not self.fit_intercept:
+            return np.zeros(self.q)
+        weight = self.train.weight + self.val.weight
+        if weight == 0.0:
+            return self.offset.copy()
+        return self.offset + (self.train.weighted + self.val.weighted) / weight
+
+
+def start(X0, Y0, w0, centers, sigma, *, kernel, matern_nu, fraction, seed, fit_intercept, factor, rank_tol, jitter,
+          n_threads) -> Batches:
+    """The fixed parts from the first batch (X0, Y0 2-D, w0 its weights or None): the
+    centres (points, in X0's dtype), the factor of their K_mm, the targets' offset (the
+    first batch's weighted column means where fit_intercept) and powers of two (of the
+    first batch's targets less it)."""
+    dtype = X0.dtype
+    centers = np.ascontiguousarray(centers, dtype=dtype)
+    support, R, upper = _nystrom_factor_parts(
+        kernel_matrix(centers, centers, kernel=kernel, sigma=sigma, matern_nu=matern_nu, n_threads=n_threads),
+        method=factor, rank_tol=rank_tol, jitter=jitter, n_threads=n_threads)
+    R_dense = np.zeros((centers.shape[0], R.shape[1]), dtype=R.dtype)
+    R_dense[support] = R
+    Y64 = np.asarray(Y0, dtype=np.float64)
+    offset = np.zeros(Y64.shape[1])
+    if fit_intercept and np.isfinite(Y64).all():
+        offset = np.average(Y64, axis=0, weights=None if w0 is None else w0 / w0.max())
+    with np.errstate(over="ignore"):
+        scales = chk.TargetScales((Y64 - offset).astype(dtype), None)
+    unit = 1.0 if w0 is None else math.ldexp(1.0, math.frexp(float(np.max(w0)))[1])
+    k, q, p = R.shape[1], Y64.shape[1], centers.shape[0] + Y64.shape[1] + 1
+    return Batches(centers, support, R, bool(upper), R_dense, kernel, sigma, matern_nu, dtype, fraction, seed, offset,
+                   bool(fit_intercept), scales, unit, Part.empty(k, q), Part.empty(k, q), np.zeros((p, p)))
+
+
+def add(state: Batches, X, Y, w, n_threads) -> None:
+    """Adds one batch (X in the compute dtype, Y 2-D, w its weights or None) to the sums:
+    its rows split by their global indices state.seen, state.seen + 1, ..."""
+    held = holdout_mask(np.arange(state.seen, state.seen + X.shape[0]), state.fraction, state.seed)
+    Y = np.asarray(Y, dtype=np.float64) - state.offset
+    scaled = _scaled(state, Y)
+    for part, rows in ((state.train, ~held), (state.val, held)):
+        if not rows.any():
+            continue
+        Xp, Yp, sp = X[rows], scaled[rows], None if w is None else w[rows] / state.unit
+        _add_normal_equations(state, part, Xp, Yp, sp, n_threads)
+        part.weight += float(rows.sum()) if sp is None else float(np.sum(sp))
+        part.weighted += Y[rows].sum(axis=0) if sp is None else sp @ Y[rows]
+        part.rows += int(rows.sum())
+        if part is state.val:
+            _add_holdout_factor(state, Xp, Yp, sp, n_threads)
+        elif state.kernel == "linear":
+            squares = np.einsum("ij,ij->i", Xp.astype(np.float64), Xp.astype(np.float64))
+            state.bound = max(state.bound, float(squares.max()))
+    state.seen += X.shape[0]
+
+
+def _scaled(state: Batches, Y: np.ndarray) -> np.ndarray:
+    """Y (less mu0) with column j divided by 2^e_j, refused by name where a later batch's
+    targets lie so far beyond the first's that their squares would leave float64's range."""
+    scaled = state.scales.scaled(Y) if state.scales.active else Y
+    peak = float(np.max(np.abs(scaled))) if scaled.size else 0.0
+    limit = 2.0 ** (32 if state.dtype == np.float32 else 128)
+    if not math.isfinite(peak) or peak > limit:
+        raise ValueError(f"y of this batch reaches {float(np.max(np.abs(Y))):.3g} (less the first batch's mean), "
+                         "beyond the range the first batch's targets fixed for partial_fit; fit such targets with "
+                         "fit, or rescale y")
+    return scaled
+
+
+def _add_normal_equations(state: Batches, part: Part, X, Y, scale, n_threads) -> None:
+    """A^T A, A^T S (S Y) and A^T S (S 1) of these rows, added to `part` (the core's pass,
+    in the compute dtype, then summed in float64)."""
+    ones = np.ones((X.shape[0], 1))
+    right = np.hstack([Y, ones])
+    row_scale = None
+    if scale is not None:
+        row_scale = np.sqrt(scale).astype(state.dtype)
+        right = right * row_scale[:, None].astype(np.float64)
+    H, c = _block_normal_equations(X, right, state.centers[state.support], state.R, state.kernel, state.sigma,
+                                   state.matern_nu, row_scale, upper_triangular=state.upper, n_threads=n_threads)
+    part.H += H
+    part.c += c[:, :-1]
+    part.a += c[:, -1]
+
+
+def _add_holdout_factor(state: Batches, X, Y, scale, n_threads) -> None:
+    """V <- the triangular factor of [V; S [k(X, C), Y, 1]], a block of rows at a time."""
+    p = state.V.shape[0]
+    rows = max(1, _BLOCK_ELEMENTS // max(1, p))
+    for r0 in range(0, X.shape[0], rows):
+        r1 = min(X.shape[0], r0 + rows)
+        K = kernel_matrix(X[r0:r1], state.centers, kernel=state.kernel, sigma=state.sigma, matern_nu=state.matern_nu,
+                          n_threads=n_threads)
+        block = np.hstack([K.astype(np.float64), Y[r0:r1], np.ones((r1 - r0, 1))])
+        if scale is not None:
+            block *= np.sqrt(scale[r0:r1])[:, None]
+        state.V = _triangle(np.vstack([state.V, block]), p)
+
+
+def _triangle(M: np.ndarray, p: int) -> np.ndarray:
+    """The p x p upper triangular R of M = Q R (zero rows below where M has fewer than p)."""
+    R = scipy.linalg.qr(M, mode="r", check_finite=False)[0]
+    out = np.zeros((p, M.shape[1]))
+    out[:min(p, R.shape[0])] = R[:p]
+    return out
+
+
+def path(state: Batches, values: dict, *, report, refit_at=None) -> tuple[PathResult, np.ndarray]:
+    """(result, intercept): NYTRO's path on the training rows seen, selected on the
+    hold-out rows seen, by the core's engine (values: the NYTRO family's parameters, as
+    nytro.nytro_path takes them). refit_at (n_iter, lambda): instead, the model at that
+    t (and hybrid's lambda) on every row seen, without a hold-out set."""
+    mu = state.intercept()
+    shift = (mu - state.offset) if state.fit_intercept else np.zeros(state.q)
+    shift_scaled = state.scales.scaled(shift[None, :])[0] if state.scales.active else shift
+    parts = (state.train,) if refit_at is None else (state.train, state.val)
+    rows = sum(p.rows for p in parts)
+    weight = sum(p.weight for p in parts)
+    H = sum(p.H for p in parts) * (rows / weight)
+    c = sum(p.c - np.outer(p.a, shift_scaled) for p in parts) * (rows / weight)
+    if not (np.all(np.isfinite(H)) and np.all(np.isfinite(c))):
+        raise ValueError("A^T A or A^T y is not finite: the kernel values or y overflow in the sums of partial_fit; "
+                         "rescale X or y")
+    dtype = state.dtype
+    H, c, R = H.astype(dtype), np.ascontiguousarray(c, dtype=dtype), state.R_dense
+    values = dict(values)
+    n_val = state.val.rows if refit_at is None else 0
+    if refit_at is not None:
+        values.update(max_iter=int(refit_at[0]), hybrid_lambda=refit_at[1])
+    k = R.shape[1]
+    weights = np.asarray(state.scales.weights() or np.ones(state.q))
+
+    def holdout(alphas):
+        # Output j's residuals of the L sets: V [alpha; -e_j; mu_j - mu0_j], in the w' units
+        # of the core (w' = w n_val / sum w).
+        q, m = state.q, state.m
+        L = alphas.shape[1] // q
+        errors = np.empty((L, q))
+        for j in range(q):
+            vectors = np.zeros((state.V.shape[0], L))
+            vectors[:m] = alphas[:, j::q].astype(np.float64)
+            vectors[m + j] = -1.0
+            vectors[-1] = shift_scaled[j]
+            residual = state.V @ vectors
+            errors[:, j] = np.einsum("ij,ij->j", residual, residual)
+        return pooled_rmse(errors * (state.val.rows / state.val.weight), state.scales, state.val.rows)
+
+    def image_factors(bases):
+        # For output j, the triangular factor of S [K B_j, y_j - mu_j] = Q V M_j.
+        out = []
+        for j, B in enumerate(bases):
+            M = np.zeros((state.V.shape[0], B.shape[1] + 1))
+            M[:state.m, :-1] = B
+            M[state.m + j, -1] = 1.0
+            M[-1, -1] = -shift_scaled[j]
+            factor = _triangle(state.V @ M, B.shape[1] + 1)
+            out.append(np.ascontiguousarray(factor * math.sqrt(weights[j] * state.val.rows / state.val.weight)))
+        return out
+
+    bound = 1.0 if state.kernel != "linear" else (state.bound if state.bound > 0 else 1.0)
+    tol = chk.tol_for_scaled_targets(values["tol"], values["stopping"], state.scales)
+    use_images = values["method"] == "hybrid" and n_val > 0
+    raw = engine_path(lambda B: H @ B, c, R, holdout if n_val else None, values, family=opt.NYTRO, n_train=rows,
+                      kernel_bound=bound, iteration_bytes=0.5 * k * k * dtype.itemsize, tol=tol,
+                      holdout_bytes=8.0 * state.V.size, storage_epsilon=0.0, report=report,
+                      image_factors=image_factors if use_images else None, n_val=n_val)
+    coef, validation = unscaled(raw["coef"], raw["validation_rmse"], state.scales)
+    result = PathResult(coef=coef, validation_rmse=validation, n_iter=raw["n_iter"],
+                        iterations_run=raw["iterations_run"], step_size=raw["step_size"], rank=k, solver="gram",
+                        products=raw["products"], lambda_=raw["lambda"])
+    return result, mu

@@ -1,0 +1,132 @@
+"""NytroRegressor.partial_fit: the fit of rows that come in batches, by sums that add up
+exactly (nytro._batches), the path re-selected on the hold-out rows seen at each call.
+
+The first call fixes what a fit draws once: the split's seed (from random_state, as
+the Dask backend draws it), the centres (`centers`, as points or as row indices into the
+first batch, or n_centers drawn by center_selection from its training rows, at most as
+many as it has), the bandwidths (sigma="auto": the distance heuristic on the first
+batch's training rows, without the screening fits, whose hold-out set is still to
+come), the targets' offset and their powers of two. Every row is then held out or not by
+the hash of its index in the concatenation of the batches (nytro._holdout), so the
+batches' sizes do not change the split.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import validate_data
+
+from .. import _batches
+from .. import _checks as chk
+from .. import options as opt
+from .._backends import library_of
+from .._holdout import holdout_mask
+from .._memory import InMemory, Split
+from ..centers import check_centers
+from ._growth import is_auto as is_auto_size
+
+# The solvers and storages a partial fit takes: its sums are A^T A (the gram solver's),
+# kept in float64.
+SOLVERS = ("auto", "gram")
+
+
+class FirstBatch(InMemory):
+    """The in-memory steps on the first batch, where sigma="auto" takes the distance
+    heuristic alone (the hold-out rows that would screen its candidates mostly come
+    later), and centres given may outnumber its training rows (later batches bring more)."""
+
+    screens_bandwidth = False
+
+    def centers(self, split, rng, *, centers, **drawn):
+        if centers is not None:
+            return check_centers(centers, split.X, split.X_train, limited=False)
+        return super().centers(split, rng, centers=centers, **drawn)
+
+
+FIRST_BATCH = FirstBatch()
+
+
+def partial_fit(est, X, y, sample_weight=None):
+    """est.partial_fit (see NytroRegressor.partial_fit)."""
+    est._check_parameters()
+    name = type(est).__name__
+    if library_of(X) == "dask":
+        raise NotImplementedError(f"{name}.partial_fit takes arrays in memory; a Dask array is fitted whole by fit")
+    options = est._options()
+    values = opt.merged(opt.NYTRO, options, dict(
+        kernel=est.kernel, matern_nu=est.matern_nu, method=est.method, nu=est.nu, max_iter=est.max_iter,
+        step_size=est.step_size, stopping=est.stopping, tol=est.tol, window=est.window,
+        n_iter_no_change=est.n_iter_no_change, metric="rmse", hybrid_lambda=None))
+    if values["solver"] not in SOLVERS:
+        raise NotImplementedError(f"solver={values['solver']!r} is not supported by partial_fit: its sums are the "
+                                  "gram solver's A^T A; supported: 'auto', 'gram'")
+    if chk.check_storage(values["storage"], chk.NYTRO_STORAGES) not in ("same", "float64"):
+        raise NotImplementedError(f"storage={values['storage']!r} is not supported by partial_fit: it stores no "
+                                  "kernel; supported: None")
+    if is_auto_size(est.n_centers) and est.centers is None:
+        raise NotImplementedError('n_centers="auto" is not supported by partial_fit: the centres are fixed by the '
+                                  "first batch; give a number of centres, or centers")
+    with est._exclusive():
+        state = est.__dict__.get("_partial_fit_state")
+        first = state is None
+        dtype = chk.compute_dtype(getattr(est, "dtype", None), X if hasattr(X, "dtype") else None) if first \
+            else state.dtype
+        X, y = validate_data(est, X, y, reset=first, dtype=dtype, multi_output=True, y_numeric=True, order="C")
+        Y = y.reshape(-1, 1) if y.ndim == 1 else y
+        w = chk.check_sample_weight(sample_weight, X.shape[0], "sample_weight")
+        if first:
+            state = _start(est, X, Y, w, options, values)
+            one_output = y.ndim == 1
+        else:
+            if Y.shape[1] != state.q:
+                raise ValueError(f"y has {Y.shape[1]} outputs, but the earlier batches of partial_fit had {state.q}")
+            one_output = est.__dict__["_partial_fit_one_output"]
+        _batches.add(state, X, Y, w, options.n_threads)
+        est.__dict__["_partial_fit_state"], est.__dict__["_partial_fit_one_output"] = state, one_output
+        _select(est, state, values, one_output)
+    return est
+
+
+def _start(est, X, Y, w, options, values):
+    """The first batch's fixed parts (nytro._batches.start): the seed, centres and bandwidths
+    drawn as fit draws them from the first batch's training rows."""
+    rng = check_random_state(est.random_state)
+    fraction = chk.check_fraction("validation_fraction", est.validation_fraction)
+    seed = int(rng.randint(0, 2**63 - 1, dtype=np.int64))
+    held = holdout_mask(np.arange(X.shape[0]), fraction, seed)
+    if held.all():
+        raise ValueError(f"the first batch of partial_fit has {X.shape[0]} rows, all of them held out "
+                         f"(validation_fraction={fraction}): the centres are drawn from its training rows; give a "
+                         "larger first batch")
+    train, val = ~held, held
+    split = Split(X, Y, w, X[train], Y[train], X[val], Y[val], None if w is None else w[train],
+                  None if w is None else w[val], X)
+    centers, sigma = est._centers_and_sigma(FIRST_BATCH, split, rng, options)
+    est.sigma_ = sigma
+    return _batches.start(X, Y, w, centers, sigma, kernel=est.kernel, matern_nu=est.matern_nu, fraction=fraction,
+                          seed=seed, fit_intercept=est.fit_intercept, factor=values["factor"],
+                          rank_tol=values["rank_tol"], jitter=values["jitter"], n_threads=options.n_threads)
+
+
+def _select(est, state, values, one_output):
+    """The path on the rows seen, its selection and the fitted attributes (as fit's)."""
+    report = est._progress() or (lambda stage, done, total: None)
+    held_out = state.val.rows > 0
+    if not held_out and state.fraction is not None:
+        warnings.warn(f"{type(est).__name__}.partial_fit: none of the {state.seen} rows seen so far is held out "
+                      f"(validation_fraction={state.fraction}); the model is the path's last iterate, t = "
+                      "max_iter, until a batch brings hold-out rows", UserWarning, stacklevel=3)
+    result, intercept = _batches.path(state, values, report=report)
+    est.centers_ = state.centers
+    est.rank_ = result.rank
+    est.solver_ = result.solver
+    est.n_centers_candidates_ = est.n_centers_scores_ = None
+    coef = est._take_path(result)
+    if est._refits(held_out):
+        again, _ = _batches.path(state, values, report=report, refit_at=(est.n_iter_, est.lambda_))
+        est.step_size_, coef = again.step_size, again.coef
+    est.coef_ = coef[:, 0] if one_output else coef
+    est._keep_intercept(intercept, one_output)
+    est.n_centers_ = int(state.m)
