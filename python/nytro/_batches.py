@@ -35,6 +35,7 @@ from . import options as opt
 from ._api import _block_normal_equations, _nystrom_factor_parts, kernel_matrix
 from ._engine import engine_path, pooled_rmse, unscaled
 from ._holdout import holdout_mask
+from ._labels import class_index
 from ._results import PathResult
 
 # Hold-out rows per block while their factor is updated: the kernel block and the QR's
@@ -85,6 +86,10 @@ class Batches:
     V: np.ndarray  # the hold-out factor ((m + q + 1) x (m + q + 1), upper triangular)
     bound: float = 0.0  # max ||x||^2 over the training rows (the linear kernel's bound)
     seen: int = 0  # rows added so far: the next batch's first global index
+    # A classifier's hold-out rows, kept: their kernel rows k(X_val, C) (float64), class
+    # indices and weights, for the error rate and the calibration of probabilities, which
+    # read each row's decision values (O(n_val m) memory); None for a regressor.
+    kept: dict | None = None
 
     @property
     def q(self) -> int:
@@ -105,11 +110,12 @@ class Batches:
 
 
 def start(X0, Y0, w0, centers, sigma, *, kernel, matern_nu, fraction, seed, fit_intercept, factor, rank_tol, jitter,
-          n_threads) -> Batches:
+          n_threads, keeps_rows=False) -> Batches:
     """The fixed parts from the first batch (X0, Y0 2-D, w0 its weights or None): the
     centres (points, in X0's dtype), the factor of their K_mm, the targets' offset (the
     first batch's weighted column means where fit_intercept) and powers of two (of the
-    first batch's targets less it)."""
+    first batch's targets less it). keeps_rows: keep the hold-out rows' kernel and class
+    indices (a classifier's Y: +-1 codes)."""
     dtype = X0.dtype
     centers = np.ascontiguousarray(centers, dtype=dtype)
     support, R, upper = _nystrom_factor_parts(
@@ -125,8 +131,9 @@ def start(X0, Y0, w0, centers, sigma, *, kernel, matern_nu, fraction, seed, fit_
         scales = chk.TargetScales((Y64 - offset).astype(dtype), None)
     unit = 1.0 if w0 is None else math.ldexp(1.0, math.frexp(float(np.max(w0)))[1])
     k, q, p = R.shape[1], Y64.shape[1], centers.shape[0] + Y64.shape[1] + 1
+    kept = dict(K=[], index=[], weights=[]) if keeps_rows else None
     return Batches(centers, support, R, bool(upper), R_dense, kernel, sigma, matern_nu, dtype, fraction, seed, offset,
-                   bool(fit_intercept), scales, unit, Part.empty(k, q), Part.empty(k, q), np.zeros((p, p)))
+                   bool(fit_intercept), scales, unit, Part.empty(k, q), Part.empty(k, q), np.zeros((p, p)), kept=kept)
 
 
 def add(state: Batches, X, Y, w, n_threads) -> None:
@@ -145,6 +152,12 @@ def add(state: Batches, X, Y, w, n_threads) -> None:
         part.rows += int(rows.sum())
         if part is state.val:
             _add_holdout_factor(state, Xp, Yp, sp, n_threads)
+            if state.kept is not None:
+                K = kernel_matrix(Xp, state.centers, kernel=state.kernel, sigma=state.sigma,
+                                  matern_nu=state.matern_nu, n_threads=n_threads)
+                state.kept["K"].append(K.astype(np.float64))
+                state.kept["index"].append(class_index(Y[rows]))
+                state.kept["weights"].append(np.ones(int(rows.sum())) if w is None else w[rows])
         elif state.kernel == "linear":
             squares = np.einsum("ij,ij->i", Xp.astype(np.float64), Xp.astype(np.float64))
             state.bound = max(state.bound, float(squares.max()))
@@ -202,6 +215,13 @@ def _triangle(M: np.ndarray, p: int) -> np.ndarray:
     return out
 
 
+def kept_rows(state: Batches) -> tuple:
+    """(K, index, weights): the kept hold-out rows' kernel rows, class indices and
+    weights (1 for a batch given without), joined."""
+    kept = state.kept
+    return np.vstack(kept["K"]), np.concatenate(kept["index"]), np.concatenate(kept["weights"])
+
+
 def path(state: Batches, values: dict, *, report, refit_at=None) -> tuple[PathResult, np.ndarray]:
     """(result, intercept): NYTRO's path on the training rows seen, selected on the
     hold-out rows seen, by the core's engine (values: the NYTRO family's parameters, as
@@ -242,6 +262,18 @@ def path(state: Batches, values: dict, *, report, refit_at=None) -> tuple[PathRe
             errors[:, j] = np.einsum("ij,ij->j", residual, residual)
         return pooled_rmse(errors * (state.val.rows / state.val.weight), state.scales, state.val.rows)
 
+    metric = values["metric"]
+    if metric == "error" and n_val:
+        K_val, truth, _ = kept_rows(state)
+
+    def holdout_error(alphas):
+        # The unweighted error rate of each set (as fit's selection="error"), from the
+        # kept hold-out rows' decision values.
+        q = state.q
+        L = alphas.shape[1] // q
+        predictions = K_val @ alphas.astype(np.float64)
+        return [float(np.mean(class_index(predictions[:, i * q:(i + 1) * q]) != truth)) for i in range(L)]
+
     def image_factors(bases):
         # For output j, the triangular factor of S [K B_j, y_j - mu_j] = Q V M_j.
         out = []
@@ -256,12 +288,13 @@ def path(state: Batches, values: dict, *, report, refit_at=None) -> tuple[PathRe
 
     bound = 1.0 if state.kernel != "linear" else (state.bound if state.bound > 0 else 1.0)
     tol = chk.tol_for_scaled_targets(values["tol"], values["stopping"], state.scales)
-    use_images = values["method"] == "hybrid" and n_val > 0
-    raw = engine_path(lambda B: H @ B, c, R, holdout if n_val else None, values, family=opt.NYTRO, n_train=rows,
+    use_images = values["method"] == "hybrid" and n_val > 0 and metric != "error"
+    validate = holdout_error if metric == "error" else holdout
+    raw = engine_path(lambda B: H @ B, c, R, validate if n_val else None, values, family=opt.NYTRO, n_train=rows,
                       kernel_bound=bound, iteration_bytes=0.5 * k * k * dtype.itemsize, tol=tol,
                       holdout_bytes=8.0 * state.V.size, storage_epsilon=0.0, report=report,
                       image_factors=image_factors if use_images else None, n_val=n_val)
-    coef, validation = unscaled(raw["coef"], raw["validation_rmse"], state.scales)
+    coef, validation = unscaled(raw["coef"], raw["validation_rmse"], state.scales, metric)
     result = PathResult(coef=coef, validation_rmse=validation, n_iter=raw["n_iter"],
                         iterations_run=raw["iterations_run"], step_size=raw["step_size"], rank=k, solver="gram",
                         products=raw["products"], lambda_=raw["lambda"])

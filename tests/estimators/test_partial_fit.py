@@ -4,10 +4,10 @@ the NumPy twin on the same split (nytro._holdout's hash of the row index) and ce
 import numpy as np
 import pytest
 from conftest import RTOL, SERIAL, assert_close
-from sklearn.datasets import load_diabetes
+from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits
 
 import nytro
-from nytro import NytroRegressor, reference
+from nytro import NytroClassifier, NytroRegressor, reference
 from nytro._holdout import holdout_mask
 
 # gd and nu at 150 iterations may select the last one: the path's cut is not what is checked here.
@@ -207,7 +207,7 @@ def test_partial_fit_refuses_by_name():
     if held[0]:
         with pytest.raises(ValueError, match="all of them held out"):
             est.partial_fit(X[:1], y[:1])
-    assert not hasattr(nytro.NytroClassifier(), "partial_fit")
+    assert not hasattr(nytro.NystromKRLSRegressor(), "partial_fit")
 
 
 def test_diabetes_in_batches():
@@ -219,3 +219,58 @@ def test_diabetes_in_batches():
     many = fitted(X, y, list(range(44, 442, 44)), sigma=one.sigma_, **common)
     assert many.n_iter_ == one.n_iter_
     assert_close(many.predict(X), one.predict(X), np.float64)
+
+
+@pytest.mark.parametrize("loader", [load_breast_cancer, load_digits], ids=["two classes", "ten classes"])
+@pytest.mark.parametrize("selection", ["error", "rmse"])
+def test_classifier_batches_equal_one_call_and_the_path(loader, selection):
+    # The +-1 codes' path on the same split and centres (nytro.nytro_path with the
+    # selection's metric), and the probabilities' scale fitted on the same hold-out rows.
+    X, y = loader(return_X_y=True)
+    sigma = 4.0 * X.std(0) + 1e-3
+    common = dict(n_centers=100, centers=X[:100], sigma=sigma, random_state=0, selection=selection, max_iter=200,
+                  n_threads=1)
+    many = NytroClassifier(**common)
+    for rows in np.array_split(np.arange(len(X)), 5):
+        many.partial_fit(X[rows], y[rows], classes=np.unique(y))
+    one = NytroClassifier(**common).partial_fit(X, y, classes=np.unique(y))
+    assert many.n_iter_ == one.n_iter_
+    assert_close(many.decision_function(X), one.decision_function(X), np.float64)
+    assert many.calibration_scale_ == pytest.approx(one.calibration_scale_, rel=1e-9)
+    held = split_of(many, len(X))
+    _, Y = nytro.estimators.classifiers.encode_labels(y)
+    core = nytro.nytro_path(X[~held], Y[~held], many.centers_, sigma, X_val=X[held], y_val=Y[held], method="hybrid",
+                            max_iter=200, n_iter_no_change=50, metric=selection, solver="gram")
+    assert many.n_iter_ == core.n_iter
+    path = many.validation_error_ if selection == "error" else many.validation_rmse_
+    assert_close(path, core.validation_rmse, np.float64)
+    K = nytro.kernel_matrix(X, many.centers_, sigma=sigma)
+    assert_close(many.decision_function(X), (K @ core.coef).reshape(many.decision_function(X).shape), np.float64)
+    assert_close(many.predict_proba(X).sum(axis=1), np.ones(len(X)), np.float64)
+
+
+def test_classifier_partial_fit_refuses_by_name():
+    X, y = load_breast_cancer(return_X_y=True)
+    common = dict(n_centers=20, sigma=100.0, random_state=0)
+    with pytest.raises(ValueError, match="needs classes at its first call"):
+        NytroClassifier(**common).partial_fit(X, y)
+    est = NytroClassifier(**common).partial_fit(X[:100], y[:100], classes=[0, 1])
+    with pytest.raises(ValueError, match="not in classes"):
+        est.partial_fit(X[100:], y[100:] + 1)
+    with pytest.raises(ValueError, match="fixed at the first call"):
+        est.partial_fit(X[100:], y[100:], classes=[0, 1, 2])
+    with pytest.raises(ValueError, match="one class"):
+        NytroClassifier(**common).partial_fit(X, y, classes=[1])
+
+
+def test_classifier_has_no_probabilities_before_a_holdout_row():
+    X, y = load_breast_cancer(return_X_y=True)
+    est = NytroClassifier(n_centers=10, sigma=100.0, random_state=0, validation_fraction=0.01)
+    held = split_of(est, len(X))
+    first = int(np.argmax(held))
+    assert first > 20
+    with pytest.warns(UserWarning, match="none of the"):
+        est.partial_fit(X[:first], y[:first], classes=[0, 1])
+    assert not hasattr(est, "predict_proba")
+    est.partial_fit(X[first:], y[first:])
+    assert est.predict_proba(X[:3]).shape == (3, 2)

@@ -1,4 +1,4 @@
-"""NytroRegressor.partial_fit: the fit of rows that come in batches, by sums that add up
+"""NytroRegressor.partial_fit and NytroClassifier.partial_fit: the fit of rows that come in batches, by sums that add up
 exactly (nytro._batches), the path re-selected on the hold-out rows seen at each call.
 
 The first call fixes what a fit draws once: the split's seed (from random_state, as
@@ -15,6 +15,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from sklearn.base import is_classifier
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
@@ -23,8 +24,10 @@ from .. import _checks as chk
 from .. import options as opt
 from .._backends import library_of
 from .._holdout import holdout_mask
+from .._labels import check_classes, check_label_kinds, coded_labels, label_kinds, plain_label
 from .._memory import InMemory, Split
 from ..centers import check_centers
+from ._calibration import calibration_logits, fit_scale, smoothed_targets
 from ._growth import is_auto as is_auto_size
 
 # The solvers and storages a partial fit takes: its sums are A^T A (the gram solver's),
@@ -48,8 +51,8 @@ class FirstBatch(InMemory):
 FIRST_BATCH = FirstBatch()
 
 
-def partial_fit(est, X, y, sample_weight=None):
-    """est.partial_fit (see NytroRegressor.partial_fit)."""
+def partial_fit(est, X, y, sample_weight=None, classes=None):
+    """est.partial_fit (see NytroRegressor.partial_fit and NytroClassifier.partial_fit)."""
     est._check_parameters()
     name = type(est).__name__
     if library_of(X) == "dask":
@@ -58,7 +61,7 @@ def partial_fit(est, X, y, sample_weight=None):
     values = opt.merged(opt.NYTRO, options, dict(
         kernel=est.kernel, matern_nu=est.matern_nu, method=est.method, nu=est.nu, max_iter=est.max_iter,
         step_size=est.step_size, stopping=est.stopping, tol=est.tol, window=est.window,
-        n_iter_no_change=est.n_iter_no_change, metric="rmse", hybrid_lambda=None))
+        n_iter_no_change=est.n_iter_no_change, metric=est._selection_metric(), hybrid_lambda=None))
     if values["solver"] not in SOLVERS:
         raise NotImplementedError(f"solver={values['solver']!r} is not supported by partial_fit: its sums are the "
                                   "gram solver's A^T A; supported: 'auto', 'gram'")
@@ -73,12 +76,17 @@ def partial_fit(est, X, y, sample_weight=None):
         first = state is None
         dtype = chk.compute_dtype(getattr(est, "dtype", None), X if hasattr(X, "dtype") else None) if first \
             else state.dtype
-        X, y = validate_data(est, X, y, reset=first, dtype=dtype, multi_output=True, y_numeric=True, order="C")
-        Y = y.reshape(-1, 1) if y.ndim == 1 else y
+        labels = is_classifier(est)
+        if labels:
+            X, y = validate_data(est, X, y, reset=first, dtype=dtype, order="C")
+            Y = _coded(est, y, classes, first)
+        else:
+            X, y = validate_data(est, X, y, reset=first, dtype=dtype, multi_output=True, y_numeric=True, order="C")
+            Y = y.reshape(-1, 1) if y.ndim == 1 else y
         w = chk.check_sample_weight(sample_weight, X.shape[0], "sample_weight")
         if first:
             state = _start(est, X, Y, w, options, values)
-            one_output = y.ndim == 1
+            one_output = Y.shape[1] == 1 if labels else y.ndim == 1
         else:
             if Y.shape[1] != state.q:
                 raise ValueError(f"y has {Y.shape[1]} outputs, but the earlier batches of partial_fit had {state.q}")
@@ -106,8 +114,31 @@ def _start(est, X, Y, w, options, values):
     centers, sigma = est._centers_and_sigma(FIRST_BATCH, split, rng, options)
     est.sigma_ = sigma
     return _batches.start(X, Y, w, centers, sigma, kernel=est.kernel, matern_nu=est.matern_nu, fraction=fraction,
-                          seed=seed, fit_intercept=est.fit_intercept, factor=values["factor"],
-                          rank_tol=values["rank_tol"], jitter=values["jitter"], n_threads=options.n_threads)
+                          seed=seed, fit_intercept=getattr(est, "fit_intercept", False), factor=values["factor"],
+                          rank_tol=values["rank_tol"], jitter=values["jitter"], n_threads=options.n_threads,
+                          keeps_rows=is_classifier(est))
+
+
+def _coded(est, y, classes, first):
+    """A classifier's batch of labels as +-1 codes of the classes fixed at the first call
+    (`classes`, required there, as scikit-learn's partial_fit takes it)."""
+    if first:
+        if classes is None:
+            raise ValueError(f"{type(est).__name__}.partial_fit needs classes at its first call: every label the "
+                             "batches will bring (classes=np.unique(y_all)), which fixes the coding")
+        given = np.asarray(classes)
+        check_label_kinds(label_kinds(given))
+        est.classes_ = np.unique(given)
+        check_classes(est.classes_)
+    elif classes is not None and not np.array_equal(np.unique(np.asarray(classes)), est.classes_):
+        raise ValueError(f"classes={list(np.asarray(classes))!r} differs from the first call's "
+                         f"{list(est.classes_)!r}: the classes are fixed at the first call of partial_fit")
+    check_label_kinds(label_kinds(y))
+    unknown = np.setdiff1d(np.asarray(y), est.classes_)
+    if unknown.size:
+        raise ValueError(f"y has labels {[plain_label(v) for v in unknown[:5]]!r} that are not in classes "
+                         f"{[plain_label(v) for v in est.classes_]!r} given at the first call of partial_fit")
+    return coded_labels(np.searchsorted(est.classes_, y), len(est.classes_))
 
 
 def _select(est, state, values, one_output):
@@ -124,9 +155,29 @@ def _select(est, state, values, one_output):
     est.solver_ = result.solver
     est.n_centers_candidates_ = est.n_centers_scores_ = None
     coef = est._take_path(result)
+    if state.kept is not None:
+        _calibrate(est, state, coef, held_out)
     if est._refits(held_out):
         again, _ = _batches.path(state, values, report=report, refit_at=(est.n_iter_, est.lambda_))
         est.step_size_, coef = again.step_size, again.coef
     est.coef_ = coef[:, 0] if one_output else coef
     est._keep_intercept(intercept, one_output)
     est.n_centers_ = int(state.m)
+    if state.kept is not None:  # as the classifiers' fit names the path
+        path = est.validation_rmse_
+        est.validation_error_ = path if est.selection == "error" else None
+        if est.selection == "error":
+            est.validation_rmse_ = None
+
+
+def _calibrate(est, state, coef, held_out):
+    """A classifier's calibration_scale_ on the kept hold-out rows' decision values at the
+    selected model (as fit's, nytro.estimators._calibration); none while no hold-out row
+    has come (predict_proba then says so)."""
+    est.__dict__.pop("calibration_scale_", None)
+    if not held_out:
+        return
+    K, index, weights = _batches.kept_rows(state)
+    scores = K @ np.asarray(coef, dtype=np.float64)
+    est.calibration_scale_ = fit_scale(calibration_logits(scores), smoothed_targets(index, len(est.classes_), weights),
+                                       weights)

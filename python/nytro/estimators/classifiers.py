@@ -14,6 +14,7 @@ from .._labels import check_weighted_classes, plain_label, predicted_labels
 from .._labels import encode_labels  # noqa: F401 (its callers, the tests among them, import it from here)
 from ._base import KernelRegressorBase, _is_dask_array
 from ._calibration import calibration_logits, fit_scale, log_softmax, smoothed_targets, softmax
+from . import _partial
 from .nytro import NytroRegressor
 from .tikhonov import NystromKRLSRegressor
 
@@ -131,8 +132,9 @@ class KernelClassifierMixin(ClassifierMixin):
         if hasattr(self, "classes_") and not hasattr(self, "calibration_scale_"):
             raise AttributeError(
                 f"this {type(self).__name__} has no predict_proba: its probabilities are calibrated on the hold-out "
-                "rows' decision values, and it was fitted on Dask arrays, where they are not gathered; fit it in "
-                "memory, or wrap it in sklearn.calibration.CalibratedClassifierCV")
+                "rows' decision values, which a fit on Dask arrays does not gather and partial_fit has not had "
+                "yet (no hold-out row among the batches so far); fit it in memory, give partial_fit more rows, or "
+                "wrap it in sklearn.calibration.CalibratedClassifierCV")
         return True
 
     @available_if(_has_probabilities)
@@ -266,6 +268,35 @@ class NytroClassifier(KernelClassifierMixin, NytroRegressor):
             n_jobs=n_jobs, verbose=verbose, dtype=dtype, options=options)
         self.selection = selection
         del self.fit_intercept  # not a classifier's parameter: the codes are fitted as they are
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Fit on one more batch of labelled rows: the model is then the one fit on every
+        batch given since the first call (or since the last fit), to rounding.
+
+        As NytroRegressor.partial_fit, on the +-1 codes of the labels: the training rows'
+        sums, the path selected anew at each call on every hold-out row seen (the hash
+        of the row's index, not stratified: a class may have no hold-out row yet). The
+        hold-out rows' kernel rows k(X_val, centers_) and classes are kept (O(n_val m)
+        memory, n_val the hold-out rows seen), for selection="error" and for
+        predict_proba, whose calibration_scale_ is fitted on them at each call (no
+        predict_proba until a hold-out row has come).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            The batch's labels, each one of `classes`.
+        classes : array-like of shape (n_classes,) or None
+            Every label the batches will bring: required at the first call (it fixes the
+            coding, classes_), optional later (then equal to classes_).
+        sample_weight : array-like of shape (n_samples,) or None
+            As fit's.
+
+        Returns
+        -------
+        self : NytroClassifier
+        """
+        return _partial.partial_fit(self, X, y, sample_weight, classes)
 
 
 @opt.documented

@@ -1,9 +1,6 @@
 """NytroRegressor: NYTRO with hold-out selection of the iteration count."""
 from __future__ import annotations
 
-from sklearn.base import is_classifier
-from sklearn.utils._available_if import available_if
-
 from .. import options as opt
 from . import _partial
 from ._bandwidth import is_auto
@@ -107,7 +104,6 @@ class NytroRegressor(KernelRegressorBase):
             self.step_size_, self.solver_, coef = again.step_size, again.solver, again.coef
         return coef
 
-    @available_if(lambda self: not is_classifier(self))
     def partial_fit(self, X, y, sample_weight=None):
         """Fit on one more batch of rows: the model is then the one fit on every batch
         given since the first call (or since the last fit), to rounding.
