@@ -111,9 +111,17 @@ def library_of(X) -> str:
     return type(X).__module__.split(".")[0]
 
 
-def backend_of(X) -> Backend:
-    """The backend that fits X: the registered one of X's library, else the in-memory one."""
+def backend_of(X, kernel=None) -> Backend:
+    """The backend that fits X: the registered one of X's library, else the in-memory one;
+    with a kernel of one's own (a callable), the in-memory one that evaluates it by blocks
+    (nytro._callable), for arrays in memory only."""
     library = library_of(X)
+    if callable(kernel):
+        if library in _PACKAGES:
+            raise NotImplementedError(f"a kernel of one's own (kernel={getattr(kernel, '__name__', kernel)!r}) is "
+                                      f"not supported on {library} arrays yet; it is fitted on arrays in memory")
+        from ._callable import USER_KERNEL
+        return USER_KERNEL
     if library not in _PACKAGES:
         return MEMORY
     if library not in _REGISTERED:

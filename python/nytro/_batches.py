@@ -37,6 +37,7 @@ from ._engine import engine_path, pooled_rmse, unscaled
 from ._holdout import holdout_mask
 from ._labels import class_index
 from ._results import PathResult
+from ._user_kernel import block as user_block, diagonal_max, is_user_kernel
 
 # Hold-out rows per block while their factor is updated: the kernel block and the QR's
 # copy within about 32 MiB of float64, as the core's streamed passes.
@@ -109,6 +110,16 @@ class Batches:
         return self.offset + (self.train.weighted + self.val.weighted) / weight
 
 
+def kernel_block(state_or_kernel, X, Z, n_threads, sigma=None, matern_nu=1.5) -> np.ndarray:
+    """k(X, Z): the core's kernel, or a callable's (nytro._user_kernel, float64)."""
+    kernel = getattr(state_or_kernel, "kernel", state_or_kernel)
+    if is_user_kernel(kernel):
+        return user_block(kernel, X, Z)
+    if hasattr(state_or_kernel, "kernel"):
+        sigma, matern_nu = state_or_kernel.sigma, state_or_kernel.matern_nu
+    return kernel_matrix(X, Z, kernel=kernel, sigma=sigma, matern_nu=matern_nu, n_threads=n_threads)
+
+
 def start(X0, Y0, w0, centers, sigma, *, kernel, matern_nu, fraction, seed, fit_intercept, factor, rank_tol, jitter,
           n_threads, keeps_rows=False) -> Batches:
     """The fixed parts from the first batch (X0, Y0 2-D, w0 its weights or None): the
@@ -118,9 +129,11 @@ def start(X0, Y0, w0, centers, sigma, *, kernel, matern_nu, fraction, seed, fit_
     indices (a classifier's Y: +-1 codes)."""
     dtype = X0.dtype
     centers = np.ascontiguousarray(centers, dtype=dtype)
-    support, R, upper = _nystrom_factor_parts(
-        kernel_matrix(centers, centers, kernel=kernel, sigma=sigma, matern_nu=matern_nu, n_threads=n_threads),
-        method=factor, rank_tol=rank_tol, jitter=jitter, n_threads=n_threads)
+    K_mm = kernel_block(kernel, centers, centers, n_threads, sigma, matern_nu)
+    if is_user_kernel(kernel):  # the factor reads one triangle: a callable's rounding may differ across it
+        K_mm = np.ascontiguousarray((K_mm + K_mm.T) / 2, dtype=dtype)
+    support, R, upper = _nystrom_factor_parts(K_mm, method=factor, rank_tol=rank_tol, jitter=jitter,
+                                              n_threads=n_threads)
     R_dense = np.zeros((centers.shape[0], R.shape[1]), dtype=R.dtype)
     R_dense[support] = R
     Y64 = np.asarray(Y0, dtype=np.float64)
@@ -136,10 +149,12 @@ def start(X0, Y0, w0, centers, sigma, *, kernel, matern_nu, fraction, seed, fit_
                    bool(fit_intercept), scales, unit, Part.empty(k, q), Part.empty(k, q), np.zeros((p, p)), kept=kept)
 
 
-def add(state: Batches, X, Y, w, n_threads) -> None:
+def add(state: Batches, X, Y, w, n_threads, held=None) -> None:
     """Adds one batch (X in the compute dtype, Y 2-D, w its weights or None) to the sums:
-    its rows split by their global indices state.seen, state.seen + 1, ..."""
-    held = holdout_mask(np.arange(state.seen, state.seen + X.shape[0]), state.fraction, state.seed)
+    its rows split by their global indices state.seen, state.seen + 1, ..., or by `held`
+    (a boolean per row: held out) where given (a split drawn otherwise)."""
+    if held is None:
+        held = holdout_mask(np.arange(state.seen, state.seen + X.shape[0]), state.fraction, state.seed)
     Y = np.asarray(Y, dtype=np.float64) - state.offset
     scaled = _scaled(state, Y)
     for part, rows in ((state.train, ~held), (state.val, held)):
@@ -153,11 +168,11 @@ def add(state: Batches, X, Y, w, n_threads) -> None:
         if part is state.val:
             _add_holdout_factor(state, Xp, Yp, sp, n_threads)
             if state.kept is not None:
-                K = kernel_matrix(Xp, state.centers, kernel=state.kernel, sigma=state.sigma,
-                                  matern_nu=state.matern_nu, n_threads=n_threads)
-                state.kept["K"].append(K.astype(np.float64))
+                state.kept["K"].append(kernel_block(state, Xp, state.centers, n_threads).astype(np.float64))
                 state.kept["index"].append(class_index(Y[rows]))
                 state.kept["weights"].append(np.ones(int(rows.sum())) if w is None else w[rows])
+        elif is_user_kernel(state.kernel):
+            state.bound = max(state.bound, diagonal_max(state.kernel, Xp))
         elif state.kernel == "linear":
             squares = np.einsum("ij,ij->i", Xp.astype(np.float64), Xp.astype(np.float64))
             state.bound = max(state.bound, float(squares.max()))
@@ -186,6 +201,16 @@ def _add_normal_equations(state: Batches, part: Part, X, Y, scale, n_threads) ->
     if scale is not None:
         row_scale = np.sqrt(scale).astype(state.dtype)
         right = right * row_scale[:, None].astype(np.float64)
+    if is_user_kernel(state.kernel):  # A = S K R in NumPy, float64
+        A = user_block(state.kernel, X, state.centers[state.support])
+        if row_scale is not None:
+            A *= row_scale.astype(np.float64)[:, None]
+        A = A @ state.R.astype(np.float64)
+        part.H += A.T @ A
+        c = A.T @ right
+        part.c += c[:, :-1]
+        part.a += c[:, -1]
+        return
     H, c = _block_normal_equations(X, right, state.centers[state.support], state.R, state.kernel, state.sigma,
                                    state.matern_nu, row_scale, upper_triangular=state.upper, n_threads=n_threads)
     part.H += H
@@ -199,8 +224,7 @@ def _add_holdout_factor(state: Batches, X, Y, scale, n_threads) -> None:
     rows = max(1, _BLOCK_ELEMENTS // max(1, p))
     for r0 in range(0, X.shape[0], rows):
         r1 = min(X.shape[0], r0 + rows)
-        K = kernel_matrix(X[r0:r1], state.centers, kernel=state.kernel, sigma=state.sigma, matern_nu=state.matern_nu,
-                          n_threads=n_threads)
+        K = kernel_block(state, X[r0:r1], state.centers, n_threads)
         block = np.hstack([K.astype(np.float64), Y[r0:r1], np.ones((r1 - r0, 1))])
         if scale is not None:
             block *= np.sqrt(scale[r0:r1])[:, None]
@@ -286,7 +310,8 @@ def path(state: Batches, values: dict, *, report, refit_at=None) -> tuple[PathRe
             out.append(np.ascontiguousarray(factor * math.sqrt(weights[j] * state.val.rows / state.val.weight)))
         return out
 
-    bound = 1.0 if state.kernel != "linear" else (state.bound if state.bound > 0 else 1.0)
+    bound = 1.0 if state.kernel not in ("linear",) and not is_user_kernel(state.kernel) else \
+        (state.bound if state.bound > 0 else 1.0)
     tol = chk.tol_for_scaled_targets(values["tol"], values["stopping"], state.scales)
     use_images = values["method"] == "hybrid" and n_val > 0 and metric != "error"
     validate = holdout_error if metric == "error" else holdout

@@ -160,7 +160,10 @@ CENTER_SELECTIONS = ("uniform", "leverage")
 SELECTIONS = ("error", "rmse")
 
 
-def check_kernel_name(kernel) -> str:
+def check_kernel_name(kernel):
+    """A built-in kernel's name, or a kernel of one's own: a callable k(X, Z) (nytro._user_kernel)."""
+    if callable(kernel):
+        return kernel
     if not isinstance(kernel, str) or kernel not in KERNELS:
         raise ValueError(f"kernel must be one of {', '.join(map(repr, KERNELS))}, got {kernel!r}")
     return kernel
@@ -211,6 +214,11 @@ def check_kernel(kernel, sigma, matern_nu, n_features: int):
     public functions and estimators take them: sigma one bandwidth or one per feature
     (ARD), ignored by the linear kernel; matern_nu read by kernel="matern" only."""
     check_kernel_name(kernel)
+    if callable(kernel):
+        raise NotImplementedError(
+            f"kernel={getattr(kernel, '__name__', kernel)!r}: a kernel of one's own is taken by NytroRegressor and "
+            "NytroClassifier (fit, partial_fit, predict), which evaluate it by blocks; this function runs the core's "
+            "built-in kernels only")
     nu = check_matern_nu(matern_nu) if kernel == "matern" else 1.5
     if kernel == "linear":
         return _core.KernelSpec(kernel, nu, [])

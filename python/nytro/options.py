@@ -120,11 +120,16 @@ _MATERN = {"kernel": ("matern",)}
 _WITH_BANDWIDTH = {"kernel": ("gaussian", "laplacian", "matern")}
 
 KERNEL = Param("kernel", "gaussian", _checked_by(chk.check_kernel_name), """\
-kernel : {"gaussian", "laplacian", "matern", "linear"}
+kernel : {"gaussian", "laplacian", "matern", "linear"} or callable
     The kernel, with r = ||(x - x') / sigma||: "gaussian" exp(-r^2 / 2) (scikit-learn's
     RBF); "laplacian" exp(-r) (Euclidean r; scikit-learn's laplacian_kernel uses the L1
     distance); "matern" scikit-learn's Matern(length_scale=sigma, nu=matern_nu), u =
-    sqrt(2 matern_nu) r; "linear" x . x' (sigma unused). See nytro.kernel_matrix.""")
+    sqrt(2 matern_nu) r; "linear" x . x' (sigma unused). See nytro.kernel_matrix. A
+    callable k(X, Z) returning the (len(X), len(Z)) kernel matrix is a kernel of one's
+    own, taken by NytroRegressor and NytroClassifier only: evaluated in Python on blocks
+    of rows against the centres, with the gram solver's memory, its own parameters
+    (sigma unused, sigma_ None), uniform or given centres (user guide, "Kernels"). The
+    core's functions and the other estimators refuse it (NotImplementedError).""")
 MATERN_NU = Param("matern_nu", 1.5, _checked_by(chk.check_matern_nu), """\
 matern_nu : {0.5, 1.5, 2.5}
     Order of the Matern kernel (scikit-learn's nu; named apart from `nu`, the

@@ -54,12 +54,13 @@ def is_auto(sigma) -> bool:
 
 def searches(est) -> bool:
     """Whether est's fit selects its bandwidths (sigma="auto" with a kernel that has one).
-    Sets what is known before: sigma_ as given (checked), None for kernel="linear" or
-    while it is to be selected, and sigma_candidates_ and sigma_scores_ None."""
+    Sets what is known before: sigma_ as given (checked), None for kernel="linear", a
+    callable kernel, or while it is to be selected, and sigma_candidates_ and sigma_scores_ None."""
     est.sigma_candidates_ = est.sigma_scores_ = None
     auto = is_auto(est.sigma)
-    est.sigma_ = None if est.kernel == "linear" or auto else chk.check_bandwidth(est.sigma)
-    return auto and est.kernel != "linear"
+    unused = est.kernel == "linear" or callable(est.kernel)  # a kernel of one's own has its own parameters
+    est.sigma_ = None if unused or auto else chk.check_bandwidth(est.sigma)
+    return auto and not unused
 
 
 def feature_spreads(X, weights=None) -> np.ndarray:

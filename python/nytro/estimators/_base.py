@@ -121,7 +121,7 @@ def fit_summary(est, seconds: float) -> str:
     if getattr(est, "lambda_", None) is not None:
         grid = f" of {len(lambdas)}" if lambdas is not None else ""
         parts.append(f"lambda={_number(float(est.lambda_))}{grid}")
-    if est.kernel != "linear":
+    if getattr(est, "sigma_", None) is not None:
         parts.append(_sigma_summary(est))
     if hasattr(est, "n_centers_"):
         parts.append(f"m={est.n_centers_}" + (f" (rank {est.rank_})" if hasattr(est, "rank_") else ""))
@@ -315,7 +315,7 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
                 self.__dict__.pop("_progress_display", None)
 
     def _fit_rows(self, X, y, sample_weight):
-        backend = backend_of(X)
+        backend = backend_of(X, getattr(self, "kernel", None))
         if self._path_kind not in backend.paths:
             takers = [name for path, name in _REGRESSORS.items() if path in backend.paths]
             raise NotImplementedError(f"{type(self).__name__} does not take {backend.arrays}; {', '.join(takers)} "
@@ -395,7 +395,7 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
         """k(X, centers_) @ coef_ + intercept_ with the fitted bandwidths sigma_, the kernel
         streamed in row blocks (a Dask array for a Dask array X, one block per chunk)."""
         check_is_fitted(self, "coef_")
-        scores = backend_of(X).predict(self, X, self.centers_, self.coef_, self.sigma_, kernel=self.kernel,
+        scores = backend_of(X, self.kernel).predict(self, X, self.centers_, self.coef_, self.sigma_, kernel=self.kernel,
                                        matern_nu=self.matern_nu, n_threads=self._n_threads())
         return self._plus_intercept(scores)
 

@@ -123,6 +123,8 @@ def _coded(est, y, classes, first):
     """A classifier's batch of labels as +-1 codes of the classes fixed at the first call
     (`classes`, required there, as scikit-learn's partial_fit takes it)."""
     if first:
+        if classes is None and hasattr(est, "classes_"):  # fitted by fit before: its classes, as scikit-learn's
+            classes = est.classes_
         if classes is None:
             raise ValueError(f"{type(est).__name__}.partial_fit needs classes at its first call: every label the "
                              "batches will bring (classes=np.unique(y_all)), which fixes the coding")

@@ -9,7 +9,6 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .. import options as opt
-from .._api import kernel_predict
 from .._labels import check_weighted_classes, plain_label, predicted_labels
 from .._labels import encode_labels  # noqa: F401 (its callers, the tests among them, import it from here)
 from ._base import KernelRegressorBase, _is_dask_array
@@ -119,8 +118,8 @@ class KernelClassifierMixin(ClassifierMixin):
         if rows is None:
             return
         X_rows, Y_rows, weights = rows
-        scores = kernel_predict(X_rows, centers, coef, self.sigma_, kernel=self.kernel, matern_nu=self.matern_nu,
-                                n_threads=self._n_threads())
+        scores = backend.predict(self, X_rows, centers, coef, self.sigma_, kernel=self.kernel,
+                                 matern_nu=self.matern_nu, n_threads=self._n_threads())
         index = (Y_rows[:, 0] > 0).astype(np.int64) if Y_rows.shape[1] == 1 else np.argmax(Y_rows, axis=1)
         self.calibration_scale_ = fit_scale(calibration_logits(scores),
                                             smoothed_targets(index, len(self.classes_), weights), weights)
@@ -288,7 +287,8 @@ class NytroClassifier(KernelClassifierMixin, NytroRegressor):
             The batch's labels, each one of `classes`.
         classes : array-like of shape (n_classes,) or None
             Every label the batches will bring: required at the first call (it fixes the
-            coding, classes_), optional later (then equal to classes_).
+            coding, classes_) unless fit ran before (its classes_ are then taken),
+            optional later (then equal to classes_).
         sample_weight : array-like of shape (n_samples,) or None
             As fit's.
 

@@ -1,0 +1,64 @@
+"""The estimators' backend for a kernel of one's own (kernel=a callable, nytro._user_kernel):
+the split and the centres as in memory, NYTRO's path from partial_fit's sums
+(nytro._batches) over the split's own rows, a block at a time, and predict by blocks."""
+from __future__ import annotations
+
+import numpy as np
+from sklearn.utils.validation import validate_data
+
+from . import _batches
+from . import options as opt
+from ._memory import InMemory
+from ._results import NystromFit
+from ._user_kernel import block, rows_per_block
+
+
+class UserKernelBackend(InMemory):
+    """The estimators' steps with a callable kernel, on arrays in memory: the split and
+    centres as in memory (uniform or given; leverage scores refused), NYTRO's path from
+    the sums of nytro._batches over the split's own rows, predict by blocks."""
+
+    arrays = "a kernel of one's own (a callable)"
+    paths = frozenset({"nytro"})
+    screens_bandwidth = False
+
+    def centers(self, split, rng, *, center_selection, **drawn):
+        if center_selection != "uniform" and drawn.get("centers") is None:
+            raise NotImplementedError(f"center_selection={center_selection!r} is not supported with a kernel of "
+                                      "one's own: leverage scores need the core's kernel; use 'uniform' or give "
+                                      "centers")
+        return super().centers(split, rng, center_selection=center_selection, **drawn)
+
+    def nytro_path(self, split, centers, sigma, *, kernel, matern_nu=1.5, method="gd", nu=1.0, max_iter=500,
+                   step_size="auto", stopping="best", tol=None, window=10, n_iter_no_change=None, options=None,
+                   progress=None, metric="rmse", hybrid_lambda=None):
+        values = opt.merged(opt.NYTRO, options, dict(
+            kernel=kernel, matern_nu=matern_nu, method=method, nu=nu, max_iter=max_iter, step_size=step_size,
+            stopping=stopping, tol=tol, window=window, n_iter_no_change=n_iter_no_change, metric=metric,
+            hybrid_lambda=hybrid_lambda))
+        n_threads = values["n_threads"]
+        both = np.vstack([split.Y_train, split.Y_val])
+        weights = None if split.w_train is None else np.concatenate([split.w_train, split.w_val])
+        state = _batches.start(split.X_train, both, weights, centers, None, kernel=kernel, matern_nu=matern_nu,
+                               fraction=None, seed=0, fit_intercept=False, factor=values["factor"],
+                               rank_tol=values["rank_tol"], jitter=values["jitter"], n_threads=n_threads,
+                               keeps_rows=metric == "error")
+        for X, Y, w, held in ((split.X_train, split.Y_train, split.w_train, False),
+                              (split.X_val, split.Y_val, split.w_val, True)):
+            for r0 in range(0, X.shape[0], rows_per_block(len(centers))):
+                r1 = r0 + rows_per_block(len(centers))
+                _batches.add(state, X[r0:r1], Y[r0:r1], None if w is None else w[r0:r1], n_threads,
+                             held=np.full(min(r1, X.shape[0]) - r0, held))
+        result, _ = _batches.path(state, values, report=progress or (lambda stage, done, total: None))
+        return NystromFit(result, split.own(state.centers), split.X_train.shape[0], split.n_val)
+
+    def predict(self, estimator, X, centers, coef, sigma, *, kernel, matern_nu, n_threads):
+        X = validate_data(estimator, X, reset=False, dtype=coef.dtype, order="C")
+        out = np.empty((X.shape[0],) + coef.shape[1:], dtype=coef.dtype)
+        step = rows_per_block(len(centers))
+        for r0 in range(0, X.shape[0], step):
+            out[r0:r0 + step] = block(kernel, X[r0:r0 + step], centers) @ coef
+        return out
+
+
+USER_KERNEL = UserKernelBackend()
