@@ -11,8 +11,9 @@ of i and the seed: the same rows whatever the batches' sizes. Each batch then ad
   two: A^T A, A^T S (S Y), A^T S (S 1), the weights' sum and the weighted targets' sum,
   by the core's Gram pass (the in-memory gram solver's);
 - over its hold-out rows: the triangular factor V of S [k(X, C), Y - mu0, 1] (orthogonal
-  updates, V^T V the Gram matrix without forming it), the same sums, and A^T A and A^T
-  S (S Y) for a refit on every row.
+  updates, V^T V the Gram matrix without forming it; one kernel block per block of rows)
+  and the weights' sums. A refit on every row reads their A^T A, A^T S (S Y) and A^T
+  S (S 1) from V (V[:, support] R is Q^T A: the same products, rotated).
 
 From these, exactly in exact arithmetic: the intercept mu (the weighted mean of every
 row's targets) moves the right-hand side by A^T W 1 (mu - mu0); each coefficient set
@@ -37,7 +38,7 @@ from ._engine import engine_path, pooled_rmse, unscaled
 from ._holdout import holdout_mask
 from ._labels import class_index
 from ._results import PathResult
-from ._user_kernel import block as user_block, diagonal_max, is_user_kernel
+from ._user_kernel import block as user_block, diagonal_max, is_user_kernel, rows_per_block
 
 # Hold-out rows per block while their factor is updated: the kernel block and the QR's
 # copy within about 32 MiB of float64, as the core's streamed passes.
@@ -49,17 +50,19 @@ class Part:
     """The sums over one part of the rows seen (training or hold-out), float64. A = S K R
     with S = sqrt(w / unit) (unit: the first batch's largest weight rounded to a power of
     two, so that the products of tiny or huge weights stay in range); targets less mu0,
-    column j divided by 2^e_j."""
+    column j divided by 2^e_j. The hold-out part's H, c and a stay None: V holds them."""
 
-    H: np.ndarray  # A^T A (k x k)
-    c: np.ndarray  # A^T S (S Y) (k x q)
-    a: np.ndarray  # A^T S (S 1) (k,)
+    H: np.ndarray | None  # A^T A (k x k)
+    c: np.ndarray | None  # A^T S (S Y) (k x q)
+    a: np.ndarray | None  # A^T S (S 1) (k,)
     weight: float = 0.0  # sum of w / unit
     weighted: np.ndarray | None = None  # sum of (w / unit) (y - mu0), unscaled (q,)
     rows: int = 0
 
     @classmethod
-    def empty(cls, k: int, q: int) -> Part:
+    def empty(cls, k: int, q: int, sums: bool = True) -> Part:
+        if not sums:
+            return cls(None, None, None, 0.0, np.zeros(q), 0)
         return cls(np.zeros((k, k)), np.zeros((k, q)), np.zeros(k), 0.0, np.zeros(q), 0)
 
 
@@ -110,13 +113,10 @@ class Batches:
         return self.offset + (self.train.weighted + self.val.weighted) / weight
 
 
-def kernel_block(state_or_kernel, X, Z, n_threads, sigma=None, matern_nu=1.5) -> np.ndarray:
+def kernel_block(kernel, sigma, matern_nu, X, Z, n_threads) -> np.ndarray:
     """k(X, Z): the core's kernel, or a callable's (nytro._user_kernel, float64)."""
-    kernel = getattr(state_or_kernel, "kernel", state_or_kernel)
     if is_user_kernel(kernel):
         return user_block(kernel, X, Z)
-    if hasattr(state_or_kernel, "kernel"):
-        sigma, matern_nu = state_or_kernel.sigma, state_or_kernel.matern_nu
     return kernel_matrix(X, Z, kernel=kernel, sigma=sigma, matern_nu=matern_nu, n_threads=n_threads)
 
 
@@ -129,7 +129,7 @@ def start(X0, Y0, w0, centers, sigma, *, kernel, matern_nu, fraction, seed, fit_
     indices (a classifier's Y: +-1 codes)."""
     dtype = X0.dtype
     centers = np.ascontiguousarray(centers, dtype=dtype)
-    K_mm = kernel_block(kernel, centers, centers, n_threads, sigma, matern_nu)
+    K_mm = kernel_block(kernel, sigma, matern_nu, centers, centers, n_threads)
     if is_user_kernel(kernel):  # the factor reads one triangle: a callable's rounding may differ across it
         K_mm = np.ascontiguousarray((K_mm + K_mm.T) / 2, dtype=dtype)
     support, R, upper = _nystrom_factor_parts(K_mm, method=factor, rank_tol=rank_tol, jitter=jitter,
@@ -146,7 +146,8 @@ def start(X0, Y0, w0, centers, sigma, *, kernel, matern_nu, fraction, seed, fit_
     k, q, p = R.shape[1], Y64.shape[1], centers.shape[0] + Y64.shape[1] + 1
     kept = dict(K=[], index=[], weights=[]) if keeps_rows else None
     return Batches(centers, support, R, bool(upper), R_dense, kernel, sigma, matern_nu, dtype, fraction, seed, offset,
-                   bool(fit_intercept), scales, unit, Part.empty(k, q), Part.empty(k, q), np.zeros((p, p)), kept=kept)
+                   bool(fit_intercept), scales, unit, Part.empty(k, q), Part.empty(k, q, sums=False), np.zeros((p, p)),
+                   kept=kept)
 
 
 def add(state: Batches, X, Y, w, n_threads, held=None) -> None:
@@ -161,17 +162,17 @@ def add(state: Batches, X, Y, w, n_threads, held=None) -> None:
         if not rows.any():
             continue
         Xp, Yp, sp = X[rows], scaled[rows], None if w is None else w[rows] / state.unit
-        _add_normal_equations(state, part, Xp, Yp, sp, n_threads)
         part.weight += float(rows.sum()) if sp is None else float(np.sum(sp))
         part.weighted += Y[rows].sum(axis=0) if sp is None else sp @ Y[rows]
         part.rows += int(rows.sum())
         if part is state.val:
-            _add_holdout_factor(state, Xp, Yp, sp, n_threads)
+            _add_holdout_rows(state, Xp, Yp, sp, n_threads)
             if state.kept is not None:
-                state.kept["K"].append(kernel_block(state, Xp, state.centers, n_threads).astype(np.float64))
                 state.kept["index"].append(class_index(Y[rows]))
                 state.kept["weights"].append(np.ones(int(rows.sum())) if w is None else w[rows])
-        elif is_user_kernel(state.kernel):
+            continue
+        _add_normal_equations(state, Xp, Yp, sp, n_threads)
+        if is_user_kernel(state.kernel):
             state.bound = max(state.bound, diagonal_max(state.kernel, Xp))
         elif state.kernel == "linear":
             squares = np.einsum("ij,ij->i", Xp.astype(np.float64), Xp.astype(np.float64))
@@ -192,43 +193,56 @@ def _scaled(state: Batches, Y: np.ndarray) -> np.ndarray:
     return scaled
 
 
-def _add_normal_equations(state: Batches, part: Part, X, Y, scale, n_threads) -> None:
-    """A^T A, A^T S (S Y) and A^T S (S 1) of these rows, added to `part` (the core's pass,
-    in the compute dtype, then summed in float64)."""
-    ones = np.ones((X.shape[0], 1))
-    right = np.hstack([Y, ones])
-    row_scale = None
-    if scale is not None:
-        row_scale = np.sqrt(scale).astype(state.dtype)
-        right = right * row_scale[:, None].astype(np.float64)
-    if is_user_kernel(state.kernel):  # A = S K R in NumPy, float64
-        A = user_block(state.kernel, X, state.centers[state.support])
-        if row_scale is not None:
-            A *= row_scale.astype(np.float64)[:, None]
-        A = A @ state.R.astype(np.float64)
-        part.H += A.T @ A
-        c = A.T @ right
-        part.c += c[:, :-1]
-        part.a += c[:, -1]
-        return
-    H, c = _block_normal_equations(X, right, state.centers[state.support], state.R, state.kernel, state.sigma,
-                                   state.matern_nu, row_scale, upper_triangular=state.upper, n_threads=n_threads)
-    part.H += H
-    part.c += c[:, :-1]
-    part.a += c[:, -1]
+def _add_normal_equations(state: Batches, X, Y, scale, n_threads) -> None:
+    """A^T A, A^T S (S Y) and A^T S (S 1) of these training rows, added to state.train: by
+    the core's Gram pass (in the compute dtype, then summed in float64), or for a callable
+    kernel in NumPy (float64), a block of rows per call of the kernel."""
+    right = np.hstack([Y, np.ones((X.shape[0], 1))])
+    row_scale = None if scale is None else np.sqrt(scale).astype(state.dtype)
+    if row_scale is not None:
+        right *= row_scale[:, None].astype(np.float64)
+    used = state.centers[state.support]
+    if is_user_kernel(state.kernel):
+        H, c = 0.0, 0.0
+        step = rows_per_block(len(used))
+        for r0 in range(0, X.shape[0], step):
+            A = user_block(state.kernel, X[r0:r0 + step], used)
+            if row_scale is not None:
+                A *= row_scale[r0:r0 + step, None].astype(np.float64)
+            A = A @ state.R.astype(np.float64)
+            H, c = H + A.T @ A, c + A.T @ right[r0:r0 + step]
+    else:
+        H, c = _block_normal_equations(X, right, used, state.R, state.kernel, state.sigma, state.matern_nu, row_scale,
+                                       upper_triangular=state.upper, n_threads=n_threads)
+    state.train.H += H
+    state.train.c += c[:, :-1]
+    state.train.a += c[:, -1]
 
 
-def _add_holdout_factor(state: Batches, X, Y, scale, n_threads) -> None:
-    """V <- the triangular factor of [V; S [k(X, C), Y, 1]], a block of rows at a time."""
+def _add_holdout_rows(state: Batches, X, Y, scale, n_threads) -> None:
+    """V <- the triangular factor of [V; S [k(X, C), Y, 1]], a block of rows at a time; the
+    same kernel block kept for a classifier (state.kept)."""
     p = state.V.shape[0]
     rows = max(1, _BLOCK_ELEMENTS // max(1, p))
     for r0 in range(0, X.shape[0], rows):
         r1 = min(X.shape[0], r0 + rows)
-        K = kernel_block(state, X[r0:r1], state.centers, n_threads)
-        block = np.hstack([K.astype(np.float64), Y[r0:r1], np.ones((r1 - r0, 1))])
+        K = kernel_block(state.kernel, state.sigma, state.matern_nu, X[r0:r1], state.centers,
+                         n_threads).astype(np.float64, copy=False)
+        if state.kept is not None:
+            state.kept["K"].append(K)
+        block = np.hstack([K, Y[r0:r1], np.ones((r1 - r0, 1))])
         if scale is not None:
             block *= np.sqrt(scale[r0:r1])[:, None]
         state.V = _triangle(np.vstack([state.V, block]), p)
+
+
+def _holdout_normal_equations(state: Batches) -> tuple:
+    """(A^T A, A^T S (S Y), A^T S (S 1)) of the hold-out rows seen, from V: V[:, :m] = Q^T S K,
+    so G = V[:, support] R = Q^T A and G^T [G, V[:, m:]] are their products."""
+    m = state.m
+    G = state.V[:, state.support] @ state.R.astype(np.float64)
+    right = G.T @ state.V[:, m:]
+    return G.T @ G, right[:, :-1], right[:, -1]
 
 
 def _triangle(M: np.ndarray, p: int) -> np.ndarray:
@@ -257,8 +271,12 @@ def path(state: Batches, values: dict, *, report, refit_at=None) -> tuple[PathRe
     parts = (state.train,) if refit_at is None else (state.train, state.val)
     rows = sum(p.rows for p in parts)
     weight = sum(p.weight for p in parts)
-    H = sum(p.H for p in parts) * (rows / weight)
-    c = sum(p.c - np.outer(p.a, shift_scaled) for p in parts) * (rows / weight)
+    H, c, a = state.train.H, state.train.c, state.train.a
+    if refit_at is not None and state.val.rows:
+        H_val, c_val, a_val = _holdout_normal_equations(state)
+        H, c, a = H + H_val, c + c_val, a + a_val
+    H = H * (rows / weight)
+    c = (c - np.outer(a, shift_scaled)) * (rows / weight)
     if not (np.all(np.isfinite(H)) and np.all(np.isfinite(c))):
         raise ValueError("A^T A or A^T y is not finite: the kernel values or y overflow in the sums of partial_fit; "
                          "rescale X or y")

@@ -1,6 +1,6 @@
 """The estimators' backend for a kernel of one's own (kernel=a callable, nytro._user_kernel):
 the split and the centres as in memory, NYTRO's path from partial_fit's sums
-(nytro._batches) over the split's own rows, a block at a time, and predict by blocks."""
+(nytro._batches) over the split's own rows, and predict by blocks."""
 from __future__ import annotations
 
 import numpy as np
@@ -43,12 +43,10 @@ class UserKernelBackend(InMemory):
                                fraction=None, seed=0, fit_intercept=False, factor=values["factor"],
                                rank_tol=values["rank_tol"], jitter=values["jitter"], n_threads=n_threads,
                                keeps_rows=metric == "error")
+        # The sums block the callable's calls themselves (nytro._batches): one call per part.
         for X, Y, w, held in ((split.X_train, split.Y_train, split.w_train, False),
                               (split.X_val, split.Y_val, split.w_val, True)):
-            for r0 in range(0, X.shape[0], rows_per_block(len(centers))):
-                r1 = r0 + rows_per_block(len(centers))
-                _batches.add(state, X[r0:r1], Y[r0:r1], None if w is None else w[r0:r1], n_threads,
-                             held=np.full(min(r1, X.shape[0]) - r0, held))
+            _batches.add(state, X, Y, w, n_threads, held=np.full(X.shape[0], held))
         result, _ = _batches.path(state, values, report=progress or (lambda stage, done, total: None))
         return NystromFit(result, split.own(state.centers), split.X_train.shape[0], split.n_val)
 

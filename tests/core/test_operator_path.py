@@ -10,6 +10,7 @@ import pytest
 
 import nytro
 from nytro import _core
+from nytro import _dask_options as dopt
 from nytro import options as opt
 from conftest import make_problem, relative_error
 
@@ -36,9 +37,9 @@ def operators(p, C):
 
 
 def engine(apply, c, R, holdout, n, **keywords):
-    values = {**{param.name: param.default for param in opt.DASK_NYTRO.params}, **keywords}
+    values = {**{param.name: param.default for param in dopt.DASK_NYTRO.params}, **keywords}
     return _core.operator_path_float64(apply=apply, rhs=c, lift=R, holdout=holdout, n=n,
-                                       options=opt.core_options(opt.DASK_NYTRO, values))
+                                       options=opt.core_options(dopt.DASK_NYTRO, values))
 
 
 @pytest.mark.parametrize("method, iterates, stopping, patience", [
@@ -115,12 +116,12 @@ def test_hybrid_through_the_callbacks_is_the_in_memory_hybrid(route, q):
         factor_calls.append([B.shape[1] for B in bases])
         return [np.linalg.qr(np.column_stack([K_val @ B, Y_val[:, j]]), mode="r") for j, B in enumerate(bases)]
 
-    values = {**{param.name: param.default for param in opt.DASK_NYTRO.params},
+    values = {**{param.name: param.default for param in dopt.DASK_NYTRO.params},
               **dict(method="hybrid", max_iter=60, n_iter_no_change=10)}
     raw = _core.operator_path_float64(apply=apply, rhs=c, lift=R, holdout=holdout, n=len(p.X),
                                       holdout_factors=factors if route == "factors" else None,
                                       holdout_rows=float(len(Y_val)),
-                                      options=opt.core_options(opt.DASK_NYTRO, values))
+                                      options=opt.core_options(dopt.DASK_NYTRO, values))
     expected = nytro.nytro_path(p.X, p.y, C, p.sigma, X_val=p.X_val, y_val=p.y_val, solver="gram", n_threads=1,
                                 method="hybrid", max_iter=60, n_iter_no_change=10)
     assert raw["n_iter"] == expected.n_iter and raw["lambda"] == expected.lambda_

@@ -288,11 +288,12 @@ def test_auto_prices_the_path_the_core_prices():
     """The products priced, the core's own (nytro._core.expected_path_length): gd's
     Lanczos count, an early-stopped cg or hybrid path's expected length (100 +
     n_iter_no_change, within max_iter), else max_iter; "planned", the most it can take."""
+    from nytro import _dask_options as dopt
     from nytro import options as opt
     k = 1000
 
     def priced(method, max_iter, validated=True, stopping="best", n_iter_no_change=50, dtype=np.float64):
-        values = opt.merged(opt.DASK_NYTRO, None, dict(method=method, max_iter=max_iter, stopping=stopping,
+        values = opt.merged(dopt.DASK_NYTRO, None, dict(method=method, max_iter=max_iter, stopping=stopping,
                                                        n_iter_no_change=n_iter_no_change))
         return nd._paths._expected_path_length(values, dtype, k, validated)
 
@@ -1190,12 +1191,12 @@ def test_functions_take_the_table_rows_and_options(client):
     the values Dask does not take refused by their rows."""
     import inspect
 
-    from nytro import options as opt
-    for function, family, in_memory in ((nd.nytro_path, opt.DASK_NYTRO, nytro.nytro_path),
-                                        (nd.nkrls_path, opt.DASK_NKRLS, nytro.nkrls_path)):
+    from nytro import _dask_options as dopt
+    for function, family, in_memory in ((nd.nytro_path, dopt.DASK_NYTRO, nytro.nytro_path),
+                                        (nd.nkrls_path, dopt.DASK_NKRLS, nytro.nkrls_path)):
         sig, twin = inspect.signature(function), inspect.signature(in_memory)
         assert sig.parameters["options"].default is None
-        for param in family.params + opt.DASK_ONLY:
+        for param in family.params + dopt.DASK_ONLY:
             assert sig.parameters[param.name].default == param.default, (function.__name__, param.name)
             if param.name in twin.parameters:
                 assert twin.parameters[param.name].default == param.default, (function.__name__, param.name)

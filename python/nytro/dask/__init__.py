@@ -42,7 +42,7 @@ of hold-out rows is therefore binomial around validation_fraction * n, not its r
 and the split differs from the in-memory estimators' permutation.
 
 The "direct" mode (solver="direct", or "auto" by the cost model of the solver row,
-``nytro.options.DASK_SOLVER``, which charges each product's round trip to the scheduler)
+``nytro._dask_options.DASK_SOLVER``, which charges each product's round trip to the scheduler)
 replaces step 2: each chunk's K_i (training rows) is computed once and kept on a worker,
 with its hold-out rows, and every product A^T A v = R^T K^T K R v of the path (of "cg"'s
 and "hybrid"'s Lanczos too, one per step for all outputs) is each worker's sum over its
@@ -60,8 +60,9 @@ w' = w n_train / sum(w_train) scale the rows of K_i and y_i by sqrt(w'), and the
 rows' w' = w n_val / sum(w_val) weigh their squared errors, as the core's row scales and
 hold-out row weights.
 
-The parameters are the rows of ``nytro.options`` (DASK_NYTRO, DASK_NKRLS): the in-memory
-functions' names, defaults and options objects, with the values not taken here refused.
+The parameters are the rows of ``nytro.options`` as ``nytro._dask_options`` replaces
+them (DASK_NYTRO, DASK_NKRLS): the in-memory functions' names, defaults and options
+objects, with the values not taken here refused.
 
 storage="float32" with float64 compute does what the core does: kernel blocks from the
 rows and centres rounded to float32, computed in float32 (the hold-out kernel too). The

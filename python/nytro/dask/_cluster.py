@@ -328,7 +328,7 @@ def _auto_mode(solver, method, n_train, k, max_iter, data, m, split_every, items
 
 def _choose_solver(solver, method, n_train, k, max_iter, itemsize, limits=None, m=None, latency=0.0,
                    flops=math.inf):
-    """ "gram" or "direct" for solver "auto" (see DASK_SOLVER's row in nytro.options for
+    """ "gram" or "direct" for solver "auto" (see DASK_SOLVER's row in nytro._dask_options for
     the model; the direct mode's blocks hold n_train x m kernel values, m = k when not
     given). A round trip of `latency` seconds counts as latency * flops flops (`flops`:
     the workers' flop/s together): direct takes max_iter of them, gram one."""

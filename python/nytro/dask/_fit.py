@@ -11,6 +11,7 @@ import scipy.linalg
 import dask.array as da
 
 from .. import _checks as chk
+from .. import _dask_options as dopt
 from .. import options as opt
 from .._api import _nystrom_factor_parts, kernel_predict
 from .._engine import engine_path, pooled_rmse, unscaled
@@ -105,7 +106,7 @@ def _options(family, options, values: dict) -> dict:
     """The family's parameters (nytro.options, the Dask rows) from the keywords and the
     options object, each checked by its row; then the Dask-only ones (split_every)."""
     values = {**values, **opt.merged(family, options, values)}
-    for param in family.params + opt.DASK_ONLY:
+    for param in family.params + dopt.DASK_ONLY:
         if param.name not in ("kernel", "matern_nu"):  # checked with sigma, once the features are known
             param.to_core(values[param.name])
     return values
@@ -142,9 +143,9 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     KeyboardInterrupt) stops the fit there. The other parameters are those of
     ``nytro.nytro_path``, with the same names and defaults, and the same options object;
     the values Dask does not take yet are refused (NotImplementedError), as their rows in
-    ``nytro.options`` (``DASK_NYTRO``) say.
+    ``nytro._dask_options`` (``DASK_NYTRO``) say.
     """
-    values = _options(opt.DASK_NYTRO, options, locals())
+    values = _options(dopt.DASK_NYTRO, options, locals())
     method, solver, n_threads, metric = values["method"], values["solver"], values["n_threads"], values["metric"]
     chk.check_patience(n_iter_no_change)  # refused by name before a pass over the chunks
     report = _reporter(progress)
@@ -206,7 +207,7 @@ def nytro_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     # kernel recomputed (counted at four times its size).
     kept = 4 if low else data.dtype.itemsize
     iteration_bytes = float(n_train) * C.shape[0] * kept if mode == "direct" else 0.5 * k * k * kept
-    raw = engine_path(apply, c, R, path_errors if n_val else None, values, family=opt.DASK_NYTRO, n_train=n_train,
+    raw = engine_path(apply, c, R, path_errors if n_val else None, values, family=dopt.DASK_NYTRO, n_train=n_train,
                       kernel_bound=bound, iteration_bytes=iteration_bytes, tol=rule_tol,
                       holdout_bytes=4.0 * n_val * C.shape[0] * kept,
                       storage_epsilon=float(np.finfo(np.float32).eps) if low else 0.0, report=report,
@@ -232,8 +233,8 @@ def nkrls_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     solver="cholesky": one Cholesky solve per lambda, as the core's),
     the hold-out errors of every lambda in one pass. progress: as :func:`nytro_path`'s
     ("split", "centres", the factor's stages, "gram", "validation"). The other parameters
-    are those of ``nytro.nkrls_path`` (the rows of ``nytro.options.DASK_NKRLS``)."""
-    values = _options(opt.DASK_NKRLS, options, locals())
+    are those of ``nytro.nkrls_path`` (the rows of ``nytro._dask_options.DASK_NKRLS``)."""
+    values = _options(dopt.DASK_NKRLS, options, locals())
     default_grid = lambdas is None
     lambdas = chk.check_lambdas(lambdas)
     if validation_fraction is None and len(lambdas) != 1:
@@ -361,10 +362,10 @@ def _with_parameters(doc: str, family, options_class: str) -> str:
         The options object of the in-memory function (see :class:`~nytro.{options_class}`);
         its fields are the option rows below, which are also keywords; a keyword and a field
         both set to different values are refused.
-{opt.parameters_doc(family.params + opt.DASK_ONLY)}
+{opt.parameters_doc(family.params + dopt.DASK_ONLY)}
     """
 
 
 # The functions' Parameters sections, generated from the rows they take (nytro.options).
-nytro_path.__doc__ = _with_parameters(nytro_path.__doc__, opt.DASK_NYTRO, "NytroOptions")
-nkrls_path.__doc__ = _with_parameters(nkrls_path.__doc__, opt.DASK_NKRLS, "TikhonovOptions")
+nytro_path.__doc__ = _with_parameters(nytro_path.__doc__, dopt.DASK_NYTRO, "NytroOptions")
+nkrls_path.__doc__ = _with_parameters(nkrls_path.__doc__, dopt.DASK_NKRLS, "TikhonovOptions")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _dask_options as dopt
 from .. import options as opt
 from ._cluster import _broadcast, _chunk_tasks
 from ._data import _exponents
@@ -19,7 +20,7 @@ def _expected_path_length(values: dict, dtype, k: int, validated: bool) -> dict:
     that solver="auto" prices, and "planned", the most products it can take (max_iter,
     or gd's Lanczos count where its iterates come from a Lanczos basis)."""
     from .. import _core
-    core = opt.core_options(opt.DASK_NYTRO, values)
+    core = opt.core_options(dopt.DASK_NYTRO, values)
     return getattr(_core, f"expected_path_length_{np.dtype(dtype).name}")(options=core, k=k, validated=validated)
 
 

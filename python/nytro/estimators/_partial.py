@@ -111,8 +111,7 @@ def _start(est, X, Y, w, options, values):
     train, val = ~held, held
     split = Split(X, Y, w, X[train], Y[train], X[val], Y[val], None if w is None else w[train],
                   None if w is None else w[val], X)
-    centers, sigma = est._centers_and_sigma(FIRST_BATCH, split, rng, options)
-    est.sigma_ = sigma
+    centers, sigma = est._centers_and_sigma(FIRST_BATCH, split, rng, options)  # sets sigma_ as fit does
     return _batches.start(X, Y, w, centers, sigma, kernel=est.kernel, matern_nu=est.matern_nu, fraction=fraction,
                           seed=seed, fit_intercept=getattr(est, "fit_intercept", False), factor=values["factor"],
                           rank_tol=values["rank_tol"], jitter=values["jitter"], n_threads=options.n_threads,
@@ -165,11 +164,8 @@ def _select(est, state, values, one_output):
     est.coef_ = coef[:, 0] if one_output else coef
     est._keep_intercept(intercept, one_output)
     est.n_centers_ = int(state.m)
-    if state.kept is not None:  # as the classifiers' fit names the path
-        path = est.validation_rmse_
-        est.validation_error_ = path if est.selection == "error" else None
-        if est.selection == "error":
-            est.validation_rmse_ = None
+    if state.kept is not None:
+        est._name_path()
 
 
 def _calibrate(est, state, coef, held_out):

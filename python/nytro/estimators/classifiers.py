@@ -79,11 +79,16 @@ class KernelClassifierMixin(ClassifierMixin):
             _check_weighted_classes(y, sample_weight)
         self.__dict__.pop("calibration_scale_", None)  # a previous fit's: in memory, every fit sets it again
         KernelRegressorBase.fit(self, X, y, sample_weight)
+        self._name_path()
+        return self
+
+    def _name_path(self):
+        """The hold-out path the regressor's flow left in validation_rmse_, under the name of
+        what it measures: validation_error_ for selection="error" (validation_rmse_ None)."""
         path = getattr(self, "validation_rmse_", None)
         self.validation_error_ = path if self.selection == "error" else None
         if self.selection == "error":
             self.validation_rmse_ = None
-        return self
 
     def _holdout_rows(self, Y, n_val, rng, fraction):
         # Stratified, as scikit-learn's StratifiedShuffleSplit: each class holds out its
