@@ -14,8 +14,25 @@ from ._config import (__version__, get_cmake_dir, get_include, get_library_dir, 
 from ._results import PathResult, TikhonovResult
 from .options import IterativeOptions, KOLSOptions, NytroOptions, TikhonovOptions
 from . import datasets
-from .estimators import (KOLSRegressor, KRLSRegressor, LandweberRegressor, NystromKRLSClassifier,
-                         NystromKRLSRegressor, NytroClassifier, NytroRegressor)
+
+# The estimators import scikit-learn, most of `import nytro`'s time: they load on first
+# use (PEP 562), so that the core's functions and `python -m nytro --show-config` start
+# without it.
+_ESTIMATORS = ("KOLSRegressor", "KRLSRegressor", "LandweberRegressor", "NystromKRLSClassifier",
+               "NystromKRLSRegressor", "NytroClassifier", "NytroRegressor")
+
+
+def __getattr__(name):
+    if name in _ESTIMATORS:
+        from . import estimators
+
+        return getattr(estimators, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "NytroRegressor", "NystromKRLSRegressor", "KRLSRegressor", "LandweberRegressor", "KOLSRegressor",

@@ -11,7 +11,6 @@ import numbers
 import os
 
 import numpy as np
-from sklearn.utils import check_random_state as sklearn_check_random_state
 
 from . import _core
 
@@ -414,6 +413,10 @@ def check_verbose(verbose) -> int:
 def check_random_state(random_state):
     """None, an integer seed NumPy's RandomState takes (0 <= seed < 2**32), or a
     numpy.random.RandomState (scikit-learn's random_state)."""
+    # Imported here: the core's functions need scikit-learn for this check alone, and
+    # `import nytro` stays light (scikit-learn's import is most of it).
+    from sklearn.utils import check_random_state as sklearn_check_random_state
+
     try:
         return sklearn_check_random_state(random_state)
     except ValueError as error:

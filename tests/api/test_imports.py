@@ -24,6 +24,22 @@ def test_import_nytro_loads_no_matplotlib():
     assert run_python(code) == "[]"
 
 
+def test_import_nytro_defers_scikit_learn_to_the_estimators():
+    """The core's functions and the configuration load without scikit-learn (most of the
+    import's time); an estimator, named in any of the usual ways, loads it then."""
+    code = ("import sys, nytro\n"
+            "print('sklearn' in sys.modules, 'NytroRegressor' in dir(nytro), 'NytroRegressor' in nytro.__all__)\n"
+            "nytro.nytro_path; nytro.show_config; nytro.datasets.load_cpusmall\n"
+            "print('sklearn' in sys.modules)\n"
+            "from nytro import NytroClassifier\n"
+            "from nytro.estimators import NytroClassifier as same\n"
+            "print('sklearn' in sys.modules, NytroClassifier is same is nytro.NytroClassifier)")
+    assert run_python(code).split() == ["False", "True", "True", "False", "True", "True"]
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchEstimator'"):
+        import nytro
+        nytro.NoSuchEstimator  # noqa: B018
+
+
 def test_plots_keep_the_callers_backend_and_figures(tmp_path):
     # The caller picked the svg backend and has one pyplot figure open; drawing nytro's
     # plots must change neither (the old plots.py switched to Agg on import).
