@@ -76,6 +76,11 @@ class Backend(Protocol):
         largest magnitude over the rows it reads, and at most n_rows of them drawn by rng,
         with their sample weights (None: unweighted)."""
 
+    def feature_ranges(self, split) -> Any:
+        """Each feature's range (largest less smallest value) over the training rows of
+        positive weight, float64, for sigma="auto"'s second kind of spreads; None where
+        the candidates are not screened (screens_bandwidth false)."""
+
     def centers(self, split, rng, *, n_centers, centers, center_selection, sigma, kernel, matern_nu, n_threads,
                 estimator: str) -> Any:
         """The fit's centres as nytro_path and nkrls_path take them: `centers` (points, or

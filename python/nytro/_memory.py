@@ -151,6 +151,12 @@ class InMemory:
         w = split.w_train
         return (*feature_deviations(split.X_train, w), split.X_train[rows], None if w is None else w[rows])
 
+    def feature_ranges(self, split):
+        X = split.X_train if split.w_train is None else split.X_train[split.w_train > 0]
+        if X.shape[0] == 0:
+            return None
+        return np.asarray(X.max(axis=0), np.float64) - np.asarray(X.min(axis=0), np.float64)
+
     def centers(self, split, rng, *, n_centers, centers, center_selection, sigma, kernel, matern_nu, n_threads,
                 estimator):
         n_train = split.X_train.shape[0]

@@ -279,10 +279,12 @@ sigma : "auto", float or array-like of shape (n_features,)
     either way), each candidate screened by a NYTRO "hybrid" fit (t and lambda of the
     paper's grid) at at most 200 centres, by the hold-out RMSE (of the +-1 codes for the
     classifiers, whose error rate ties across candidates on a small hold-out set); the
-    fit then runs once at the winner. Without a hold-out set (validation_fraction=None,
-    KOLSRegressor) s = s0. On Dask arrays the spreads are those of all rows and s = s0
-    (no screening). The bandwidths used are sigma_, the candidates and their hold-out
-    errors sigma_candidates_ and sigma_scores_.""", read_when=_WITH_BANDWIDTH)
+    fit then runs once at the winner. The same search runs with each feature's range in
+    place of std_j, and the ranges win only where their best hold-out RMSE is lower by
+    more than that RMSE's standard error (sigma_spread_). Without a hold-out set
+    (validation_fraction=None, KOLSRegressor) s = s0. On Dask arrays the spreads are
+    those of all rows and s = s0 (no screening). The bandwidths used are sigma_, the
+    candidates and their hold-out errors sigma_candidates_ and sigma_scores_.""", read_when=_WITH_BANDWIDTH)
 def _check_n_centers(value):
     if isinstance(value, str) and value == "auto":
         return
@@ -414,6 +416,15 @@ sigma_scores_ : ndarray of shape (n_candidates,) or None
     The hold-out RMSE of each of sigma_candidates_ (of the +-1 codes for the
     classifiers; the best over t and the lambda grid of a screening fit at few centres);
     NaN without a hold-out set. None with an explicit sigma."""),
+    Attribute("sigma_spread_", """\
+sigma_spread_ : {"deviation", "range"} or None
+    With sigma="auto": the features' spreads that sigma_ is s times: their standard
+    deviations over the training rows, or their ranges (largest less smallest value),
+    which were screened as well and replaced the deviations only where their best
+    hold-out RMSE was lower by more than its standard error (1 / sqrt(2 n_val)
+    relatively): heavy-tailed features, whose deviation understates the distances the
+    kernel must reach. "deviation" on Dask arrays and without a hold-out set. None with
+    an explicit sigma."""),
     Attribute("centers_", """\
 centers_ : ndarray of shape (m, n_features)
     The rows predict evaluates the kernel at: the Nystrom centres (the Nystrom

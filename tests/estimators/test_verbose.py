@@ -79,7 +79,8 @@ def test_verbose_fit_ends_with_one_summary_of_the_selection(cls, params, reason,
         low, high = (f"{float(v):.3g}" for v in (est.sigma_.min(), est.sigma_.max()))
         ard = f"sigma=(ARD, {X.shape[1]} values in [{low}, {high}])"
         holdout = params.get("validation_fraction", 0.2) is not None
-        how = (f"auto: best of {len(est.sigma_candidates_)} scales on the hold-out set" if holdout else
+        by = " of the feature ranges" if est.sigma_spread_ == "range" else ""
+        how = (f"auto: best of {len(est.sigma_candidates_)} scales{by} on the hold-out set" if holdout else
                "auto: the distance heuristic, no hold-out set")
         assert f"{ard} ({how})" in summary, summary
     if hasattr(est, "n_centers_"):

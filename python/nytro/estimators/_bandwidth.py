@@ -11,6 +11,11 @@ heuristic for a Gaussian kernel, and is then selected on the hold-out rows among
 hold-out rows (Nystrom KRLS's hold-out accuracy in a few tens of products of an m x m
 matrix), so a candidate's best hold-out error costs a fraction of the fit; the
 estimator's own fit then runs once, at the winner, with its full n_centers.
+The search runs twice where the backend gives the features' ranges (in memory): with the
+deviations, then with the ranges as the spreads; the ranges win only by more than the
+hold-out RMSE's standard error (holdout_resolution), so that a small hold-out set keeps
+the deviations. A heavy-tailed feature's deviation understates the distances the kernel
+must reach; its range does not.
 The screening scores the hold-out RMSE, with the sample weights, for the classifiers too
 (of their +-1 codes): their error rate is a step function that ties across candidates on a
 small hold-out set, where the RMSE still ranks them; a tie goes to the candidate nearest
@@ -22,7 +27,7 @@ NaN), and the spreads and s0 come from every row, unweighted, before the hold-ou
 which the fit's own passes draw.
 
 Everything here is equivariant under x -> a x + b per feature: the spreads are
-deviations from the mean (an offset does not enter) and scale with the data, and the
+deviations from the mean or ranges (an offset does not enter) and scale with the data, and the
 rows are compared only after division by them, so sigma_ scales with each feature's unit
 and the selected model is the same up to rounding.
 """
@@ -55,8 +60,9 @@ def is_auto(sigma) -> bool:
 def searches(est) -> bool:
     """Whether est's fit selects its bandwidths (sigma="auto" with a kernel that has one).
     Sets what is known before: sigma_ as given (checked), None for kernel="linear", a
-    callable kernel, or while it is to be selected, and sigma_candidates_ and sigma_scores_ None."""
-    est.sigma_candidates_ = est.sigma_scores_ = None
+    callable kernel, or while it is to be selected, and sigma_candidates_, sigma_scores_
+    and sigma_spread_ None."""
+    est.sigma_candidates_ = est.sigma_scores_ = est.sigma_spread_ = None
     auto = is_auto(est.sigma)
     unused = est.kernel == "linear" or callable(est.kernel)  # a kernel of one's own has its own parameters
     est.sigma_ = None if unused or auto else chk.check_bandwidth(est.sigma)
@@ -121,41 +127,74 @@ def weighted_median(values, counts) -> float:
 
 
 def select_bandwidth(est, backend, split, rng, n_screen):
-    """(sigma_, candidates, scores) for the estimator `est` with sigma="auto": the ARD
-    bandwidths s * spreads, with s selected on the split's hold-out rows (none: s0
+    """(sigma_, candidates, scores, spread) for the estimator `est` with sigma="auto": the
+    ARD bandwidths s * spreads, with s selected on the split's hold-out rows (none: s0
     alone, and NaN scores) from the candidates' screening fits at the sample of rows
-    that gave s0 as centres. The backend (nytro._backends) gives the spreads and the
-    sample: in memory the training rows', min(n_screen, SCREEN_CENTERS) of them (n_screen:
-    the fit's centres, None where every training row is one); a backend that does not
-    screen (Dask) takes SCREEN_CENTERS rows for s0 alone."""
+    that gave s0 as centres, and the kind of spreads used ("deviation" or "range", see
+    SPREADS). The backend (nytro._backends) gives the spreads and the sample: in memory
+    the training rows', min(n_screen, SCREEN_CENTERS) of them (n_screen: the fit's
+    centres, None where every training row is one); a backend that does not screen
+    (Dask) takes SCREEN_CENTERS rows for s0 alone, with the deviations."""
     n_rows = SCREEN_CENTERS if n_screen is None or not backend.screens_bandwidth else min(int(n_screen),
                                                                                            SCREEN_CENTERS)
     deviations, magnitudes, sample, weights = backend.bandwidth_inputs(split, rng, n_rows)
     spreads = spreads_of(deviations, magnitudes)
-    s0 = distance_scale(sample, spreads, weights)
     if not backend.screens_bandwidth or split.n_val == 0:
-        return s0 * spreads, np.array([s0]), np.array([np.nan])
+        s0 = distance_scale(sample, spreads, weights)
+        return s0 * spreads, np.array([s0]), np.array([np.nan]), "deviation"
     options = opt.NytroOptions(n_threads=est._n_threads())
-    scores = {}
 
-    def screen(k):
-        if k not in scores:
-            fit = backend.nytro_path(split, sample, s0 * 2.0 ** k * spreads, kernel=est.kernel,
-                                     matern_nu=est.matern_nu, method="hybrid", max_iter=SCREEN_ITERATIONS,
-                                     n_iter_no_change=SCREEN_PATIENCE, options=options, metric="rmse")
-            scores[k] = float(np.min(fit.result.validation_rmse))
-        return scores[k]
+    def search(spreads):
+        """(best s, the scales tried, their scores) for one kind of spreads."""
+        s0 = distance_scale(sample, spreads, weights)
+        scores = {}
 
-    for k in range(-FIRST_EXPONENT, FIRST_EXPONENT + 1):
-        screen(k)
-    while True:
-        best = min(scores, key=lambda k: (scores[k], abs(k), k))
-        lo, hi = min(scores), max(scores)
-        if best == lo and lo > -MAX_EXPONENT:
-            screen(lo - 1)
-        elif best == hi and hi < MAX_EXPONENT:
-            screen(hi + 1)
-        else:
-            break
-    ks = sorted(scores)
-    return s0 * 2.0 ** best * spreads, s0 * 2.0 ** np.array(ks, dtype=np.float64), np.array([scores[k] for k in ks])
+        def screen(k):
+            if k not in scores:
+                fit = backend.nytro_path(split, sample, s0 * 2.0 ** k * spreads, kernel=est.kernel,
+                                         matern_nu=est.matern_nu, method="hybrid", max_iter=SCREEN_ITERATIONS,
+                                         n_iter_no_change=SCREEN_PATIENCE, options=options, metric="rmse")
+                scores[k] = float(np.min(fit.result.validation_rmse))
+            return scores[k]
+
+        for k in range(-FIRST_EXPONENT, FIRST_EXPONENT + 1):
+            screen(k)
+        while True:
+            best = min(scores, key=lambda k: (scores[k], abs(k), k))
+            lo, hi = min(scores), max(scores)
+            if best == lo and lo > -MAX_EXPONENT:
+                screen(lo - 1)
+            elif best == hi and hi < MAX_EXPONENT:
+                screen(hi + 1)
+            else:
+                break
+        ks = sorted(scores)
+        return s0 * 2.0 ** best, s0 * 2.0 ** np.array(ks, dtype=np.float64), np.array([scores[k] for k in ks])
+
+    chosen = (spreads, *search(spreads), "deviation")
+    ranges = backend.feature_ranges(split)
+    if ranges is not None:
+        by_range = spreads_of(ranges, magnitudes)
+        if not np.allclose(by_range / np.median(by_range), spreads / np.median(spreads), rtol=1e-12, atol=0.0):
+            scale, candidates, scores = search(by_range)
+            if scores.min() < chosen[3].min() * (1.0 - holdout_resolution(split)):
+                chosen = (by_range, scale, candidates, scores, "range")
+    spreads, scale, candidates, scores, kind = chosen
+    return scale * spreads, candidates, scores, kind
+
+
+def holdout_resolution(split) -> float:
+    """The relative standard error of a hold-out RMSE, 1 / sqrt(2 n): the spread of the
+    RMSE over n independent Gaussian residuals (the MSE's relative error is sqrt(2 / n),
+    and the square root halves it), with n the hold-out rows' effective number
+    (sum w)^2 / sum w^2 under sample weights. A second kind of spreads replaces the
+    first only where it does better by more than this: on a hold-out set too small to
+    tell the two apart, the screening keeps the deviations."""
+    w = getattr(split, "w_val", None)
+    if w is None:
+        n = float(split.n_val)
+    else:
+        w = np.asarray(w, dtype=np.float64)
+        w = w / w.max() if w.max() > 0 else w
+        n = float(w.sum() ** 2 / max((w * w).sum(), np.finfo(np.float64).tiny))
+    return 1.0 / np.sqrt(2.0 * max(n, 1.0))

@@ -108,7 +108,8 @@ def _sigma_summary(est) -> str:
         return text
     if np.isnan(scores).all():
         return f"{text} (auto: the distance heuristic, no hold-out set)"
-    return f"{text} (auto: best of {len(candidates)} scales on the hold-out set)"
+    by = " of the feature ranges" if getattr(est, "sigma_spread_", None) == "range" else ""
+    return f"{text} (auto: best of {len(candidates)} scales{by} on the hold-out set)"
 
 
 def fit_summary(est, seconds: float) -> str:
@@ -279,10 +280,10 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
         kernel="linear" (which has none), or with sigma="auto" the bandwidths selected on
         the split's hold-out rows (nytro.estimators._bandwidth: screening fits at
         min(n_screen, 200) centres; n_screen None: every training row may be one), with
-        sigma_candidates_ and sigma_scores_, which are None otherwise."""
+        sigma_candidates_, sigma_scores_ and sigma_spread_, which are None otherwise."""
         if searches(self):
-            self.sigma_, self.sigma_candidates_, self.sigma_scores_ = select_bandwidth(self, backend, split, rng,
-                                                                                        n_screen)
+            self.sigma_, self.sigma_candidates_, self.sigma_scores_, self.sigma_spread_ = select_bandwidth(
+                self, backend, split, rng, n_screen)
         return self.sigma_
 
     def _calibrate(self, backend, split, centers, coef, held_out):

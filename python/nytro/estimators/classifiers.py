@@ -226,9 +226,9 @@ _CLASSIFIER_DOC = """
         None).
     calibration_scale_ : float, the scale (>= 0) of the decision values in
         predict_proba's softmax; absent after a fit on Dask arrays.
-    sigma_, sigma_candidates_, sigma_scores_ : the bandwidths used and, with sigma="auto",
-        the overall scales tried and their hold-out RMSEs of the +-1 codes (whatever
-        `selection`), as for the regressor.
+    sigma_, sigma_candidates_, sigma_scores_, sigma_spread_ : the bandwidths used and,
+        with sigma="auto", the overall scales tried and their hold-out RMSEs of the +-1
+        codes (whatever `selection`), and the features' spreads used, as for the regressor.
     Others as for the regressor.
 """
 

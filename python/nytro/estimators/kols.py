@@ -41,7 +41,7 @@ class KOLSRegressor(KernelRegressorBase):
         self.options = options
 
     _family = opt.KOLS
-    _attributes = ("sigma_", "sigma_candidates_", "sigma_scores_", "centers_", "coef_", "intercept_")
+    _attributes = ("sigma_", "sigma_candidates_", "sigma_scores_", "sigma_spread_", "centers_", "coef_", "intercept_")
     _attribute_notes = {"coef_": "Here pinv(K) y, or with fit's sample_weight S pinv(S K S) S y, S = diag(sqrt(w n / "
                                  "sum w)) (for an invertible K the interpolant does not depend on the positive "
                                  "weights; rows of weight 0 are left out of it)."}

@@ -68,7 +68,8 @@ class LandweberRegressor(KernelRegressorBase):
         self.options = options
 
     _family = opt.LANDWEBER
-    _attributes = ("sigma_", "sigma_candidates_", "sigma_scores_", "centers_", "coef_", "intercept_", "n_iter_",
+    _attributes = ("sigma_", "sigma_candidates_", "sigma_scores_", "sigma_spread_",
+                   "centers_", "coef_", "intercept_", "n_iter_",
                    "validation_rmse_", "step_size_", "products_",
                    "lambda_")
 

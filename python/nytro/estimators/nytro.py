@@ -76,7 +76,8 @@ class NytroRegressor(KernelRegressorBase):
         self.options = options
 
     _family = opt.NYTRO
-    _attributes = ("sigma_", "sigma_candidates_", "sigma_scores_", "centers_", "n_centers_", "n_centers_candidates_",
+    _attributes = ("sigma_", "sigma_candidates_", "sigma_scores_", "sigma_spread_",
+                   "centers_", "n_centers_", "n_centers_candidates_",
                    "n_centers_scores_", "coef_", "intercept_", "n_iter_", "validation_rmse_", "step_size_",
                    "rank_", "solver_", "products_", "lambda_")
 

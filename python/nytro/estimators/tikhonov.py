@@ -62,7 +62,8 @@ class NystromKRLSRegressor(KernelRegressorBase):
         self.options = options
 
     _family = opt.NKRLS
-    _attributes = ("sigma_", "sigma_candidates_", "sigma_scores_", "centers_", "n_centers_", "n_centers_candidates_",
+    _attributes = ("sigma_", "sigma_candidates_", "sigma_scores_", "sigma_spread_",
+                   "centers_", "n_centers_", "n_centers_candidates_",
                    "n_centers_scores_", "coef_", "intercept_", "lambda_", "lambdas_", "validation_rmse_", "rank_")
 
     _path_kind = "nkrls"
@@ -131,7 +132,8 @@ class KRLSRegressor(KernelRegressorBase):
         self.options = options
 
     _family = opt.KRLS
-    _attributes = ("sigma_", "sigma_candidates_", "sigma_scores_", "centers_", "coef_", "intercept_", "lambda_",
+    _attributes = ("sigma_", "sigma_candidates_", "sigma_scores_", "sigma_spread_",
+                   "centers_", "coef_", "intercept_", "lambda_",
                    "lambdas_", "validation_rmse_")
 
     _path_kind = "krls"
