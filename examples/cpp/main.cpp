@@ -1,10 +1,25 @@
 // Fit NYTRO on a small synthetic regression problem and report the early-stopping
-// iteration chosen on a hold-out set.
+// iteration chosen on a hold-out set, with the built-in Gaussian and with a kernel of
+// one's own.
 #include <nytro/nytro.hpp>
 
 #include <cmath>
 #include <cstdio>
 #include <random>
+
+// A kernel of one's own (nytro/user_kernel.hpp): the rational quadratic
+// (1 + |x - z|^2 / (2 a l^2))^-a, which nytro does not build in, as a type with a call
+// operator that fills a block of the kernel matrix.
+struct RationalQuadratic {
+    double length = 0.7, alpha = 2.0;
+    void operator()(const nytro::MatrixCRef<double>& X, const nytro::MatrixCRef<double>& Z,
+                    nytro::MatrixRef<double> out) const {
+        for (nytro::Index i = 0; i < X.rows(); ++i)
+            for (nytro::Index j = 0; j < Z.rows(); ++j)
+                out(i, j) = std::pow(1.0 + (X.row(i) - Z.row(j)).squaredNorm() / (2.0 * alpha * length * length),
+                                     -alpha);
+    }
+};
 
 int main() {
     using Matrix = nytro::Matrix<double>;
@@ -45,7 +60,14 @@ int main() {
                     fit.validation_rmse[static_cast<std::size_t>(fit.n_iter - 1)], fit.validation_rmse.back(),
                     long(fit.iterations_run));
         std::printf("test RMSE = %.4f (noise level %.2f)\n", test_rmse, noise);
-        return test_rmse < 2 * noise ? 0 : 1;
+
+        const RationalQuadratic kernel;
+        const auto own = nytro::user_kernel::nytro_path<double>(X, y, centers, kernel, X_val, y_val, options);
+        const Matrix own_prediction = nytro::user_kernel::kernel_predict<double>(X_test, centers, own.coef, kernel);
+        const double own_rmse = std::sqrt((own_prediction - y_test).squaredNorm() / double(n_test));
+        std::printf("rational quadratic kernel (user-defined): selected t = %ld, test RMSE = %.4f\n",
+                    long(own.n_iter), own_rmse);
+        return test_rmse < 2 * noise && own_rmse < 2 * noise ? 0 : 1;
     } catch (const std::exception& error) {
         std::fprintf(stderr, "nytro failed: %s\n", error.what());
         return 2;

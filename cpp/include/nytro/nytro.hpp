@@ -16,3 +16,4 @@
 #include "nytro/resources.hpp"
 #include "nytro/solvers.hpp"
 #include "nytro/types.hpp"
+#include "nytro/user_kernel.hpp"
