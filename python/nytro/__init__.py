@@ -15,11 +15,11 @@ from ._results import PathResult, TikhonovResult
 from .options import IterativeOptions, KOLSOptions, NytroOptions, TikhonovOptions
 from . import datasets
 from .estimators import (KOLSRegressor, KRLSRegressor, LandweberRegressor, NystromKRLSClassifier,
-                         NystromKRLSRegressor, NytroClassifier, NytroRegressor)
+                         NystromKRLSRegressor, NytroClassifier, NytroLogisticClassifier, NytroRegressor)
 
 __all__ = [
     "NytroRegressor", "NystromKRLSRegressor", "KRLSRegressor", "LandweberRegressor", "KOLSRegressor",
-    "NytroClassifier", "NystromKRLSClassifier",
+    "NytroClassifier", "NystromKRLSClassifier", "NytroLogisticClassifier",
     "gaussian_kernel", "kernel_matrix", "kernel_predict", "sample_centers", "nystrom_factor", "nytro_path",
     "landweber_path", "nkrls_path", "krls_path", "kols", "paper_lambdas", "PathResult",
     "TikhonovResult", "NytroOptions", "IterativeOptions", "TikhonovOptions", "KOLSOptions", "default_n_threads",
