@@ -402,6 +402,15 @@ selection : {"log_loss", "error"}
     (weighted by the hold-out rows' sample weights), or the fraction of misclassified
     hold-out rows (each counted once; ties go to the earlier iterate). Both are recorded
     for every iterate (validation_log_loss_, validation_error_).""")
+LOGISTIC_MAX_ITER = dataclasses.replace(MAX_ITER, default=1000, doc="""\
+max_iter : int
+    Iterations at most. When the hold-out selection picks t = max_iter, the path may
+    have been cut before its best model: fit then emits scikit-learn's
+    ConvergenceWarning.""")
+LOGISTIC_N_ITER_NO_CHANGE = dataclasses.replace(N_ITER_NO_CHANGE, default=100, doc="""\
+n_iter_no_change : int or None
+    End the path this many iterations after the last improvement of the selected
+    hold-out score; None runs all max_iter iterations.""")
 # Every row outside the families' tables, by name.
 SHARED = {p.name: p for p in (SIGMA, N_CENTERS, CENTERS, CENTER_SELECTION, LAMBDAS, VALIDATION_FRACTION, REFIT,
                               FIT_INTERCEPT, RANDOM_STATE, N_JOBS, VERBOSE, DTYPE, SELECTION)}
@@ -557,7 +566,8 @@ KRLS = Family("TikhonovOptions", _KERNEL + (TIKHONOV_SOLVER, N_THREADS, METRIC))
 # NytroLogisticClassifier's rows: its path is NumPy iterations over the core's kernel and
 # factor (nytro._logistic), so it has no C++ struct and no options object; n_threads are
 # the kernel's and the factor's threads.
-LOGISTIC = Family("LogisticOptions", _KERNEL + (LOGISTIC_METHOD, MAX_ITER, N_ITER_NO_CHANGE, LOGISTIC_SELECTION)
+LOGISTIC = Family("LogisticOptions", _KERNEL + (LOGISTIC_METHOD, LOGISTIC_MAX_ITER, LOGISTIC_N_ITER_NO_CHANGE,
+                                                 LOGISTIC_SELECTION)
                   + tuple(dataclasses.replace(p, engineering=False) for p in (FACTOR, N_THREADS)),
                   keywords_of="logistic_path")
 # KOLS has no iterations and no factor: the binding takes its two options as keywords.

@@ -5,6 +5,8 @@ scikit-learn's LogisticRegression on Nystroem features, scikit-learn's checks, t
 refusals and the labels."""
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
@@ -20,6 +22,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from nytro import NytroLogisticClassifier, reference
+from nytro import options as opt
 from nytro import _logistic as lg
 from conftest import SAMPLE_WEIGHT_XFAIL
 
@@ -264,3 +267,31 @@ def test_refit_runs_the_selected_iterations_on_all_rows():
     again = NytroLogisticClassifier(centers=held.centers_, sigma=1.0, validation_fraction=None,
                                     max_iter=held.n_iter_).fit(X, y)
     assert_allclose(refit.coef_, again.coef_, rtol=1e-12, atol=1e-12 * np.abs(again.coef_).max())
+
+
+# ------------------------------------------------------- the declared parameters
+PARAMETERS = [name for name in NytroLogisticClassifier().get_params()]
+
+
+@pytest.mark.parametrize("name", PARAMETERS)
+def test_every_parameter_has_its_row_default_doc_and_check(name):
+    """As tests/api/test_options.py for the other estimators: one row per parameter
+    (nytro.options.LOGISTIC's or a shared one), its default, its docstring entry, and its
+    check run on entry to fit with the row's message, before the data are looked at."""
+    row = opt.declared(opt.LOGISTIC, name)
+    assert row is not None, name
+    assert _same(NytroLogisticClassifier().get_params()[name], row.default)
+    head, *body = row.doc.splitlines()
+    lines = inspect.cleandoc(NytroLogisticClassifier.__doc__).splitlines()
+    at = lines.index(f"{head}, default={row.default!r}")
+    assert lines[at + 1:at + 1 + len(body)] == body
+    reading = {other: choices[0] for other, choices in row.read_when.items()}
+    with pytest.raises(ValueError) as expected:
+        row.check(row.invalid)
+    with pytest.raises(ValueError) as refused:
+        NytroLogisticClassifier(**reading).set_params(**{name: row.invalid}).fit(None, None)
+    assert str(refused.value) == str(expected.value)
+
+
+def _same(a, b):
+    return a is b if a is None or b is None else a == b
