@@ -19,7 +19,7 @@ from . import datasets
 # use (PEP 562), so that the core's functions and `python -m nytro --show-config` start
 # without it.
 _ESTIMATORS = ("KOLSRegressor", "KRLSRegressor", "LandweberRegressor", "NystromKRLSClassifier",
-               "NystromKRLSRegressor", "NytroClassifier", "NytroRegressor")
+               "NystromKRLSRegressor", "NytroClassifier", "NytroLogisticClassifier", "NytroRegressor")
 
 
 def __getattr__(name):
@@ -36,7 +36,7 @@ def __dir__():
 
 __all__ = [
     "NytroRegressor", "NystromKRLSRegressor", "KRLSRegressor", "LandweberRegressor", "KOLSRegressor",
-    "NytroClassifier", "NystromKRLSClassifier",
+    "NytroClassifier", "NystromKRLSClassifier", "NytroLogisticClassifier",
     "gaussian_kernel", "kernel_matrix", "kernel_predict", "sample_centers", "nystrom_factor", "nytro_path",
     "landweber_path", "nkrls_path", "krls_path", "kols", "paper_lambdas", "PathResult",
     "TikhonovResult", "NytroOptions", "IterativeOptions", "TikhonovOptions", "KOLSOptions", "default_n_threads",

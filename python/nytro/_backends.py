@@ -39,7 +39,8 @@ class Backend(Protocol):
     arrays : str
         What an error calls the arrays it fits ("Dask arrays").
     paths : frozenset of str
-        The estimators' paths it fits ("nytro", "nkrls", "krls", "landweber", "kols"); an
+        The estimators' paths it fits ("nytro", "nkrls", "krls", "landweber", "kols",
+        "logistic"); an
         estimator whose path is not among them refuses its arrays (NotImplementedError).
     screens_bandwidth : bool
         Whether sigma="auto" screens its candidate scales by a fit each on the hold-out
@@ -96,6 +97,11 @@ class Backend(Protocol):
     def nkrls_path(self, split, centers, sigma, *, lambdas, **params) -> Any:
         """Nystrom KRLS along the grid `lambdas` (None: the paper's, times the kernel's
         bound), as nytro_path; the record's `lambdas` is the grid searched."""
+
+    def logistic_path(self, split, centers, sigma, *, n_classes: int, **params) -> Any:
+        """NytroLogisticClassifier's path (nytro._logistic.logistic_path) on the split's
+        training rows, selected on its hold-out rows, as nytro_path; only for a backend
+        whose `paths` has "logistic"."""
 
     def calibration_rows(self, split, held_out: bool) -> tuple | None:
         """(X_rows, Y_rows, weights): the rows a classifier's probabilities are calibrated

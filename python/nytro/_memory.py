@@ -16,7 +16,8 @@ from sklearn.utils.validation import validate_data
 
 from . import _api
 from . import _checks as chk
-from ._labels import encode_labels
+from . import _logistic
+from ._labels import class_index, encode_labels
 from ._results import NystromFit
 from .centers import choose_centers
 
@@ -82,7 +83,7 @@ class InMemory:
     """The estimators' steps on arrays in memory (see nytro._backends.Backend)."""
 
     arrays = "arrays in memory"
-    paths = frozenset({"nytro", "nkrls", "krls", "landweber", "kols"})
+    paths = frozenset({"nytro", "nkrls", "krls", "landweber", "kols", "logistic"})
     screens_bandwidth = True
 
     def start(self, estimator, X, y, sample_weight, rng, *, validation_fraction, dtype, labels):
@@ -174,6 +175,16 @@ class InMemory:
         result = _api.nkrls_path(split.X_train, split.Y_train, centers, sigma, lambdas=lambdas, kernel=kernel,
                                  metric=metric, **split.keywords(metric), **params)
         return NystromFit(result, split.own(centers), split.X_train.shape[0], split.n_val, lambdas)
+
+    def logistic_path(self, split, centers, sigma, *, n_classes, **params):
+        # The classes as indices (the +-1 codes' sign, or their column of +1); the hold-out
+        # weights weigh the log loss.
+        held_out = split.n_val > 0
+        result = _logistic.logistic_path(split.X_train, class_index(split.Y_train), centers, sigma,
+                                         n_classes=n_classes, X_val=split.X_val if held_out else None,
+                                         y_val=class_index(split.Y_val) if held_out else None,
+                                         sample_weight=split.w_train, sample_weight_val=split.w_val, **params)
+        return NystromFit(result, split.own(centers), split.X_train.shape[0], split.n_val)
 
     def calibration_rows(self, split, held_out):
         if held_out:

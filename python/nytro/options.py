@@ -385,6 +385,34 @@ selection : {"error", "rmse"}
     rates tie often: a tie goes to the smaller t and to the larger lambda (the stronger
     regularisation).""")
 
+# NytroLogisticClassifier's own rows (nytro._logistic): its iterations and its selection.
+LOGISTIC_METHOD = Param("method", "nesterov", _checked_by(_choosing("method", ("newton", "nesterov", "gd"))), """\
+method : {"nesterov", "newton", "gd"}
+    The iterations on the unregularised logistic risk over the Nystrom features, from
+    the zero model, each iterate a model of the path: "gd" gradient descent at step 1/L,
+    L the gradient's Lipschitz bound (1/4, or 1/2 for the softmax, times lambda_max of
+    the weighted features' Gram matrix over n); "nesterov" the same step from Nesterov's
+    extrapolated point (about the square root of gd's iterations to a given risk);
+    "newton" truncated Newton-CG steps (at most 50 CG steps each), each changing no
+    training logit by more than 4 and shortened by backtracking, so that the path stays
+    finite on separable data (it then ends once the training risk is below 1e-12).
+    "newton" needs the fewest iterations (tens; set max_iter and n_iter_no_change
+    lower) but each costs up to 50 passes over the features.""")
+LOGISTIC_SELECTION = Param("selection", "log_loss", _checked_by(_choosing("selection", ("log_loss", "error"))), """\
+selection : {"log_loss", "error"}
+    What the hold-out selection of the iterate minimises: the hold-out log loss
+    (weighted by the hold-out rows' sample weights), or the fraction of misclassified
+    hold-out rows (each counted once; ties go to the earlier iterate). Both are recorded
+    for every iterate (validation_log_loss_, validation_error_).""")
+LOGISTIC_MAX_ITER = dataclasses.replace(MAX_ITER, default=1000, doc="""\
+max_iter : int
+    Iterations at most. When the hold-out selection picks t = max_iter, the path may
+    have been cut before its best model: fit then emits scikit-learn's
+    ConvergenceWarning.""")
+LOGISTIC_N_ITER_NO_CHANGE = dataclasses.replace(N_ITER_NO_CHANGE, default=100, doc="""\
+n_iter_no_change : int or None
+    End the path this many iterations after the last improvement of the selected
+    hold-out score; None runs all max_iter iterations.""")
 # Every row outside the families' tables, by name.
 SHARED = {p.name: p for p in (SIGMA, N_CENTERS, CENTERS, CENTER_SELECTION, LAMBDAS, VALIDATION_FRACTION, REFIT,
                               FIT_INTERCEPT, RANDOM_STATE, N_JOBS, VERBOSE, DTYPE, SELECTION)}
@@ -546,6 +574,13 @@ LANDWEBER = Family("IterativeOptions", _KERNEL + tuple(dataclasses.replace(p, de
 })
 NKRLS = Family("TikhonovOptions", _KERNEL + _NYSTROM_FACTOR + (TIKHONOV_SOLVER, STORAGE, N_THREADS, METRIC))
 KRLS = Family("TikhonovOptions", _KERNEL + (TIKHONOV_SOLVER, N_THREADS, METRIC))
+# NytroLogisticClassifier's rows: its path is NumPy iterations over the core's kernel and
+# factor (nytro._logistic), so it has no C++ struct and no options object; n_threads are
+# the kernel's and the factor's threads.
+LOGISTIC = Family("LogisticOptions", _KERNEL + (LOGISTIC_METHOD, LOGISTIC_MAX_ITER, LOGISTIC_N_ITER_NO_CHANGE,
+                                                 LOGISTIC_SELECTION)
+                  + tuple(dataclasses.replace(p, engineering=False) for p in (FACTOR, N_THREADS)),
+                  keywords_of="logistic_path")
 # KOLS has no iterations and no factor: the binding takes its two options as keywords.
 KOLS = Family("KOLSOptions", _KERNEL + (RCOND, N_THREADS), keywords_of="kols")
 # The rows of the kernel functions (kernel_matrix, gaussian_kernel, kernel_predict), which

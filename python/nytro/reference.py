@@ -753,3 +753,132 @@ def kols(X, y, sigma, *, kernel="gaussian", matern_nu=1.5, rcond=None, n_threads
     cut = (X.shape[0] * np.finfo(dt).eps if rcond is None else rcond) * np.abs(w).max()
     inverse = np.where(w > cut, 1 / np.where(w > cut, w, 1), 0).astype(dt)
     return _out(_scaled_rows(V @ (inverse[:, None] * (V.T @ Y)), s), one_d)
+
+
+# --------------------------------------------------------------- logistic loss
+def logistic_path(X, y, centers, sigma, *, n_classes=None, kernel="gaussian", matern_nu=1.5, X_val=None, y_val=None,
+                  method="nesterov", max_iter=1000, n_iter_no_change=100, selection="log_loss", factor="pivoted",
+                  sample_weight=None, sample_weight_val=None, n_threads=None, return_iterates=False):
+    """nytro._logistic.logistic_path written directly: the features A~ = [k(X, C) R, 1]
+    formed here, the logits, probabilities and gradient recomputed from theta at every
+    iterate, L from the dense eigenvalues of A~^T W A~, and Newton's Hessian formed as a
+    matrix (block (k, l) of the multinomial one is A~^T diag(w (delta_kl p_k - p_k p_l) / n)
+    A~), its CG run on that matrix. The rules (trust radius, backtracking, CG's stopping,
+    the risk floor) are the module's own constants, and its selection rule (Selection), so
+    both compute and select the same iterates."""
+    from . import _logistic as lg  # its constants and result type; none of its arithmetic
+    max_iter, patience = lg.check_path_arguments(method, selection, max_iter, n_iter_no_change)
+    X = np.asarray(X, dtype=np.float64)
+    C = np.asarray(centers, dtype=np.float64)
+    y = np.asarray(y)
+    n_classes = int(y.max()) + 1 if n_classes is None else int(n_classes)
+    k = _kernel(kernel, sigma, matern_nu)
+    R = nystrom_factor(k(C, C), method=factor)
+    n = X.shape[0]
+    At = np.hstack([k(X, C) @ R, np.ones((n, 1))])
+    Y = np.zeros((n, 1 if n_classes == 2 else n_classes))
+    if n_classes == 2:
+        Y[:, 0] = y == 1
+    else:
+        Y[np.arange(n), y] = 1.0
+    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    c = w / w.sum()  # (1/n) w n / sum(w)
+
+    def probabilities(Z):
+        if Z.shape[1] == 1:
+            return 1.0 / (1.0 + np.exp(-Z))
+        E = np.exp(Z - Z.max(axis=1, keepdims=True))
+        return E / E.sum(axis=1, keepdims=True)
+
+    def losses(Z, T):
+        if Z.shape[1] == 1:
+            return np.logaddexp(0.0, Z[:, 0]) - T[:, 0] * Z[:, 0]
+        top = Z.max(axis=1)
+        return top + np.log(np.exp(Z - top[:, None]).sum(axis=1)) - (T * Z).sum(axis=1)
+
+    def risk(theta):
+        return float(c @ losses(At @ theta, Y))
+
+    def gradient(theta):
+        return At.T @ (c[:, None] * (probabilities(At @ theta) - Y))
+
+    def hessian(theta):
+        """The Hessian of the risk in vec(theta) (columns stacked)."""
+        P = probabilities(At @ theta)
+        q, K = At.shape[1], Y.shape[1]
+        H = np.zeros((q * K, q * K))
+        for a in range(K):
+            for b in range(K):
+                d = P[:, a] * (1 - P[:, a]) if K == 1 else P[:, a] * ((a == b) - P[:, b])
+                H[a * q:(a + 1) * q, b * q:(b + 1) * q] = At.T @ ((c * d)[:, None] * At)
+        return H
+
+    held_out = X_val is not None and len(X_val) > 0
+    if held_out:
+        Av = np.hstack([k(np.asarray(X_val, dtype=np.float64), C) @ R, np.ones((len(X_val), 1))])
+        y_val = np.asarray(y_val)
+        Yv = np.zeros((len(y_val), Y.shape[1]))
+        if n_classes == 2:
+            Yv[:, 0] = y_val == 1
+        else:
+            Yv[np.arange(len(y_val)), y_val] = 1.0
+        wv = np.ones(len(y_val)) if sample_weight_val is None else np.asarray(sample_weight_val, dtype=np.float64)
+    step = 0.0
+    if method != "newton":
+        L = (0.25 if n_classes == 2 else 0.5) * np.linalg.eigvalsh(At.T @ (w[:, None] * At))[-1] / w.sum()
+        step = 1.0 / L
+    theta = previous = np.zeros((At.shape[1], Y.shape[1]))
+    train_loss, iterates = [], [] if return_iterates else None
+    chosen = lg.Selection(selection, patience, theta)  # the selection rule is the module's, as its constants
+    for t in range(1, max_iter + 1):
+        if method == "newton":
+            g = gradient(theta).ravel(order="F")
+            H = hessian(theta)
+            if Y.shape[1] > 1:  # restricted to theta's with columns summing to 0 (the module's reason)
+                K = Y.shape[1]
+                flat = np.kron(np.eye(K) - 1.0 / K, np.eye(At.shape[1]))
+                g, H = flat @ g, flat @ H @ flat
+            # CG on H p = -g from p = 0 (the module's stopping rule)
+            p, r = np.zeros_like(g), -g
+            d, rr = r.copy(), r @ r
+            target = lg._CG_RTOL * np.sqrt(rr)
+            for _ in range(lg._CG_STEPS):
+                curvature = d @ H @ d
+                if not curvature > 0:
+                    break
+                a = rr / curvature
+                p, r = p + a * d, r - a * (H @ d)
+                if np.sqrt(r @ r) <= target:
+                    break
+                d, rr = r + (r @ r) / rr * d, r @ r
+            if not np.any(p):
+                p = -g
+            P_step = p.reshape(theta.shape, order="F")
+            if P_step.shape[1] > 1:
+                P_step = P_step - P_step.mean(axis=1, keepdims=True)
+            reach = np.abs(At[w > 0] @ P_step).max()
+            if reach > lg._RADIUS:
+                P_step = P_step * (lg._RADIUS / reach)
+            now, slope, a = risk(theta), float(g @ P_step.ravel(order="F")), 1.0
+            for _ in range(lg._BACKTRACKS):
+                if risk(theta + a * P_step) <= now + lg._ARMIJO * a * slope + lg._ROUNDING * now:
+                    break
+                a /= 2
+            else:
+                break
+            theta = theta + a * P_step
+        else:
+            beta = (t - 2) / (t + 1) if method == "nesterov" and t > 1 else 0.0
+            point = theta + beta * (theta - previous)
+            previous, theta = theta, point - step * gradient(point)
+        train_loss.append(risk(theta))
+        if iterates is not None:
+            iterates.append(theta.copy())
+        scores = None
+        if held_out:
+            Zv = Av @ theta
+            predicted = (Zv[:, 0] > 0).astype(int) if Zv.shape[1] == 1 else Zv.argmax(axis=1)
+            scores = float(np.average(losses(Zv, Yv), weights=wv)), float(np.mean(predicted != y_val))
+        if chosen.record(t, theta, scores) or train_loss[-1] <= lg._RISK_FLOOR:
+            break
+    return chosen.result(R, train_loss, step, iterates)
