@@ -76,7 +76,7 @@ class NytroLogisticClassifier(KernelClassifierMixin, KernelRegressorBase):
         1 / L for "gd" and "nesterov", 0 for "newton".
     rank_ : int
         Columns of the Nystrom factor R.
-    sigma_, sigma_candidates_, sigma_scores_, centers_, n_centers_ :
+    sigma_, sigma_candidates_, sigma_scores_, sigma_spread_, centers_, n_centers_ :
         As for NytroClassifier.
 
     Examples
