@@ -82,6 +82,12 @@ class NytroRegressor(KernelRegressorBase):
 
     _path_kind = "nytro"
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # Sparse X (scipy.sparse) is fitted by nytro._sparse, with the built-in kernels.
+        tags.input_tags.sparse = not callable(self.kernel)
+        return tags
+
     def _fit_path(self, backend, split, rng, options):
         shared = dict(kernel=self.kernel, matern_nu=self.matern_nu, method=self.method, nu=self.nu,
                       step_size=self.step_size, options=options, progress=self._progress())
