@@ -42,23 +42,23 @@ def is_sparse(X) -> bool:
 
 
 class Centres:
-    """Dense centres Z prepared for the sparse kernel blocks: divided by the bandwidths
-    (distance kernels), their squared norms, and the same rows as a CSR matrix for the
-    products with sparse rows and the nonzeros' sums of the refinement."""
+    """Dense centres Z prepared for the sparse kernel blocks: the bandwidths' inverses
+    (distance kernels), the scaled squared norms, and the same rows as a CSR matrix for
+    the products with sparse rows and the nonzeros' sums of the refinement. Z is kept
+    unscaled: the refinement subtracts before it scales, so that rows far from the origin
+    lose no digits to the division."""
 
     def __init__(self, Z, kernel, sigma, matern_nu):
-        Z = np.asarray(Z, dtype=np.float64)
+        Z = np.ascontiguousarray(Z, dtype=np.float64)
         self.kernel, self.matern_nu, self.m = kernel, matern_nu, Z.shape[0]
+        self.Z, self.csr = Z, scipy.sparse.csr_matrix(Z)
         if kernel == "linear":
             self.inverse = None
-        else:
-            spec = chk.check_kernel(kernel, sigma, matern_nu, Z.shape[1])
-            self.inverse = 1.0 / np.broadcast_to(np.asarray(spec.sigma, dtype=np.float64), (Z.shape[1],))
-            self.nu = 0.5 if kernel == "laplacian" else (spec.nu if kernel == "matern" else None)
-            Z = Z * self.inverse
-        self.Z = np.ascontiguousarray(Z)
-        self.csr = scipy.sparse.csr_matrix(self.Z)
-        self.norms = np.einsum("ij,ij->i", self.Z, self.Z)
+            return
+        spec = chk.check_kernel(kernel, sigma, matern_nu, Z.shape[1])
+        self.inverse = 1.0 / np.broadcast_to(np.asarray(spec.sigma, dtype=np.float64), (Z.shape[1],))
+        self.nu = 0.5 if kernel == "laplacian" else (spec.nu if kernel == "matern" else None)
+        self.norms = _row_sums(self.csr, (self.csr.data * self.inverse[self.csr.indices]) ** 2)
 
 
 def prepared(Z, kernel, sigma, matern_nu) -> Centres:
@@ -76,6 +76,12 @@ def canonical_csr(X):
     return X
 
 
+def _row_sums(X, values) -> np.ndarray:
+    """The sum of `values` (one per stored entry of CSR X) over each row."""
+    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    return np.bincount(rows, weights=values, minlength=X.shape[0])
+
+
 def block(X, Z, *, kernel, sigma, matern_nu) -> np.ndarray:
     """k(X, Z) as a float64 (X.shape[0], m) array: X sparse (any scipy.sparse format; CSR
     read as it is), Z dense centres or a Centres. The kernel as nytro.kernel_matrix
@@ -84,21 +90,20 @@ def block(X, Z, *, kernel, sigma, matern_nu) -> np.ndarray:
     C = prepared(Z, kernel, sigma, matern_nu)
     X = canonical_csr(X)
     data = X.data.astype(np.float64)
-    if C.inverse is not None:
-        data = data * C.inverse[X.indices]
-    Xs = scipy.sparse.csr_matrix((data, X.indices, X.indptr), shape=X.shape)
-    products = (Xs @ C.csr.T).toarray()
     if kernel == "linear":
-        return products
-    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-    norms = np.bincount(rows, weights=data * data, minlength=X.shape[0])
+        return (scipy.sparse.csr_matrix((data, X.indices, X.indptr), shape=X.shape) @ C.csr.T).toarray()
+    inverse = C.inverse[X.indices]
+    # (x / sigma).(z / sigma) as x / sigma^2 against z: the centres stay unscaled.
+    weighted = scipy.sparse.csr_matrix((data * inverse * inverse, X.indices, X.indptr), shape=X.shape)
+    products = (weighted @ C.csr.T).toarray()
+    norms = _row_sums(X, (data * inverse) ** 2)
     scale = norms[:, None] + C.norms[None, :]
     with np.errstate(invalid="ignore", over="ignore"):
         squared = scale - 2.0 * products
         doubtful = ~(squared > REFINE * scale)  # NaN (inf - inf) too
     for i in np.flatnonzero(doubtful.any(axis=1)):
         near = np.flatnonzero(doubtful[i])
-        squared[i, near] = _exact_squares(Xs, i, C, near)
+        squared[i, near] = _exact_squares(X, data, i, C, near)
     squared = np.maximum(squared, 0.0)
     if kernel == "gaussian":
         return np.exp(-squared / 2)
@@ -107,27 +112,25 @@ def block(X, Z, *, kernel, sigma, matern_nu) -> np.ndarray:
     return polynomial * np.exp(-u)
 
 
-def _exact_squares(Xs, i, C: Centres, near) -> np.ndarray:
-    """||x_i - z_j||^2 for the centres `near`, as sums of non-negative terms (see the
-    module's docstring): the row's stored entries against the dense centres, and each
-    centre's nonzeros outside the row's columns."""
-    start, stop = Xs.indptr[i], Xs.indptr[i + 1]
-    columns, values = Xs.indices[start:stop], Xs.data[start:stop]
+def _exact_squares(X, data, i, C: Centres, near) -> np.ndarray:
+    """||(x_i - z_j) / sigma||^2 for the centres `near`, as sums of non-negative terms (see
+    the module's docstring): the row's stored entries against the dense centres, each
+    difference taken before it is scaled, and each centre's nonzeros outside the row's
+    columns."""
+    start, stop = X.indptr[i], X.indptr[i + 1]
+    columns, values = X.indices[start:stop], data[start:stop]
     with np.errstate(over="ignore"):
-        stored = ((C.Z[np.ix_(near, columns)] - values[None, :]) ** 2).sum(axis=1)
+        stored = (((C.Z[np.ix_(near, columns)] - values[None, :]) * C.inverse[columns]) ** 2).sum(axis=1)
         sub = C.csr[near]
         outside = ~np.isin(sub.indices, columns, assume_unique=True)
-        owner = np.repeat(np.arange(near.size), np.diff(sub.indptr))
-        rest = np.bincount(owner[outside], weights=sub.data[outside] ** 2, minlength=near.size)
+        rest = _row_sums(sub, np.where(outside, sub.data * C.inverse[sub.indices], 0.0) ** 2)
     return stored + rest
 
 
 def row_squares(X) -> np.ndarray:
     """||x||^2 of each row of sparse X, float64."""
     X = canonical_csr(X)
-    data = X.data.astype(np.float64)
-    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-    return np.bincount(rows, weights=data * data, minlength=X.shape[0])
+    return _row_sums(X, X.data.astype(np.float64) ** 2)
 
 
 def feature_deviations(X, weights=None):
