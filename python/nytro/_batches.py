@@ -95,6 +95,9 @@ class Batches:
     # indices and weights, for the error rate and the calibration of probabilities, which
     # read each row's decision values (O(n_val m) memory); None for a regressor.
     kept: dict | None = None
+    # For sparse X: the centres prepared for the sparse kernel blocks once per fit
+    # (nytro._sparse_kernel.Centres: their CSR copy costs a scan of the m x d array).
+    sparse_centres: object = None
 
     @property
     def q(self) -> int:
@@ -133,8 +136,13 @@ def start(X0, Y0, w0, centers, sigma, *, kernel, matern_nu, fraction, seed, fit_
     indices (a classifier's Y: +-1 codes)."""
     dtype = X0.dtype
     centers = np.ascontiguousarray(centers, dtype=dtype)
-    K_mm = kernel_block(kernel, sigma, matern_nu, centers, centers, n_threads)
-    if is_user_kernel(kernel):  # the factor reads one triangle: a callable's rounding may differ across it
+    sparse_centres = prepared(centers, kernel, sigma, matern_nu) if is_sparse(X0) else None
+    if sparse_centres is not None:  # the centres' own nonzeros: O(m nnz) where the dense kernel is O(m^2 d)
+        K_mm = kernel_block(kernel, sigma, matern_nu, sparse_centres.csr, sparse_centres, n_threads)
+    else:
+        K_mm = kernel_block(kernel, sigma, matern_nu, centers, centers, n_threads)
+    if is_user_kernel(kernel) or is_sparse(X0):
+        # The factor reads one triangle: a callable's or the sparse products' rounding may differ across it.
         K_mm = np.ascontiguousarray((K_mm + K_mm.T) / 2, dtype=dtype)
     support, R, upper = _nystrom_factor_parts(K_mm, method=factor, rank_tol=rank_tol, jitter=jitter,
                                               n_threads=n_threads)
@@ -151,7 +159,7 @@ def start(X0, Y0, w0, centers, sigma, *, kernel, matern_nu, fraction, seed, fit_
     kept = dict(K=[], index=[], weights=[]) if keeps_rows else None
     return Batches(centers, support, R, bool(upper), R_dense, kernel, sigma, matern_nu, dtype, fraction, seed, offset,
                    bool(fit_intercept), scales, unit, Part.empty(k, q), Part.empty(k, q, sums=False), np.zeros((p, p)),
-                   kept=kept)
+                   kept=kept, sparse_centres=sparse_centres)
 
 
 def add(state: Batches, X, Y, w, n_threads, held=None) -> None:
@@ -206,10 +214,12 @@ def _add_normal_equations(state: Batches, X, Y, scale, n_threads) -> None:
     row_scale = None if scale is None else np.sqrt(scale).astype(state.dtype)
     if row_scale is not None:
         right *= row_scale[:, None].astype(np.float64)
-    used = state.centers[state.support]
+    every = state.support.size == state.m and np.array_equal(state.support, np.arange(state.m))
+    used = state.centers if every else state.centers[state.support]  # no copy of m x d where all are used
     if is_user_kernel(state.kernel) or is_sparse(X):
-        if is_sparse(X):  # the centres scaled and indexed once for every block
-            used = prepared(used, state.kernel, state.sigma, state.matern_nu)
+        if is_sparse(X):  # the centres prepared once for every block
+            used = state.sparse_centres if every and state.sparse_centres is not None else \
+                prepared(used, state.kernel, state.sigma, state.matern_nu)
         H, c = 0.0, 0.0
         step = rows_per_block(used.m if is_sparse(X) else len(used))
         for r0 in range(0, X.shape[0], step):
@@ -231,7 +241,9 @@ def _add_holdout_rows(state: Batches, X, Y, scale, n_threads) -> None:
     same kernel block kept for a classifier (state.kept)."""
     p = state.V.shape[0]
     rows = max(1, _BLOCK_ELEMENTS // max(1, p))
-    centers = prepared(state.centers, state.kernel, state.sigma, state.matern_nu) if is_sparse(X) else state.centers
+    centers = state.centers
+    if is_sparse(X):
+        centers = state.sparse_centres or prepared(centers, state.kernel, state.sigma, state.matern_nu)
     for r0 in range(0, X.shape[0], rows):
         r1 = min(X.shape[0], r0 + rows)
         K = kernel_block(state.kernel, state.sigma, state.matern_nu, X[r0:r1], centers,
