@@ -40,7 +40,7 @@ class SparseBackend(UserKernelBackend):
     refusal = TypeError
 
     def start(self, estimator, X, y, sample_weight, rng, *, validation_fraction, dtype, labels):
-        dtype = chk.compute_dtype(dtype, X)
+        dtype = chk.compute_dtype(dtype, np.empty(0, dtype=X.dtype))  # float32 X computes in float32, as dense
         if labels:
             if y is None:
                 raise ValueError(f"{type(estimator).__name__} requires y to be passed, but the target y is None")

@@ -278,6 +278,17 @@ def test_what_sparse_x_refuses_by_name():
         fitted.predict(Xs)
 
 
+def test_float32():
+    # float32 X computes in float32 as dense X does (the sparse blocks in float64, the sums
+    # and path in float32): the fits agree within conftest's float32 tolerance.
+    X, y = sparse_problem(n=200)
+    common = dict(n_centers=30, sigma=2.0, random_state=0)
+    dense = NytroRegressor(**common).fit(X.astype(np.float32), y)
+    sparse = NytroRegressor(**common).fit(sp.csr_matrix(X, dtype=np.float32), y)
+    assert sparse.coef_.dtype == sparse.centers_.dtype == dense.coef_.dtype == np.float32
+    assert_close(sparse.predict(sp.csr_matrix(X, dtype=np.float32)), dense.predict(X.astype(np.float32)), np.float32)
+
+
 def test_other_sparse_formats_and_index_widths_are_converted():
     X, y = sparse_problem(n=100)
     common = dict(n_centers=20, sigma=2.0, random_state=0)
