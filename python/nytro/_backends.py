@@ -112,6 +112,11 @@ class Backend(Protocol):
         """k(X, centers) @ coef, X checked as the fitted estimator's predict checks it."""
 
 
+def _is_sparse(X) -> bool:
+    import scipy.sparse  # already imported where X is one
+    return scipy.sparse.issparse(X)
+
+
 def register(library: str, backend: Backend) -> None:
     """Make `backend` the backend of `library`'s arrays (called by the backend's package)."""
     _REGISTERED[library] = backend
@@ -125,8 +130,15 @@ def library_of(X) -> str:
 def backend_of(X, kernel=None) -> Backend:
     """The backend that fits X: the registered one of X's library, else the in-memory one;
     with a kernel of one's own (a callable), the in-memory one that evaluates it by blocks
-    (nytro._callable), for arrays in memory only."""
+    (nytro._callable), for arrays in memory only; for sparse X (scipy.sparse), the sparse
+    one (nytro._sparse)."""
     library = library_of(X)
+    if library == "scipy" and _is_sparse(X):
+        if callable(kernel):
+            raise TypeError(f"a kernel of one's own (kernel={getattr(kernel, '__name__', kernel)!r}) is not "
+                            "supported on sparse X yet: it is evaluated on dense blocks; give a built-in kernel")
+        from ._sparse import SPARSE
+        return SPARSE
     if callable(kernel):
         if library in _PACKAGES:
             raise NotImplementedError(f"a kernel of one's own (kernel={getattr(kernel, '__name__', kernel)!r}) is "

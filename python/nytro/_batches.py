@@ -38,6 +38,7 @@ from ._engine import engine_path, pooled_rmse, unscaled
 from ._holdout import holdout_mask
 from ._labels import class_index
 from ._results import PathResult
+from ._sparse_kernel import block as sparse_block, is_sparse, prepared, row_squares
 from ._user_kernel import block as user_block, diagonal_max, is_user_kernel, rows_per_block
 
 # Hold-out rows per block while their factor is updated: the kernel block and the QR's
@@ -94,6 +95,9 @@ class Batches:
     # indices and weights, for the error rate and the calibration of probabilities, which
     # read each row's decision values (O(n_val m) memory); None for a regressor.
     kept: dict | None = None
+    # For sparse X: the centres prepared for the sparse kernel blocks once per fit
+    # (nytro._sparse_kernel.Centres: their CSR copy costs a scan of the m x d array).
+    sparse_centres: object = None
 
     @property
     def q(self) -> int:
@@ -114,9 +118,12 @@ class Batches:
 
 
 def kernel_block(kernel, sigma, matern_nu, X, Z, n_threads) -> np.ndarray:
-    """k(X, Z): the core's kernel, or a callable's (nytro._user_kernel, float64)."""
+    """k(X, Z): the core's kernel, a callable's (nytro._user_kernel, float64), or for
+    sparse X the sparse one (nytro._sparse_kernel, float64; Z dense or prepared)."""
     if is_user_kernel(kernel):
         return user_block(kernel, X, Z)
+    if is_sparse(X):
+        return sparse_block(X, Z, kernel=kernel, sigma=sigma, matern_nu=matern_nu)
     return kernel_matrix(X, Z, kernel=kernel, sigma=sigma, matern_nu=matern_nu, n_threads=n_threads)
 
 
@@ -129,8 +136,13 @@ def start(X0, Y0, w0, centers, sigma, *, kernel, matern_nu, fraction, seed, fit_
     indices (a classifier's Y: +-1 codes)."""
     dtype = X0.dtype
     centers = np.ascontiguousarray(centers, dtype=dtype)
-    K_mm = kernel_block(kernel, sigma, matern_nu, centers, centers, n_threads)
-    if is_user_kernel(kernel):  # the factor reads one triangle: a callable's rounding may differ across it
+    sparse_centres = prepared(centers, kernel, sigma, matern_nu) if is_sparse(X0) else None
+    if sparse_centres is not None:  # the centres' own nonzeros: O(m nnz) where the dense kernel is O(m^2 d)
+        K_mm = kernel_block(kernel, sigma, matern_nu, sparse_centres.csr, sparse_centres, n_threads)
+    else:
+        K_mm = kernel_block(kernel, sigma, matern_nu, centers, centers, n_threads)
+    if is_user_kernel(kernel) or is_sparse(X0):
+        # The factor reads one triangle: a callable's or the sparse products' rounding may differ across it.
         K_mm = np.ascontiguousarray((K_mm + K_mm.T) / 2, dtype=dtype)
     support, R, upper = _nystrom_factor_parts(K_mm, method=factor, rank_tol=rank_tol, jitter=jitter,
                                               n_threads=n_threads)
@@ -147,7 +159,7 @@ def start(X0, Y0, w0, centers, sigma, *, kernel, matern_nu, fraction, seed, fit_
     kept = dict(K=[], index=[], weights=[]) if keeps_rows else None
     return Batches(centers, support, R, bool(upper), R_dense, kernel, sigma, matern_nu, dtype, fraction, seed, offset,
                    bool(fit_intercept), scales, unit, Part.empty(k, q), Part.empty(k, q, sums=False), np.zeros((p, p)),
-                   kept=kept)
+                   kept=kept, sparse_centres=sparse_centres)
 
 
 def add(state: Batches, X, Y, w, n_threads, held=None) -> None:
@@ -175,7 +187,8 @@ def add(state: Batches, X, Y, w, n_threads, held=None) -> None:
         if is_user_kernel(state.kernel):
             state.bound = max(state.bound, diagonal_max(state.kernel, Xp))
         elif state.kernel == "linear":
-            squares = np.einsum("ij,ij->i", Xp.astype(np.float64), Xp.astype(np.float64))
+            squares = row_squares(Xp) if is_sparse(Xp) else np.einsum("ij,ij->i", Xp.astype(np.float64),
+                                                                       Xp.astype(np.float64))
             state.bound = max(state.bound, float(squares.max()))
     state.seen += X.shape[0]
 
@@ -196,17 +209,21 @@ def _scaled(state: Batches, Y: np.ndarray) -> np.ndarray:
 def _add_normal_equations(state: Batches, X, Y, scale, n_threads) -> None:
     """A^T A, A^T S (S Y) and A^T S (S 1) of these training rows, added to state.train: by
     the core's Gram pass (in the compute dtype, then summed in float64), or for a callable
-    kernel in NumPy (float64), a block of rows per call of the kernel."""
+    kernel or sparse X in NumPy (float64), a block of rows per call of the kernel."""
     right = np.hstack([Y, np.ones((X.shape[0], 1))])
     row_scale = None if scale is None else np.sqrt(scale).astype(state.dtype)
     if row_scale is not None:
         right *= row_scale[:, None].astype(np.float64)
-    used = state.centers[state.support]
-    if is_user_kernel(state.kernel):
+    every = state.support.size == state.m and np.array_equal(state.support, np.arange(state.m))
+    used = state.centers if every else state.centers[state.support]  # no copy of m x d where all are used
+    if is_user_kernel(state.kernel) or is_sparse(X):
+        if is_sparse(X):  # the centres prepared once for every block
+            used = state.sparse_centres if every and state.sparse_centres is not None else \
+                prepared(used, state.kernel, state.sigma, state.matern_nu)
         H, c = 0.0, 0.0
-        step = rows_per_block(len(used))
+        step = rows_per_block(used.m if is_sparse(X) else len(used))
         for r0 in range(0, X.shape[0], step):
-            A = user_block(state.kernel, X[r0:r0 + step], used)
+            A = kernel_block(state.kernel, state.sigma, state.matern_nu, X[r0:r0 + step], used, n_threads)
             if row_scale is not None:
                 A *= row_scale[r0:r0 + step, None].astype(np.float64)
             A = A @ state.R.astype(np.float64)
@@ -224,9 +241,12 @@ def _add_holdout_rows(state: Batches, X, Y, scale, n_threads) -> None:
     same kernel block kept for a classifier (state.kept)."""
     p = state.V.shape[0]
     rows = max(1, _BLOCK_ELEMENTS // max(1, p))
+    centers = state.centers
+    if is_sparse(X):
+        centers = state.sparse_centres or prepared(centers, state.kernel, state.sigma, state.matern_nu)
     for r0 in range(0, X.shape[0], rows):
         r1 = min(X.shape[0], r0 + rows)
-        K = kernel_block(state.kernel, state.sigma, state.matern_nu, X[r0:r1], state.centers,
+        K = kernel_block(state.kernel, state.sigma, state.matern_nu, X[r0:r1], centers,
                          n_threads).astype(np.float64, copy=False)
         if state.kept is not None:
             state.kept["K"].append(K)

@@ -39,11 +39,11 @@ class UserKernelBackend(InMemory):
         n_threads = values["n_threads"]
         both = np.vstack([split.Y_train, split.Y_val])
         weights = None if split.w_train is None else np.concatenate([split.w_train, split.w_val])
-        state = _batches.start(split.X_train, both, weights, centers, None, kernel=kernel, matern_nu=matern_nu,
+        state = _batches.start(split.X_train, both, weights, centers, sigma, kernel=kernel, matern_nu=matern_nu,
                                fraction=None, seed=0, fit_intercept=False, factor=values["factor"],
                                rank_tol=values["rank_tol"], jitter=values["jitter"], n_threads=n_threads,
                                keeps_rows=metric == "error")
-        # The sums block the callable's calls themselves (nytro._batches): one call per part.
+        # The sums block the kernel's calls themselves (nytro._batches): one call per part.
         for X, Y, w, held in ((split.X_train, split.Y_train, split.w_train, False),
                               (split.X_val, split.Y_val, split.w_val, True)):
             _batches.add(state, X, Y, w, n_threads, held=np.full(X.shape[0], held))

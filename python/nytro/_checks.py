@@ -75,7 +75,12 @@ def compute_dtype(dtype, *arrays) -> np.dtype:
 
 
 def as_matrix(a, name: str, dtype: np.dtype, *, allow_empty: bool = False) -> np.ndarray:
-    """A C-contiguous 2-D array of `dtype` (no copy when it already is one), finite."""
+    """A C-contiguous 2-D array of `dtype` (no copy when it already is one), finite; a
+    scipy.sparse matrix refused by name (TypeError): the functions take dense arrays, and
+    sparse X is fitted by NytroRegressor and NytroClassifier (nytro._sparse)."""
+    if type(a).__module__.startswith("scipy.sparse"):
+        raise TypeError(f"{name} is a scipy.sparse matrix: this function takes dense arrays; sparse X is fitted by "
+                        "NytroRegressor and NytroClassifier (or give X.toarray() where it fits in memory)")
     arr = np.asarray(a)
     if arr.dtype == object or np.iscomplexobj(arr) or not (
             np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):

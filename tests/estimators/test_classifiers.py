@@ -65,7 +65,8 @@ def misclassified(scores, Y):
                           NytroClassifier(n_centers=8, random_state=0),
                           NystromKRLSClassifier(n_centers=8, random_state=0)],
                          expected_failed_checks=lambda estimator: {
-                             "check_sample_weight_equivalence_on_dense_data": SAMPLE_WEIGHT_XFAIL})
+                             "check_sample_weight_equivalence_on_dense_data": SAMPLE_WEIGHT_XFAIL,
+                             "check_sample_weight_equivalence_on_sparse_data": SAMPLE_WEIGHT_XFAIL})
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 

@@ -330,9 +330,9 @@ def _exponents(scales: chk.TargetScales):
 
 def _dense(X):
     """A chunk of X as a NumPy array, where its rows are taken by index; a scipy.sparse
-    chunk refused with the in-memory fit's error for sparse X (scikit-learn's TypeError),
-    not read as a 0-d array of one object."""
+    chunk refused by name (TypeError), not read as a 0-d array of one object: sparse X is
+    fitted in memory (nytro._sparse), not yet on Dask."""
     if scipy.sparse.issparse(X):
-        from sklearn.utils import check_array
-        check_array(X, accept_sparse=False, input_name="X")
+        raise TypeError("X: Dask arrays with scipy.sparse chunks are not supported yet; fit sparse X in memory "
+                        "(a scipy.sparse matrix given to fit), or give dense chunks")
     return np.asarray(X)

@@ -319,8 +319,9 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
         backend = backend_of(X, getattr(self, "kernel", None))
         if self._path_kind not in backend.paths:
             takers = [name for path, name in _REGRESSORS.items() if path in backend.paths]
-            raise NotImplementedError(f"{type(self).__name__} does not take {backend.arrays}; {', '.join(takers)} "
-                                      "and their classifiers do")
+            refusal = getattr(backend, "refusal", NotImplementedError)  # sparse X: TypeError, as scikit-learn's
+            raise refusal(f"{type(self).__name__} does not take {backend.arrays}; {', '.join(takers)} and their "
+                          "classifiers do")
         with self._exclusive():
             self.__dict__.pop("_partial_fit_state", None)  # fit starts afresh: partial_fit's sums are dropped
             rng = check_random_state(getattr(self, "random_state", None))

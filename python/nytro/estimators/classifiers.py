@@ -72,9 +72,23 @@ class KernelClassifierMixin(ClassifierMixin):
         on a hold-out part by the classification error (selection="error") or the RMSE of
         the +-1 targets (selection="rmse").
 
-        sample_weight : as for the regressor's fit: the training loss is weighted, and with
-        selection="rmse" the hold-out RMSE too; the hold-out error (selection="error")
-        counts every hold-out row once."""
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The rows, as NytroRegressor.fit takes them: a scipy.sparse X (CSR or CSC) is
+            fitted by NytroClassifier without densifying it; NystromKRLSClassifier refuses it
+            (TypeError).
+        y : array-like of shape (n_samples,)
+            The labels.
+        sample_weight : array-like of shape (n_samples,) or None
+            As for the regressor's fit: the training loss is weighted, and with
+            selection="rmse" the hold-out RMSE too; the hold-out error (selection="error")
+            counts every hold-out row once.
+
+        Returns
+        -------
+        self : the fitted classifier
+        """
         if not _is_dask_array(X):  # on Dask, nytro.dask's pass over the labels checks this
             _check_weighted_classes(y, sample_weight)
         self.__dict__.pop("calibration_scale_", None)  # a previous fit's: in memory, every fit sets it again
@@ -172,7 +186,18 @@ class KernelClassifierMixin(ClassifierMixin):
 
     def decision_function(self, X):
         """k(X, centers_) @ coef_: (n,) for two classes (> 0 predicts classes_[1]), else
-        (n, n_classes), one column per class."""
+        (n, n_classes), one column per class.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            As fit takes it (predict and predict_proba too): sparse X by blocks of rows,
+            never densified.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+        """
         return KernelRegressorBase.predict(self, X)
 
     def predict(self, X):

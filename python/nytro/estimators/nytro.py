@@ -83,6 +83,12 @@ class NytroRegressor(KernelRegressorBase):
 
     _path_kind = "nytro"
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # Sparse X (scipy.sparse) is fitted by nytro._sparse, with the built-in kernels.
+        tags.input_tags.sparse = not callable(self.kernel)
+        return tags
+
     def _fit_path(self, backend, split, rng, options):
         shared = dict(kernel=self.kernel, matern_nu=self.matern_nu, method=self.method, nu=self.nu,
                       step_size=self.step_size, options=options, progress=self._progress())
@@ -104,6 +110,42 @@ class NytroRegressor(KernelRegressorBase):
                                        hybrid_lambda=self.lambda_, **shared).result
             self.step_size_, self.solver_, coef = again.step_size, again.solver, again.coef
         return coef
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit on (X, y), selecting the iteration (and hybrid's lambda) on a hold-out part
+        of them; see KernelRegressorBase.fit for the weights' meaning.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The rows: an array in memory, a Dask array chunked by rows (nytro.dask), or a
+            scipy.sparse matrix or array (CSR or CSC; another format is converted to CSR),
+            fitted with the built-in kernels without densifying it (the user guide's
+            "Sparse input": uniform or given centres, kept dense).
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            The targets.
+        sample_weight : array-like of shape (n_samples,) or None
+            The rows' weights in the loss and the hold-out RMSE.
+
+        Returns
+        -------
+        self : NytroRegressor
+        """
+        return super().fit(X, y, sample_weight)
+
+    def predict(self, X):
+        """k(X, centers_) @ coef_ + intercept_, the kernel by blocks of rows.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            As fit takes it; a sparse X is never densified (only k(X, centers_) by blocks).
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        """
+        return super().predict(X)
 
     def partial_fit(self, X, y, sample_weight=None):
         """Fit on one more batch of rows: the model is then the one fit on every batch
@@ -135,7 +177,8 @@ class NytroRegressor(KernelRegressorBase):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            The batch's rows; the same features as the first batch's.
+            The batch's rows, dense (a sparse X is taken by fit only); the same features as
+            the first batch's.
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             Its targets; the same number of outputs as the first batch's.
         sample_weight : array-like of shape (n_samples,) or None
