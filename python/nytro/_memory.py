@@ -156,7 +156,10 @@ class InMemory:
         X = split.X_train if split.w_train is None else split.X_train[split.w_train > 0]
         if X.shape[0] == 0:
             return None
-        return np.asarray(X.max(axis=0), np.float64) - np.asarray(X.min(axis=0), np.float64)
+        top, bottom = X.max(axis=0), X.min(axis=0)
+        if hasattr(top, "toarray"):  # scipy.sparse: the implicit zeros count, as in the deviations
+            top, bottom = top.toarray().ravel(), bottom.toarray().ravel()
+        return np.asarray(top, np.float64) - np.asarray(bottom, np.float64)
 
     def centers(self, split, rng, *, n_centers, centers, center_selection, sigma, kernel, matern_nu, n_threads,
                 estimator):

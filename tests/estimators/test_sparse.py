@@ -110,6 +110,11 @@ def test_sigma_auto_reads_the_spreads_of_sparse_x():
     dense = NytroRegressor(**common).fit(X, y, sample_weight=w)
     sparse = NytroRegressor(**common).fit(sp.csr_matrix(X), y, sample_weight=w)
     assert_close(sparse.sigma_, dense.sigma_, np.float64, what="sigma_")
+    assert sparse.sigma_spread_ == dense.sigma_spread_
+    ranges = (sp.csr_matrix(X).max(axis=0).toarray() - sp.csr_matrix(X).min(axis=0).toarray()).ravel()
+    assert_close(nytro._memory.MEMORY.feature_ranges(type("Split", (), {"X_train": sp.csr_matrix(X), "w_train": None})),
+                 X.max(axis=0) - X.min(axis=0), np.float64, what="ranges")
+    assert_close(ranges, X.max(axis=0) - X.min(axis=0), np.float64, what="ranges by scipy")
     np.testing.assert_array_equal(sparse.sigma_candidates_ > 0, True)
     assert_close(sparse.sigma_scores_, dense.sigma_scores_, np.float64, what="screening scores")
     assert_close(sparse.predict(sp.csr_matrix(X)), dense.predict(X), np.float64)
