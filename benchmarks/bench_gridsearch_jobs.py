@@ -22,7 +22,6 @@ import statistics
 import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 from sklearn.model_selection import GridSearchCV, KFold
@@ -118,9 +117,7 @@ def main(argv=None):
 def write(result, out: str):
     """gridsearch_jobs.json (every number and the machine) and gridsearch_jobs.md (printed
     too), command.txt and machine.txt (the layout of benchmarks/results/<claim>/)."""
-    P.write_report(out, "gridsearch_jobs", result, markdown(result) + "\n")
-    P.write_command(out, "command.txt", result["command"])
-    Path(out, "machine.txt").write_text(P.machine_line(result["machine"]) + "\n")
+    P.write_claim(out, "gridsearch_jobs", result, markdown(result) + "\n")
 
 
 if __name__ == "__main__":

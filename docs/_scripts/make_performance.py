@@ -40,6 +40,9 @@ CLAIMS = [
     ("centers", "Centres: uniform against leverage scores", "(the paper samples uniformly)"),
     ("dask", "Dask: overhead against in memory, out of core, and scale-out", "(engineering)"),
     ("gridsearch_jobs", "GridSearchCV's n_jobs over nytro on 2 cores", "(engineering)"),
+    ("partial_fit", "partial_fit in batches against one call and SGD on random Fourier features", "(engineering)"),
+    ("user_kernel", "A kernel of one's own against the built-in Gaussian and Nystroem", "(engineering)"),
+    ("sparse", "Sparse X at a width where dense X does not fit", "(engineering)"),
 ]
 
 

@@ -493,6 +493,16 @@ def write_report(out_dir: str, stem: str, report: dict, text: str) -> None:
     print(text)
 
 
+def write_claim(out_dir: str, stem: str, report: dict, text: str) -> None:
+    """A benchmark's results folder (benchmarks/results/<claim>/): write_report's
+    stem.json and stem.md, the command (report["command"]) as command.txt and the machine
+    (report["machine"]) as machine.txt."""
+    write_report(out_dir, stem, report, text)
+    write_command(out_dir, "command.txt", report["command"])
+    with open(os.path.join(out_dir, "machine.txt"), "w") as f:
+        f.write(machine_line(report["machine"]) + "\n")
+
+
 def finite_or_none(value):
     """JSON-friendly float: None for NaN/inf."""
     if value is None:
