@@ -147,7 +147,7 @@ def test_table2_quick_on_insurance(tmp_path, capsys):
 def test_table2_exact_methods_na_under_a_small_memory_budget(tmp_path):
     out = tmp_path / "na"
     code = table2.main(["--datasets", "insurance", "--quick", "--threads", "1", "--out", str(out), "--no-progress",
-                        "--methods", "kols,landweber,nytro", "--no-peers", "--memory-budget-gb", "0.01"])
+                        "--methods", "kols,landweber,nytro", "--no-peers", "--memory-budget-gb", "0.004"])
     assert code == 0
     records = {r["method"]: r for r in json.loads((out / "table2.json").read_text())["datasets"][0]["records"]}
     assert records["kols"]["status"] == "NA" and records["kols"]["note"].startswith("NA (")

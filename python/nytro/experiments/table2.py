@@ -59,7 +59,7 @@ from . import protocol as P
 
 DEFAULT_DATASETS = ("insurance", "adult", "ijcnn1", "covtype", "yearprediction-synthetic")
 DEFAULT_METHODS = ("kols", "krls", "landweber", "nkrls", "nytro", "nytro-window", "nytro-hybrid")
-QUICK = {"n_train": 2000, "n_test": 2000, "m": 200, "max_iter": 50, "reps": 1}
+QUICK = {"n_train": 1000, "n_test": 1000, "m": 200, "max_iter": 50, "reps": 1}
 
 # What the authors' code recorded with the window rule (docs/protocol.md): t*, val, test.
 AUTHORS_WINDOW = {"insurance": (493, 0.50322, 0.46528), "adult": (None, 0.68641, 0.68743),
