@@ -159,7 +159,7 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
     for (Index i = 0; i < C_support.rows(); ++i) C_support.row(i) = centers.row(factor.support[std::size_t(i)]);
 
     // A^T A and A^T S (S Y) over blocks of rows: A = S k(X, C_support) R.
-    Matrix<T> H = Matrix<T>::Zero(k, k), c = Matrix<T>::Zero(k, q), block, A, SY;
+    Matrix<T> H = Matrix<T>::Zero(k, k), c = Matrix<T>::Zero(k, q), block, A, SY, diagonal;
     const Index step = detail::rows_per_block(std::max<Index>(C_support.rows(), k));
     double bound = 0.0;  // max k(x, x) over the training rows, for StepRule::paper
     for (Index r0 = 0; r0 < n; r0 += step) {
@@ -176,9 +176,8 @@ PathResult<T> nytro_path(const MatrixCRef<T>& X, const MatrixCRef<T>& Y, const M
         c.noalias() += A.transpose() * SY;
         if (options.step_rule == StepRule::paper)
             for (Index i = 0; i < rows; ++i) {
-                Matrix<T> one;
-                detail::evaluate<T>(kernel, X.middleRows(r0 + i, 1), X.middleRows(r0 + i, 1), one);
-                bound = std::max(bound, double(one(0, 0)));
+                detail::evaluate<T>(kernel, X.middleRows(r0 + i, 1), X.middleRows(r0 + i, 1), diagonal);
+                bound = std::max(bound, double(diagonal(0, 0)));
             }
         report("gram", r0 + rows, n);
     }
