@@ -46,6 +46,10 @@ class Backend(Protocol):
         Whether sigma="auto" screens its candidate scales by a fit each on the hold-out
         rows; where false (Dask, where each would be passes over the chunks) it takes the
         distance heuristic alone.
+
+    A backend may also have ``check_options(estimator, options)``, called with the fit's
+    options object (shortcuts folded in) before ``start``: it refuses by name (a
+    ValueError) each option set to a value its paths cannot honour, rather than ignore it.
     """
 
     arrays: str

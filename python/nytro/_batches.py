@@ -46,6 +46,27 @@ from ._user_kernel import block as user_block, diagonal_max, is_user_kernel, row
 _BLOCK_ELEMENTS = 1 << 22
 
 
+# The solvers the sums are: A^T A in m dimensions, the gram solver's ("auto" chooses it).
+SOLVERS = ("auto", "gram")
+
+
+def refuse_options(solver, storage, where: str) -> None:
+    """chk.UnsupportedOption naming `solver` or `storage` (the NYTRO options, keyword or
+    options field, as merged) where set to what a path from these sums cannot do: they
+    are A^T A, kept in float64 and handed to the path in the compute dtype, so no K_nm is
+    stored (solver "direct", storage), and no eigendecomposition is taken ("spectral").
+    `where`: the route, as the message says it ("by partial_fit", "on sparse X ...")."""
+    if solver not in SOLVERS:
+        raise chk.UnsupportedOption(
+            f"solver={solver!r} is not supported {where}: NYTRO's path there runs on partial_fit's sums, A^T A in "
+            "m dimensions (the gram solver's; solver_ is 'gram'); supported: 'auto', 'gram'")
+    if chk.check_storage(storage, chk.NYTRO_STORAGES) != "same":
+        raise chk.UnsupportedOption(
+            f"storage={storage!r} is not supported {where}: NYTRO's path there runs on partial_fit's sums, which "
+            "store no kernel and keep A^T A in float64 (the path runs in the compute dtype, `dtype`); supported: "
+            "None")
+
+
 @dataclass
 class Part:
     """The sums over one part of the rows seen (training or hold-out), float64. A = S K R

@@ -7,10 +7,20 @@ import numpy as np
 from sklearn.utils.validation import validate_data
 
 from . import _batches
+from . import _checks as chk
 from . import options as opt
 from ._memory import InMemory
 from ._results import NystromFit
 from ._user_kernel import block, rows_per_block
+
+
+def refuse_leverage(center_selection, centers) -> None:
+    """chk.UnsupportedOption naming center_selection where a kernel of one's own would need
+    leverage scores (no `centers` given): they are computed by the core's kernel."""
+    if center_selection != "uniform" and centers is None:
+        raise chk.UnsupportedOption(f"center_selection={center_selection!r} is not supported with a kernel of "
+                                    "one's own: leverage scores need the core's kernel; use 'uniform' or give "
+                                    "centers")
 
 
 class UserKernelBackend(InMemory):
@@ -21,12 +31,17 @@ class UserKernelBackend(InMemory):
     arrays = "a kernel of one's own (a callable)"
     paths = frozenset({"nytro"})
     screens_bandwidth = False
+    # Where the refusals of options say this route is.
+    where = "with a kernel of one's own (a callable)"
+
+    def check_options(self, estimator, options) -> None:
+        """The options of estimator's fit (its NytroOptions, shortcuts folded in), refused
+        by name where the path from partial_fit's sums cannot honour them (solver, storage:
+        nytro._batches.refuse_options), before any work on the data."""
+        _batches.refuse_options(options.solver, options.storage, self.where)
 
     def centers(self, split, rng, *, center_selection, **drawn):
-        if center_selection != "uniform" and drawn.get("centers") is None:
-            raise NotImplementedError(f"center_selection={center_selection!r} is not supported with a kernel of "
-                                      "one's own: leverage scores need the core's kernel; use 'uniform' or give "
-                                      "centers")
+        refuse_leverage(center_selection, drawn.get("centers"))
         return super().centers(split, rng, center_selection=center_selection, **drawn)
 
     def nytro_path(self, split, centers, sigma, *, kernel, matern_nu=1.5, method="gd", nu=1.0, max_iter=500,

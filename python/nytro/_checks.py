@@ -29,6 +29,14 @@ STORAGES = (None, "float32")
 NYTRO_STORAGES = (None, "float32", "float16")  # float16: NYTRO's stored K_nm only
 
 
+class UnsupportedOption(ValueError, NotImplementedError):
+    """A parameter set to a value that the fit's route cannot honour (solver="direct"
+    where the path runs from partial_fit's sums, ...), refused by name rather than
+    ignored. A ValueError, as every refused value of a parameter; also a
+    NotImplementedError, what such refusals raised before, so that code catching that
+    keeps working."""
+
+
 def paper_lambdas() -> np.ndarray:
     """The paper's grid: 100 values log-spaced in [1e-15, 1] (multiplied by n inside)."""
     return np.logspace(-15, 0, 100)

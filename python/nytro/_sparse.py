@@ -35,6 +35,7 @@ class SparseBackend(UserKernelBackend):
     arrays = "sparse X (scipy.sparse matrices)"
     paths = frozenset({"nytro"})
     screens_bandwidth = True
+    where = "on sparse X (scipy.sparse matrices)"  # the refusals of options (UserKernelBackend.check_options)
     # Estimators whose paths are not in `paths` refuse sparse X as scikit-learn's
     # validation does for dense-only estimators: a TypeError that says "sparse".
     refusal = TypeError
@@ -64,8 +65,9 @@ class SparseBackend(UserKernelBackend):
     def centers(self, split, rng, *, n_centers, centers, center_selection, sigma, kernel, matern_nu, n_threads,
                 estimator):
         if centers is None and center_selection != "uniform":
-            raise NotImplementedError(f"center_selection={center_selection!r} is not supported on sparse X: "
-                                      "leverage scores read the core's dense kernel; use 'uniform' or give centers")
+            raise chk.UnsupportedOption(f"center_selection={center_selection!r} is not supported on sparse X: "
+                                        "leverage scores read the core's dense kernel; use 'uniform' or give "
+                                        "centers")
         dtype = split.X.dtype
         if centers is not None:
             form = chk.check_centers_form(centers)

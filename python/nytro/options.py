@@ -127,8 +127,9 @@ kernel : {"gaussian", "laplacian", "matern", "linear"} or callable
     sqrt(2 matern_nu) r; "linear" x . x' (sigma unused). See nytro.kernel_matrix. A
     callable k(X, Z) returning the (len(X), len(Z)) kernel matrix is a kernel of one's
     own, taken by NytroRegressor and NytroClassifier only: evaluated in Python on blocks
-    of rows against the centres, with the gram solver's memory, its own parameters
-    (sigma unused, sigma_ None), uniform or given centres (user guide, "Kernels"). The
+    of rows against the centres, by the gram solver (solver "direct" or "spectral" and a
+    storage are refused, ValueError), its own parameters (sigma unused, sigma_ None),
+    uniform or given centres (user guide, "Kernels"). The
     core's functions and the other estimators refuse it (NotImplementedError).""")
 MATERN_NU = Param("matern_nu", 1.5, _checked_by(chk.check_matern_nu), """\
 matern_nu : {0.5, 1.5, 2.5}

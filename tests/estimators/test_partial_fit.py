@@ -190,13 +190,26 @@ def test_fit_discards_the_batches():
 
 def test_partial_fit_refuses_by_name():
     X, y = problem()
-    for bad, error, words in (
-            (dict(solver="direct"), NotImplementedError, "solver='direct'"),
-            (dict(storage="float32"), NotImplementedError, "storage='float32'"),
-            (dict(n_centers="auto", centers=None), NotImplementedError, 'n_centers="auto"'),
+    # What the sums cannot honour, refused by name (a ValueError, and the NotImplementedError
+    # these refusals raised before), however it is set.
+    for bad, words in (
+            (dict(solver="direct"), "solver='direct'"),
+            (dict(solver="spectral"), "solver='spectral'"),
+            (dict(options=nytro.NytroOptions(solver="direct")), "solver='direct'"),
+            (dict(storage="float32"), "storage='float32'"),
+            (dict(storage="float16"), "storage='float16'"),
+            (dict(options=nytro.NytroOptions(storage="float32")), "storage='float32'"),
+            (dict(n_centers="auto", centers=None), 'n_centers="auto"'),
     ):
-        with pytest.raises(error, match=words):
-            NytroRegressor(**{**params("gd", X), **bad}).partial_fit(X, y)
+        for error in (ValueError, NotImplementedError):
+            with pytest.raises(error, match=f"{words} is not supported by partial_fit"):
+                NytroRegressor(**{**params("gd", X), **bad}).partial_fit(X, y)
+    # What they do anyway is accepted: the same model as the defaults'.
+    want = NytroRegressor(**params("cg", X)).partial_fit(X, y)
+    for same in (dict(solver="gram"), dict(options=nytro.NytroOptions(solver="gram")), dict(storage=None)):
+        got = NytroRegressor(**params("cg", X, **same)).partial_fit(X, y)
+        assert got.solver_ == "gram" and got.n_iter_ == want.n_iter_
+        assert_close(got.predict(X), want.predict(X), np.float64, what=str(same))
     est = NytroRegressor(**params("gd", X)).partial_fit(X[:200], y[:200])
     with pytest.raises(ValueError, match="outputs"):
         est.partial_fit(X[200:], np.column_stack([y[200:], y[200:]]))

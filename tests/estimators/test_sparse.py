@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import lzma
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +30,7 @@ import nytro
 import nytro.reference as ref
 from nytro import (KOLSRegressor, KRLSRegressor, LandweberRegressor, NystromKRLSClassifier, NystromKRLSRegressor,
                    NytroClassifier, NytroRegressor)
-from nytro import _sparse_kernel
+from nytro import _sparse, _sparse_kernel
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
@@ -281,6 +282,44 @@ def test_what_sparse_x_refuses_by_name():
     fitted = NystromKRLSRegressor(n_centers=10, sigma=1.0, random_state=0).fit(X, y)
     with pytest.raises(TypeError, match="NystromKRLSRegressor does not take sparse X"):
         fitted.predict(Xs)
+
+
+# Options the path from partial_fit's sums cannot honour, each set as a keyword or in the
+# options object: refused by name (nytro._batches.refuse_options) rather than ignored.
+REFUSED_OPTIONS = {
+    "solver=direct": (dict(solver="direct"), "solver='direct'"),
+    "solver=spectral": (dict(solver="spectral"), "solver='spectral'"),
+    "storage=float32": (dict(storage="float32"), "storage='float32'"),
+    "storage=float16": (dict(storage=np.float16), "storage=<class 'numpy.float16'>"),
+    "options.solver": (dict(options=nytro.NytroOptions(solver="direct")), "solver='direct'"),
+    "options.storage": (dict(options=nytro.NytroOptions(storage="float32")), "storage='float32'"),
+}
+
+
+@pytest.mark.parametrize("estimator", [NytroRegressor, NytroClassifier])
+@pytest.mark.parametrize("name", sorted(REFUSED_OPTIONS))
+def test_options_sparse_x_cannot_honour_are_refused_by_name(name, estimator, monkeypatch):
+    X, y = sparse_problem(n=60)
+    given, words = REFUSED_OPTIONS[name]
+    # Refused before any work on the rows: they are not even checked.
+    monkeypatch.setattr(_sparse.SPARSE, "start", lambda *a, **k: pytest.fail("the rows were read"))
+    with pytest.raises(ValueError, match=f"{re.escape(words)} is not supported on sparse X.*supported: "):
+        estimator(n_centers=10, sigma=1.0, random_state=0, **given).fit(sp.csr_matrix(X), np.sign(y))
+
+
+def test_the_options_sparse_x_does_anyway_are_accepted():
+    # The defaults, and solver="gram" (what the sparse path runs), as a keyword or an
+    # options field: the same model.
+    X, y = sparse_problem(n=120)
+    Xs = sp.csr_matrix(X)
+    common = dict(n_centers=20, sigma=2.0, method="cg", random_state=0)
+    want = NytroRegressor(**common).fit(Xs, y)
+    assert want.solver_ == "gram"
+    for given in (dict(solver="auto", storage=None), dict(solver="gram"),
+                  dict(options=nytro.NytroOptions(solver="gram", iterates="stepwise", factor="qr"))):
+        got = NytroRegressor(**common, **given).fit(Xs, y)
+        assert got.solver_ == "gram" and got.n_iter_ == want.n_iter_
+        assert_close(got.predict(Xs), want.predict(Xs), np.float64, what=str(given))
 
 
 def test_float32():

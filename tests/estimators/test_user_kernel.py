@@ -1,5 +1,7 @@
 """kernel=<callable>: a kernel of one's own, evaluated by blocks (nytro._callable), fits
 what the core's built-in kernel of the same formula fits, to rounding."""
+import re
+
 import numpy as np
 import pytest
 from conftest import assert_close
@@ -89,14 +91,55 @@ def test_what_a_callable_kernel_is_refused_by_name():
     X, y = diabetes()
     with pytest.raises(NotImplementedError, match="NystromKRLSRegressor does not take a kernel of one's own"):
         NystromKRLSRegressor(kernel=linear, n_centers=20).fit(X, y)
-    with pytest.raises(NotImplementedError, match="center_selection='leverage'"):
-        NytroRegressor(kernel=linear, n_centers=20, center_selection="leverage").fit(X, y)
+    for call in ("fit", "partial_fit"):
+        with pytest.raises(ValueError, match="center_selection='leverage' is not supported with a kernel of one's"):
+            getattr(NytroRegressor(kernel=linear, n_centers=20, center_selection="leverage"), call)(X, y)
     with pytest.raises(NotImplementedError, match="a kernel of one's own is taken by NytroRegressor"):
         nytro.kernel_matrix(X, X[:3], kernel=linear)
     with pytest.raises(ValueError, match="returned shape"):
         NytroRegressor(kernel=lambda A, B: A @ B[:1].T, n_centers=20).fit(X, y)
     with pytest.raises(ValueError, match="not finite"):
         NytroRegressor(kernel=lambda A, B: np.full((len(A), len(B)), np.nan), n_centers=20).fit(X, y)
+
+
+# Options the path from partial_fit's sums cannot honour, each set as a keyword or in the
+# options object: refused by name (nytro._batches.refuse_options) rather than ignored.
+REFUSED_OPTIONS = {
+    "solver=direct": (dict(solver="direct"), "solver='direct'"),
+    "solver=spectral": (dict(solver="spectral"), "solver='spectral'"),
+    "storage=float32": (dict(storage="float32"), "storage='float32'"),
+    "storage=float16": (dict(storage="float16"), "storage='float16'"),
+    "options.solver": (dict(options=nytro.NytroOptions(solver="spectral")), "solver='spectral'"),
+    "options.storage": (dict(options=nytro.NytroOptions(storage="float16")), "storage='float16'"),
+}
+
+
+@pytest.mark.parametrize("estimator", [NytroRegressor, NytroClassifier])
+@pytest.mark.parametrize("name", sorted(REFUSED_OPTIONS))
+def test_options_a_callable_kernel_cannot_honour_are_refused_by_name(name, estimator):
+    X, y = diabetes()
+    given, words = REFUSED_OPTIONS[name]
+
+    def never(A, B):  # refused before any work: the kernel is never called
+        pytest.fail("the kernel was called")
+
+    refusal = re.escape(words) + " is not supported with a kernel of one's own.*supported: "
+    with pytest.raises(ValueError, match=refusal):
+        estimator(kernel=never, n_centers=20, random_state=0, **given).fit(X, np.sign(y - y.mean()))
+
+
+def test_the_options_a_callable_kernel_does_anyway_are_accepted():
+    # The defaults, and solver="gram" (what the callable's path runs), as a keyword or an
+    # options field: the same model.
+    X, y = diabetes()
+    common = dict(kernel=gaussian(0.5), n_centers=40, method="cg", random_state=0)
+    want = NytroRegressor(**common).fit(X, y)
+    assert want.solver_ == "gram"
+    for given in (dict(solver="auto", storage=None), dict(solver="gram"),
+                  dict(options=nytro.NytroOptions(solver="gram", iterates="stepwise"))):
+        got = NytroRegressor(**common, **given).fit(X, y)
+        assert got.solver_ == "gram" and got.n_iter_ == want.n_iter_
+        assert_close(got.predict(X), want.predict(X), np.float64, what=str(given))
 
 
 def test_dask_arrays_refuse_a_callable_kernel():

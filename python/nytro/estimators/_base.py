@@ -322,11 +322,16 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
             refusal = getattr(backend, "refusal", NotImplementedError)  # sparse X: TypeError, as scikit-learn's
             raise refusal(f"{type(self).__name__} does not take {backend.arrays}; {', '.join(takers)} and their "
                           "classifiers do")
+        options = self._options()
+        # A backend that cannot honour some options refuses them by name before any work
+        # (nytro._callable: the sparse and callable routes' path from partial_fit's sums).
+        check_options = getattr(backend, "check_options", None)
+        if check_options is not None:
+            check_options(self, options)
         with self._exclusive():
             self.__dict__.pop("_partial_fit_state", None)  # fit starts afresh: partial_fit's sums are dropped
             rng = check_random_state(getattr(self, "random_state", None))
             rows = self._start(backend, X, y, sample_weight, rng)
-            options = self._options()
             Y, intercept, one_output = self._targets(backend, rows)
             split = backend.split(rows, Y, self._holdout_rows)
             coef = self._fit_path(backend, split, rng, options)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _checks as chk
 from .._memory import MEMORY
 
 FIRST = 128
@@ -52,8 +53,8 @@ def grow_centers(est, backend, split, rng, options, fit_at):
     backends than memory (each size would be passes over the chunks)."""
     name = type(est).__name__
     if backend is not MEMORY:
-        raise NotImplementedError(f"{name}: n_centers='auto' is fitted in memory only; give n_centers (an "
-                                  f"integer) for {backend.arrays}")
+        raise chk.UnsupportedOption(f"{name}: n_centers='auto' is fitted in memory only; give n_centers (an "
+                                    f"integer) for {backend.arrays}")
     if split.n_val == 0:
         raise ValueError(f"{name}: n_centers='auto' selects m on the hold-out rows, and validation_fraction=None "
                          "leaves none; give n_centers (an integer) or a validation_fraction")

@@ -23,16 +23,13 @@ from .. import _batches
 from .. import _checks as chk
 from .. import options as opt
 from .._backends import library_of
+from .._callable import refuse_leverage
 from .._holdout import holdout_mask
 from .._labels import check_classes, check_label_kinds, coded_labels, label_kinds, plain_label
 from .._memory import InMemory, Split
 from ..centers import check_centers
 from ._calibration import calibration_logits, fit_scale, smoothed_targets
 from ._growth import is_auto as is_auto_size
-
-# The solvers and storages a partial fit takes: its sums are A^T A (the gram solver's),
-# kept in float64.
-SOLVERS = ("auto", "gram")
 
 
 class FirstBatch(InMemory):
@@ -62,15 +59,12 @@ def partial_fit(est, X, y, sample_weight=None, classes=None):
         kernel=est.kernel, matern_nu=est.matern_nu, method=est.method, nu=est.nu, max_iter=est.max_iter,
         step_size=est.step_size, stopping=est.stopping, tol=est.tol, window=est.window,
         n_iter_no_change=est.n_iter_no_change, metric=est._selection_metric(), hybrid_lambda=None))
-    if values["solver"] not in SOLVERS:
-        raise NotImplementedError(f"solver={values['solver']!r} is not supported by partial_fit: its sums are the "
-                                  "gram solver's A^T A; supported: 'auto', 'gram'")
-    if chk.check_storage(values["storage"], chk.NYTRO_STORAGES) not in ("same", "float64"):
-        raise NotImplementedError(f"storage={values['storage']!r} is not supported by partial_fit: it stores no "
-                                  "kernel; supported: None")
+    _batches.refuse_options(values["solver"], values["storage"], "by partial_fit")
     if is_auto_size(est.n_centers) and est.centers is None:
-        raise NotImplementedError('n_centers="auto" is not supported by partial_fit: the centres are fixed by the '
-                                  "first batch; give a number of centres, or centers")
+        raise chk.UnsupportedOption('n_centers="auto" is not supported by partial_fit: the centres are fixed by the '
+                                    "first batch; give a number of centres, or centers")
+    if callable(est.kernel):
+        refuse_leverage(est.center_selection, est.centers)
     with est._exclusive():
         state = est.__dict__.get("_partial_fit_state")
         first = state is None

@@ -121,7 +121,8 @@ class NytroRegressor(KernelRegressorBase):
             The rows: an array in memory, a Dask array chunked by rows (nytro.dask), or a
             scipy.sparse matrix or array (CSR or CSC; another format is converted to CSR),
             fitted with the built-in kernels without densifying it (the user guide's
-            "Sparse input": uniform or given centres, kept dense).
+            "Sparse input": uniform or given centres, kept dense; by the gram solver,
+            solver "direct" or "spectral" and a storage refused with a ValueError).
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             The targets.
         sample_weight : array-like of shape (n_samples,) or None
@@ -170,9 +171,11 @@ class NytroRegressor(KernelRegressorBase):
         come, the model is the path's last iterate (a UserWarning says so). The intercept
         is the weighted mean of every row's targets seen.
 
-        Takes solver "auto" or "gram" (NotImplementedError otherwise), storage None, a
-        number of centres (not "auto"), and arrays in memory. fit discards what
-        partial_fit accumulated and starts afresh.
+        Takes solver "auto" or "gram", storage None and a number of centres (not
+        "auto"): another value, as a keyword or in `options`, is refused by name with a
+        ValueError (also a NotImplementedError), as is center_selection="leverage" with
+        a kernel of one's own. Takes arrays in memory. fit discards what partial_fit
+        accumulated and starts afresh.
 
         Parameters
         ----------
