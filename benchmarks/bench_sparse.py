@@ -10,6 +10,13 @@ n * width * 8 bytes (168 GB at the defaults); the narrow copy folds the columns 
 sparse and dense fits there give the same model (the largest difference of their decision
 values is reported), and the wide fit's accuracy is set beside theirs.
 
+A peer runs at both widths on the same CSR matrix: scikit-learn's Nystroem (the same
+Gaussian kernel and bandwidth, gamma = 1 / (2 sigma^2), n_components = nytro's m, its
+own uniform draw of as many centres from the training rows) and RidgeClassifierCV, whose
+alpha is chosen by leave-one-out over a grid (PEER_LAMBDAS times the training rows, the
+paper's lambda scaled as nytro scales it) on the same training rows; its fit time covers
+the features' map and the selection.
+
 Each case runs in a process of its own, so that its peak resident memory (VmHWM) is its
 own: the table gives it with the resident memory before the fit (the data) and the peak
 of the allocations tracemalloc sees during the fit (NumPy's and SciPy's; the C++ core's
@@ -31,7 +38,11 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-CASES = ("wide-sparse", "narrow-sparse", "narrow-dense")
+CASES = ("wide-sparse", "narrow-sparse", "narrow-dense", "wide-sparse-peer", "narrow-sparse-peer")
+PEER = "Nystroem + RidgeClassifierCV"
+# The peer's lambda grid (alpha = lambda n_train): the paper's range, a decade a step
+# (leave-one-out costs one SVD of the features for the whole grid).
+PEER_LAMBDAS = np.logspace(-15, 0, 16)
 
 
 def make_data(n, width, nnz, seed=0):
@@ -70,8 +81,20 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def estimator(case, args, n_train):
+    """The case's estimator: NytroClassifier, or the peer (see the module's docstring)."""
+    if not case.endswith("-peer"):
+        import nytro
+        return nytro.NytroClassifier(n_centers=args.centers, sigma=args.sigma, random_state=0, n_threads=args.threads)
+    from sklearn.kernel_approximation import Nystroem
+    from sklearn.linear_model import RidgeClassifierCV
+    from sklearn.pipeline import make_pipeline
+    return make_pipeline(Nystroem(kernel="rbf", gamma=0.5 / args.sigma ** 2, n_components=args.centers,
+                                  random_state=0),
+                         RidgeClassifierCV(alphas=PEER_LAMBDAS * n_train))
+
+
 def run_case(case, args) -> dict:
-    import nytro
     X, y = make_data(args.rows, args.width, args.nnz)
     if case.startswith("narrow"):
         X = folded(X, args.narrow)
@@ -80,7 +103,7 @@ def run_case(case, args) -> dict:
     n_train = int(0.8 * X.shape[0])
     X_train, y_train, X_test, y_test = X[:n_train], y[:n_train], X[n_train:], y[n_train:]
     before = peak_rss_mb()
-    est = nytro.NytroClassifier(n_centers=args.centers, sigma=args.sigma, random_state=0, n_threads=args.threads)
+    est = estimator(case, args, n_train)
     tracemalloc.start()
     t0 = time.perf_counter()
     est.fit(X_train, y_train)
@@ -90,11 +113,14 @@ def run_case(case, args) -> dict:
     t0 = time.perf_counter()
     decision = est.decision_function(X_test)
     predict_s = time.perf_counter() - t0
-    return {"case": case, "rows": int(X.shape[0]), "width": int(X.shape[1]),
-            "stored": int(X.nnz) if sp.issparse(X) else int(X.size),
+    peer = case.endswith("-peer")
+    selected = f"alpha = {est[-1].alpha_ / n_train:.0e} n" if peer else f"t = {est.n_iter_}"
+    return {"case": case, "fit": PEER if peer else "NytroClassifier", "rows": int(X.shape[0]),
+            "width": int(X.shape[1]), "stored": int(X.nnz) if sp.issparse(X) else int(X.size),
             "dense_gib": X.shape[0] * X.shape[1] * 8 / 2**30, "fit_s": fit_s, "predict_s": predict_s,
             "accuracy": float(np.mean(est.classes_[(decision > 0).astype(int)] == y_test)),
-            "n_iter": int(est.n_iter_), "rss_before_fit_mb": before, "peak_rss_mb": peak_rss_mb(),
+            "n_iter": None if peer else int(est.n_iter_), "alpha": float(est[-1].alpha_) if peer else None,
+            "selected": selected, "rss_before_fit_mb": before, "peak_rss_mb": peak_rss_mb(),
             "traced_fit_peak_mb": traced, "decision": decision.tolist()}
 
 
@@ -106,17 +132,22 @@ def machine() -> str:
 
 def markdown(result) -> str:
     lines = [f"Machine: {result['machine']}. Shared machine: times are noisy.", "",
-             "| case | rows | width | stored entries | dense X (GiB) | fit (s) | predict (s) | test accuracy | t | "
-             "RSS before fit (MiB) | peak RSS (MiB) | traced peak in fit (MiB) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| case | fit | rows | width | stored entries | dense X (GiB) | fit (s) | predict (s) | test accuracy "
+             "| selected | RSS before fit (MiB) | peak RSS (MiB) | traced peak in fit (MiB) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in result["cases"]:
-        lines.append(f"| {r['case']} | {r['rows']} | {r['width']} | {r['stored']} | {r['dense_gib']:.2f} | "
-                     f"{r['fit_s']:.2f} | {r['predict_s']:.2f} | {r['accuracy']:.4f} | {r['n_iter']} | "
-                     f"{r['rss_before_fit_mb']:.0f} | {r['peak_rss_mb']:.0f} | {r['traced_fit_peak_mb']:.0f} |")
+        lines.append(f"| {r['case']} | {r['fit']} | {r['rows']} | {r['width']} | {r['stored']} | "
+                     f"{r['dense_gib']:.2f} | {r['fit_s']:.2f} | {r['predict_s']:.2f} | {r['accuracy']:.4f} | "
+                     f"{r['selected']} | {r['rss_before_fit_mb']:.0f} | {r['peak_rss_mb']:.0f} | "
+                     f"{r['traced_fit_peak_mb']:.0f} |")
+    a = result["args"]
     lines += ["", f"Largest |difference| of the narrow copy's decision values, sparse against dense: "
               f"{result['narrow_max_difference']:.3g} (largest |value| {result['narrow_max_value']:.3g}).",
-              f"NytroClassifier(n_centers={result['args']['centers']}, sigma={result['args']['sigma']}), "
-              f"{result['args']['nnz']} draws per row, 80% of the rows for training, the rest for the test."]
+              f"NytroClassifier(n_centers={a['centers']}, sigma={a['sigma']}); the peer "
+              f"Nystroem(kernel='rbf', gamma={0.5 / a['sigma'] ** 2:g}, n_components={a['centers']}) + "
+              f"RidgeClassifierCV (leave-one-out over alpha = lambda n, lambda in 1e-15 ... 1 a decade a step) on "
+              f"the same CSR matrix; {a['nnz']} draws per row, 80% of the rows for training, the rest for the "
+              "test."]
     return "\n".join(lines)
 
 
@@ -144,8 +175,8 @@ def main(argv=None):
         done = subprocess.run([sys.executable, __file__, *passed, "--case", case], check=True, capture_output=True,
                               text=True, env=os.environ)
         cases.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    sparse_, dense_ = np.asarray(cases[1].pop("decision")), np.asarray(cases[2].pop("decision"))
-    cases[0].pop("decision")
+    decisions = {c["case"]: np.asarray(c.pop("decision")) for c in cases}
+    sparse_, dense_ = decisions["narrow-sparse"], decisions["narrow-dense"]
     result = {"machine": machine(), "args": vars(args), "cases": cases,
               "command": "python benchmarks/bench_sparse.py " + " ".join(passed),
               "narrow_max_difference": float(np.max(np.abs(sparse_ - dense_))),
