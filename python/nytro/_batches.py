@@ -21,7 +21,9 @@ alpha has the hold-out residual V [alpha; -e_j; mu_j - mu0_j] for output j; hybr
 hold-out images [S K B_j, S (y_j - mu_j)] have the triangular factor of V times a
 (m + q + 1) x (k_j + 1) matrix. The path then runs on the core's engine
 (nytro._engine), in m dimensions, whatever the number of rows seen: memory O(m^2 + m q)
-between calls, and O(b m) for a batch of b rows while it is added.
+between calls, and O(b m) for a batch of b rows while it is added. Nystrom KRLS reads the
+same sums (tikhonov_path): one eigendecomposition of A^T A for its whole lambda grid, each
+coefficient set validated by the same hold-out residuals.
 """
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ from ._api import _block_normal_equations, _nystrom_factor_parts, kernel_matrix
 from ._engine import engine_path, pooled_rmse, unscaled
 from ._holdout import holdout_mask
 from ._labels import class_index
-from ._results import PathResult
+from ._results import PathResult, TikhonovResult
 from ._sparse_kernel import block as sparse_block, is_sparse, prepared, row_squares
 from ._user_kernel import block as user_block, diagonal_max, is_user_kernel, rows_per_block
 
@@ -46,25 +48,30 @@ from ._user_kernel import block as user_block, diagonal_max, is_user_kernel, row
 _BLOCK_ELEMENTS = 1 << 22
 
 
-# The solvers the sums are: A^T A in m dimensions, the gram solver's ("auto" chooses it).
-SOLVERS = ("auto", "gram")
+# What the sums are solved by, by the path's estimators (their `_path_kind`): NYTRO's
+# A^T A in m dimensions is the gram solver's ("auto" chooses it); Nystrom KRLS's one
+# eigendecomposition for every lambda is its solver "eigh".
+SOLVERS = {"nytro": ("auto", "gram"), "nkrls": ("eigh",)}
+_SOLVED_BY = {"nytro": "NYTRO's path there runs on partial_fit's sums, A^T A in m dimensions (the gram solver's; "
+                       "solver_ is 'gram')",
+              "nkrls": "Nystrom KRLS there solves partial_fit's sums by one eigendecomposition of A^T A for every "
+                       "lambda"}
 
 
-def refuse_options(solver, storage, where: str) -> None:
-    """chk.UnsupportedOption naming `solver` or `storage` (the NYTRO options, keyword or
-    options field, as merged) where set to what a path from these sums cannot do: they
-    are A^T A, kept in float64 and handed to the path in the compute dtype, so no K_nm is
-    stored (solver "direct", storage), and no eigendecomposition is taken ("spectral").
-    `where`: the route, as the message says it ("by partial_fit", "on sparse X ...")."""
-    if solver not in SOLVERS:
+def refuse_options(solver, storage, where: str, path: str = "nytro") -> None:
+    """chk.UnsupportedOption naming `solver` or `storage` (the options of the `path`'s
+    family, keyword or options field, as merged) where set to what a path from these sums
+    cannot do: they are A^T A, kept in float64 and handed to the path in the compute
+    dtype, so no K_nm is stored (NYTRO's solver "direct", any storage) and the solve is
+    the sums' own (NYTRO's "spectral", Nystrom KRLS's "cholesky"). `where`: the route,
+    as the message says it ("by partial_fit", "on sparse X ...")."""
+    if solver not in SOLVERS[path]:
+        raise chk.UnsupportedOption(f"solver={solver!r} is not supported {where}: {_SOLVED_BY[path]}; supported: "
+                                    + ", ".join(repr(name) for name in SOLVERS[path]))
+    if chk.check_storage(storage, chk.NYTRO_STORAGES if path == "nytro" else chk.STORAGES) != "same":
         raise chk.UnsupportedOption(
-            f"solver={solver!r} is not supported {where}: NYTRO's path there runs on partial_fit's sums, A^T A in "
-            "m dimensions (the gram solver's; solver_ is 'gram'); supported: 'auto', 'gram'")
-    if chk.check_storage(storage, chk.NYTRO_STORAGES) != "same":
-        raise chk.UnsupportedOption(
-            f"storage={storage!r} is not supported {where}: NYTRO's path there runs on partial_fit's sums, which "
-            "store no kernel and keep A^T A in float64 (the path runs in the compute dtype, `dtype`); supported: "
-            "None")
+            f"storage={storage!r} is not supported {where}: partial_fit's sums store no kernel and keep A^T A in "
+            "float64 (the path runs in the compute dtype, `dtype`); supported: None")
 
 
 @dataclass
@@ -301,19 +308,19 @@ def kept_rows(state: Batches) -> tuple:
     return np.vstack(kept["K"]), np.concatenate(kept["index"]), np.concatenate(kept["weights"])
 
 
-def path(state: Batches, values: dict, *, report, refit_at=None) -> tuple[PathResult, np.ndarray]:
-    """(result, intercept): NYTRO's path on the training rows seen, selected on the
-    hold-out rows seen, by the core's engine (values: the NYTRO family's parameters, as
-    nytro.nytro_path takes them). refit_at (n_iter, lambda): instead, the model at that
-    t (and hybrid's lambda) on every row seen, without a hold-out set."""
+def _sums(state: Batches, every_row: bool) -> tuple:
+    """(mu, shift_scaled, H, c, rows): the intercept, its shift from mu0 in the targets'
+    scaled units, and A^T W' A and A^T W' (Y - mu) (float64, w' = w n / sum w as the
+    in-memory fits weigh the rows) over the training rows seen, or over every row seen
+    (every_row: a refit's), and how many rows they sum."""
     mu = state.intercept()
     shift = (mu - state.offset) if state.fit_intercept else np.zeros(state.q)
     shift_scaled = state.scales.scaled(shift[None, :])[0] if state.scales.active else shift
-    parts = (state.train,) if refit_at is None else (state.train, state.val)
+    parts = (state.train, state.val) if every_row else (state.train,)
     rows = sum(p.rows for p in parts)
     weight = sum(p.weight for p in parts)
     H, c, a = state.train.H, state.train.c, state.train.a
-    if refit_at is not None and state.val.rows:
+    if every_row and state.val.rows:
         H_val, c_val, a_val = _holdout_normal_equations(state)
         H, c, a = H + H_val, c + c_val, a + a_val
     H = H * (rows / weight)
@@ -321,15 +328,12 @@ def path(state: Batches, values: dict, *, report, refit_at=None) -> tuple[PathRe
     if not (np.all(np.isfinite(H)) and np.all(np.isfinite(c))):
         raise ValueError("A^T A or A^T y is not finite: the kernel values or y overflow in the sums of partial_fit; "
                          "rescale X or y")
-    dtype = state.dtype
-    H, c, R = H.astype(dtype), np.ascontiguousarray(c, dtype=dtype), state.R_dense
-    values = dict(values)
-    n_val = state.val.rows if refit_at is None else 0
-    if refit_at is not None:
-        values.update(max_iter=int(refit_at[0]), hybrid_lambda=refit_at[1])
-    k = R.shape[1]
-    weights = np.asarray(state.scales.weights() or np.ones(state.q))
+    return mu, shift_scaled, H, c, rows
 
+
+def _holdout_rmse(state: Batches, shift_scaled: np.ndarray):
+    """holdout(alphas): the pooled hold-out RMSE (scaled units, as the core's) of each of
+    the L coefficient sets of alphas (m x (L q), set l's output j in column l q + j)."""
     def holdout(alphas):
         # Output j's residuals of the L sets: V [alpha; -e_j; mu_j - mu0_j], in the w' units
         # of the core (w' = w n_val / sum w).
@@ -344,10 +348,13 @@ def path(state: Batches, values: dict, *, report, refit_at=None) -> tuple[PathRe
             residual = state.V @ vectors
             errors[:, j] = np.einsum("ij,ij->j", residual, residual)
         return pooled_rmse(errors * (state.val.rows / state.val.weight), state.scales, state.val.rows)
+    return holdout
 
-    metric = values["metric"]
-    if metric == "error" and n_val:
-        K_val, truth, _ = kept_rows(state)
+
+def _holdout_error(state: Batches):
+    """holdout_error(alphas): each coefficient set's error rate on the kept hold-out rows
+    (a classifier's), as _holdout_rmse takes the sets."""
+    K_val, truth, _ = kept_rows(state)
 
     def holdout_error(alphas):
         # The unweighted error rate of each set (as fit's selection="error"), from the
@@ -356,6 +363,33 @@ def path(state: Batches, values: dict, *, report, refit_at=None) -> tuple[PathRe
         L = alphas.shape[1] // q
         predictions = K_val @ alphas.astype(np.float64)
         return [float(np.mean(class_index(predictions[:, i * q:(i + 1) * q]) != truth)) for i in range(L)]
+    return holdout_error
+
+
+def kernel_bound(state: Batches) -> float:
+    """max k(x, x) over the training rows seen, as chk.kernel_bound reads it from the rows:
+    1 for the distance kernels, the largest ||x||^2 for the linear kernel (a callable's
+    largest diagonal value), 1 where that is not finite and > 0."""
+    if state.kernel != "linear" and not is_user_kernel(state.kernel):
+        return 1.0
+    return state.bound if 0 < state.bound < math.inf else 1.0
+
+
+def path(state: Batches, values: dict, *, report, refit_at=None) -> tuple[PathResult, np.ndarray]:
+    """(result, intercept): NYTRO's path on the training rows seen, selected on the
+    hold-out rows seen, by the core's engine (values: the NYTRO family's parameters, as
+    nytro.nytro_path takes them). refit_at (n_iter, lambda): instead, the model at that
+    t (and hybrid's lambda) on every row seen, without a hold-out set."""
+    mu, shift_scaled, H, c, rows = _sums(state, every_row=refit_at is not None)
+    dtype = state.dtype
+    H, c, R = H.astype(dtype), np.ascontiguousarray(c, dtype=dtype), state.R_dense
+    values = dict(values)
+    n_val = state.val.rows if refit_at is None else 0
+    if refit_at is not None:
+        values.update(max_iter=int(refit_at[0]), hybrid_lambda=refit_at[1])
+    k = R.shape[1]
+    weights = np.asarray(state.scales.weights() or np.ones(state.q))
+    metric = values["metric"]
 
     def image_factors(bases):
         # For output j, the triangular factor of S [K B_j, y_j - mu_j] = Q V M_j.
@@ -369,13 +403,13 @@ def path(state: Batches, values: dict, *, report, refit_at=None) -> tuple[PathRe
             out.append(np.ascontiguousarray(factor * math.sqrt(weights[j] * state.val.rows / state.val.weight)))
         return out
 
-    bound = 1.0 if state.kernel not in ("linear",) and not is_user_kernel(state.kernel) else \
-        (state.bound if state.bound > 0 else 1.0)
     tol = chk.tol_for_scaled_targets(values["tol"], values["stopping"], state.scales)
     use_images = values["method"] == "hybrid" and n_val > 0 and metric != "error"
-    validate = holdout_error if metric == "error" else holdout
-    raw = engine_path(lambda B: H @ B, c, R, validate if n_val else None, values, family=opt.NYTRO, n_train=rows,
-                      kernel_bound=bound, iteration_bytes=0.5 * k * k * dtype.itemsize, tol=tol,
+    validate = None
+    if n_val:
+        validate = _holdout_error(state) if metric == "error" else _holdout_rmse(state, shift_scaled)
+    raw = engine_path(lambda B: H @ B, c, R, validate, values, family=opt.NYTRO, n_train=rows,
+                      kernel_bound=kernel_bound(state), iteration_bytes=0.5 * k * k * dtype.itemsize, tol=tol,
                       holdout_bytes=8.0 * state.V.size, storage_epsilon=0.0, report=report,
                       image_factors=image_factors if use_images else None, n_val=n_val)
     coef, validation = unscaled(raw["coef"], raw["validation_rmse"], state.scales, metric)
@@ -383,3 +417,37 @@ def path(state: Batches, values: dict, *, report, refit_at=None) -> tuple[PathRe
                         iterations_run=raw["iterations_run"], step_size=raw["step_size"], rank=k, solver="gram",
                         products=raw["products"], lambda_=raw["lambda"])
     return result, mu
+
+
+def tikhonov_path(state: Batches, lambdas, *, metric: str, refit_lambda=None) -> tuple[TikhonovResult, np.ndarray]:
+    """(result, intercept): Nystrom KRLS along `lambdas` on the training rows seen,
+    alpha = R (A^T W' A + lambda n I)^+ A^T W' y (n the training rows, w' as in _sums),
+    selected on the hold-out rows seen, as nytro.reference.nkrls_path computes it: one
+    eigendecomposition serves every lambda, and its rounding-level negative eigenvalues
+    are taken as 0. The RMSE's best is its first minimum; an error rate's tie goes to the
+    largest lambda (the strongest regularisation). Without a hold-out row, the first
+    lambda's model and an empty path. refit_lambda: instead, the model at that lambda on
+    every row seen (n all of them), without a hold-out set."""
+    refit = refit_lambda is not None
+    mu, shift_scaled, H, c, rows = _sums(state, every_row=refit)
+    dtype = state.dtype
+    grid = [float(refit_lambda)] if refit else [float(lam) for lam in lambdas]
+    # In the compute dtype, as the in-memory fit solves (float32 X: a float32 eigh).
+    w, V = scipy.linalg.eigh(H.astype(dtype), check_finite=False)
+    w = np.maximum(w.astype(np.float64), 0.0)
+    projected = (V.T @ c.astype(dtype)).astype(np.float64)
+    R = state.R_dense.astype(dtype)
+    coefs = [R @ (V @ (projected / (w + lam * rows)[:, None]).astype(dtype)) for lam in grid]
+    n_val = 0 if refit else state.val.rows
+    if n_val == 0:
+        coef, _ = unscaled(coefs[0], np.zeros(0), state.scales, metric)
+        return TikhonovResult(coef, np.zeros(0), grid[0], 0, R.shape[1]), mu
+    validate = _holdout_error(state) if metric == "error" else _holdout_rmse(state, shift_scaled)
+    path_values = np.asarray(validate(np.hstack(coefs)), dtype=np.float64)
+    finite = np.where(np.isfinite(path_values), path_values, np.nan)
+    if metric == "error":
+        best = max(np.flatnonzero(finite == np.nanmin(finite)), key=lambda i: grid[i])
+    else:
+        best = int(np.nanargmin(finite))
+    coef, validation = unscaled(coefs[best], path_values, state.scales, metric)
+    return TikhonovResult(coef, validation, grid[best], int(best), R.shape[1]), mu

@@ -1,13 +1,15 @@
 """NytroRegressor.partial_fit: batches add up exactly (nytro._batches), so k calls equal
 one call on their concatenation, and both equal the in-memory path (the gram solver) and
-the NumPy twin on the same split (nytro._holdout's hash of the row index) and centres."""
+the NumPy twin on the same split (nytro._holdout's hash of the row index) and centres.
+NystromKRLSRegressor.partial_fit and NystromKRLSClassifier.partial_fit, on the same sums,
+likewise against nytro.nkrls_path and its twin."""
 import numpy as np
 import pytest
 from conftest import RTOL, SERIAL, assert_close
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits
 
 import nytro
-from nytro import NytroClassifier, NytroRegressor, reference
+from nytro import NystromKRLSClassifier, NystromKRLSRegressor, NytroClassifier, NytroRegressor, reference
 from nytro._holdout import holdout_mask
 
 # gd and nu at 150 iterations may select the last one: the path's cut is not what is checked here.
@@ -220,7 +222,6 @@ def test_partial_fit_refuses_by_name():
     if held[0]:
         with pytest.raises(ValueError, match="all of them held out"):
             est.partial_fit(X[:1], y[:1])
-    assert not hasattr(nytro.NystromKRLSRegressor(), "partial_fit")
 
 
 def test_diabetes_in_batches():
@@ -287,3 +288,132 @@ def test_classifier_has_no_probabilities_before_a_holdout_row():
     assert not hasattr(est, "predict_proba")
     est.partial_fit(X[first:], y[first:])
     assert est.predict_proba(X[:3]).shape == (3, 2)
+
+
+# ------------------------------------------------------------------ Nystrom KRLS
+def nkrls_fitted(X, y, cuts, w=None, estimator=NystromKRLSRegressor, classes=None, **params):
+    est = estimator(**params)
+    extra = {} if classes is None else dict(classes=classes)
+    for s in batches(len(X), cuts):
+        est.partial_fit(X[s], y[s], sample_weight=None if w is None else w[s], **extra)
+    return est
+
+
+def nkrls_params(X, dtype=np.float64, **extra):
+    return dict(n_centers=40, centers=X[::12][:40], sigma=SIGMA, random_state=0, dtype=dtype, n_threads=1, **extra)
+
+
+def test_nkrls_batches_equal_one_call_on_their_concatenation(dtype):
+    # float32 on a grid that float32's eigendecomposition resolves (the paper's smallest
+    # lambdas sit below its rounding of A^T A).
+    X, y = problem(q=2)
+    X = X.astype(dtype)
+    w = np.random.RandomState(1).uniform(0.5, 2.0, len(X))
+    grid = None if dtype == np.float64 else np.logspace(-6, 0, 13)
+    many = nkrls_fitted(X, y, [100, 101, 350], w=w, **nkrls_params(X, dtype, lambdas=grid))
+    one = nkrls_fitted(X, y, [], w=w, **nkrls_params(X, dtype, lambdas=grid))
+    assert many.lambda_ == one.lambda_ and many.coef_.dtype == dtype
+    np.testing.assert_array_equal(many.lambdas_, one.lambdas_)
+    assert_close(many.validation_rmse_, one.validation_rmse_, dtype, what="hold-out path")
+    assert_close(many.predict(X), one.predict(X), dtype, what="predictions")
+    assert_close(many.intercept_, one.intercept_, dtype, what="intercept")
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "linear"])
+def test_nkrls_partial_fit_is_the_path_on_its_split(kernel):
+    # The same training and hold-out rows and centres given to nytro.nkrls_path and to the
+    # twin: the same lambda grid (the linear kernel's scaled by max ||x||^2 over the
+    # training rows), selected lambda and model, to rounding.
+    X, y = problem(q=2)
+    w = np.random.RandomState(1).uniform(0.5, 2.0, len(X))
+    est = nkrls_fitted(X, y, [150, 300], w=w, **nkrls_params(X, kernel=kernel))
+    held = split_of(est, len(X))
+    mu = np.average(y, axis=0, weights=w)
+    keywords = dict(X_val=X[held], y_val=y[held] - mu, kernel=kernel, sample_weight=w[~held],
+                    sample_weight_val=w[held])
+    core = nytro.nkrls_path(X[~held], y[~held] - mu, est.centers_, SIGMA, **SERIAL, **keywords)
+    twin = reference.nkrls_path(X[~held], y[~held] - mu, est.centers_, SIGMA, **keywords)
+    np.testing.assert_allclose(est.intercept_, mu, rtol=1e-12)
+    np.testing.assert_allclose(est.lambdas_, nytro._checks.check_lambdas(None, kernel, X[~held]), rtol=1e-15)
+    K = nytro.kernel_matrix(X, est.centers_, sigma=SIGMA, kernel=kernel)
+    for other in (core, twin):
+        assert est.lambda_ == other.lambda_
+        assert_close(est.validation_rmse_, other.validation_rmse, np.float64, what="hold-out path")
+        assert_close(K @ est.coef_, K @ other.coef, np.float64, what="predictions")
+
+
+def test_nkrls_refit_and_no_holdout_set():
+    X, y = problem()
+    est = nkrls_fitted(X, y, [240], **nkrls_params(X, refit=True, lambdas=np.logspace(-8, 0, 9)))
+    mu = y.mean()
+    again = nytro.nkrls_path(X, y - mu, est.centers_, SIGMA, lambdas=[est.lambda_])
+    K = nytro.kernel_matrix(X, est.centers_, sigma=SIGMA)
+    assert_close(K @ est.coef_, K @ again.coef, np.float64, what="refit")
+    # Without a hold-out set: exactly one lambda, fitted on every row; the default grid is refused.
+    none = nkrls_fitted(X, y, [100, 300], **nkrls_params(X, validation_fraction=None, lambdas=[1e-4]))
+    alone = nytro.nkrls_path(X, y - mu, none.centers_, SIGMA, lambdas=[1e-4])
+    assert none.lambda_ == 1e-4 and len(none.validation_rmse_) == 0
+    assert_close(K @ none.coef_, K @ alone.coef, np.float64, what="no hold-out set")
+    with pytest.raises(ValueError, match="exactly one lambda is needed, got 100"):
+        NystromKRLSRegressor(**nkrls_params(X, validation_fraction=None)).partial_fit(X, y)
+
+
+def test_nkrls_no_holdout_row_yet_warns_and_fit_discards_the_batches():
+    X, y = problem()
+    est = NystromKRLSRegressor(**nkrls_params(X, validation_fraction=0.01))
+    held = split_of(est, len(X))
+    first = int(np.argmax(held))
+    assert first > 40
+    with pytest.warns(UserWarning, match="the grid's first lambda's"):
+        est.partial_fit(X[:first], y[:first])
+    assert est.lambda_ == est.lambdas_[0] and len(est.validation_rmse_) == 0
+    est.partial_fit(X[first:], y[first:])
+    assert len(est.validation_rmse_) == len(est.lambdas_)
+    est.fit(X[200:], y[200:])
+    after = est.partial_fit(X[:200], y[:200])
+    fresh = NystromKRLSRegressor(**nkrls_params(X, validation_fraction=0.01)).partial_fit(X[:200], y[:200])
+    assert_close(after.predict(X), fresh.predict(X), np.float64)
+
+
+@pytest.mark.parametrize("selection", ["error", "rmse"])
+def test_nkrls_classifier_batches_equal_one_call_and_the_path(selection):
+    X, y = load_digits(return_X_y=True)
+    sigma = 4.0 * X.std(0) + 1e-3
+    common = dict(n_centers=100, centers=X[:100], sigma=sigma, random_state=0, selection=selection, n_threads=1)
+    many = nkrls_fitted(X, y, list(range(360, 1797, 360)), estimator=NystromKRLSClassifier, classes=np.unique(y),
+                        **common)
+    one = nkrls_fitted(X, y, [], estimator=NystromKRLSClassifier, classes=np.unique(y), **common)
+    assert many.lambda_ == one.lambda_
+    assert_close(many.decision_function(X), one.decision_function(X), np.float64)
+    assert many.calibration_scale_ == pytest.approx(one.calibration_scale_, rel=1e-9)
+    held = split_of(many, len(X))
+    _, Y = nytro.estimators.classifiers.encode_labels(y)
+    core = nytro.nkrls_path(X[~held], Y[~held], many.centers_, sigma, X_val=X[held], y_val=Y[held], metric=selection)
+    assert many.lambda_ == core.lambda_
+    path = many.validation_error_ if selection == "error" else many.validation_rmse_
+    assert_close(path, core.validation_rmse, np.float64, what="hold-out path")
+    K = nytro.kernel_matrix(X, many.centers_, sigma=sigma)
+    assert_close(many.decision_function(X), K @ core.coef, np.float64, what="decision values")
+    assert_close(many.predict_proba(X).sum(axis=1), np.ones(len(X)), np.float64)
+
+
+def test_nkrls_partial_fit_refuses_by_name():
+    X, y = problem()
+    for bad, words in (
+            (dict(solver="cholesky"), "solver='cholesky'"),
+            (dict(options=nytro.TikhonovOptions(solver="cholesky")), "solver='cholesky'"),
+            (dict(storage="float32"), "storage='float32'"),
+            (dict(options=nytro.TikhonovOptions(storage="float32")), "storage='float32'"),
+            (dict(n_centers="auto", centers=None), 'n_centers="auto"'),
+    ):
+        for error in (ValueError, NotImplementedError):
+            with pytest.raises(error, match=f"{words} is not supported by partial_fit"):
+                NystromKRLSRegressor(**{**nkrls_params(X), **bad}).partial_fit(X, y)
+    with pytest.raises(ValueError, match="a kernel of one's own is taken by NytroRegressor and NytroClassifier only"):
+        NystromKRLSRegressor(**nkrls_params(X, kernel=lambda A, B: A @ B.T)).partial_fit(X, y)
+    with pytest.raises(ValueError, match="needs classes at its first call"):
+        NystromKRLSClassifier(**nkrls_params(X)).partial_fit(X, y > 3)
+    want = NystromKRLSRegressor(**nkrls_params(X)).partial_fit(X, y)
+    got = NystromKRLSRegressor(**nkrls_params(X, solver="eigh", storage=None)).partial_fit(X, y)
+    assert got.lambda_ == want.lambda_
+    assert_close(got.predict(X), want.predict(X), np.float64)

@@ -276,8 +276,45 @@ _CLASSIFIER_EXAMPLE = """
 """
 
 
+class BatchClassifierMixin:
+    """partial_fit for the classifiers whose regressor has one (NytroClassifier,
+    NystromKRLSClassifier; NytroLogisticClassifier has none): the labels' coding, then
+    the regressor's sums (nytro.estimators._partial)."""
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Fit on one more batch of labelled rows: the model is then the one fit on every
+        batch given since the first call (or since the last fit), to rounding.
+
+        As the regressor's partial_fit (NytroRegressor.partial_fit,
+        NystromKRLSRegressor.partial_fit), on the +-1 codes of the labels: the training
+        rows' sums, the path selected anew at each call on every hold-out row seen (the
+        hash of the row's index, not stratified: a class may have no hold-out row yet).
+        The hold-out rows' kernel rows k(X_val, centers_) and classes are kept (O(n_val m)
+        memory, n_val the hold-out rows seen), for selection="error" and for
+        predict_proba, whose calibration_scale_ is fitted on them at each call (no
+        predict_proba until a hold-out row has come).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            The batch's labels, each one of `classes`.
+        classes : array-like of shape (n_classes,) or None
+            Every label the batches will bring: required at the first call (it fixes the
+            coding, classes_) unless fit ran before (its classes_ are then taken),
+            optional later (then equal to classes_).
+        sample_weight : array-like of shape (n_samples,) or None
+            As fit's.
+
+        Returns
+        -------
+        self : the fitted classifier
+        """
+        return _partial.partial_fit(self, X, y, sample_weight, classes)
+
+
 @opt.documented
-class NytroClassifier(KernelClassifierMixin, NytroRegressor):
+class NytroClassifier(KernelClassifierMixin, BatchClassifierMixin, NytroRegressor):
     __doc__ = """NYTRO classifier: NytroRegressor fitted to the coded labels.""" + _CLASSIFIER_DOC.format(
         path="after each iteration") + _CLASSIFIER_EXAMPLE.format(cls="NytroClassifier")
 
@@ -298,39 +335,9 @@ class NytroClassifier(KernelClassifierMixin, NytroRegressor):
         self.selection = selection
         del self.fit_intercept  # not a classifier's parameter: the codes are fitted as they are
 
-    def partial_fit(self, X, y, classes=None, sample_weight=None):
-        """Fit on one more batch of labelled rows: the model is then the one fit on every
-        batch given since the first call (or since the last fit), to rounding.
-
-        As NytroRegressor.partial_fit, on the +-1 codes of the labels: the training rows'
-        sums, the path selected anew at each call on every hold-out row seen (the hash
-        of the row's index, not stratified: a class may have no hold-out row yet). The
-        hold-out rows' kernel rows k(X_val, centers_) and classes are kept (O(n_val m)
-        memory, n_val the hold-out rows seen), for selection="error" and for
-        predict_proba, whose calibration_scale_ is fitted on them at each call (no
-        predict_proba until a hold-out row has come).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-            The batch's labels, each one of `classes`.
-        classes : array-like of shape (n_classes,) or None
-            Every label the batches will bring: required at the first call (it fixes the
-            coding, classes_) unless fit ran before (its classes_ are then taken),
-            optional later (then equal to classes_).
-        sample_weight : array-like of shape (n_samples,) or None
-            As fit's.
-
-        Returns
-        -------
-        self : NytroClassifier
-        """
-        return _partial.partial_fit(self, X, y, sample_weight, classes)
-
 
 @opt.documented
-class NystromKRLSClassifier(KernelClassifierMixin, NystromKRLSRegressor):
+class NystromKRLSClassifier(KernelClassifierMixin, BatchClassifierMixin, NystromKRLSRegressor):
     __doc__ = """Nystrom KRLS classifier: NystromKRLSRegressor fitted to the coded labels.""" + \
         _CLASSIFIER_DOC.format(path="per lambda of the grid") + _CLASSIFIER_EXAMPLE.format(cls="NystromKRLSClassifier")
 

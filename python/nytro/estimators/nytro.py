@@ -148,6 +148,7 @@ class NytroRegressor(KernelRegressorBase):
         """
         return super().predict(X)
 
+    @_partial.batch_documented("NytroRegressor")
     def partial_fit(self, X, y, sample_weight=None):
         """Fit on one more batch of rows: the model is then the one fit on every batch
         given since the first call (or since the last fit), to rounding.
@@ -176,20 +177,6 @@ class NytroRegressor(KernelRegressorBase):
         ValueError (also a NotImplementedError), as is center_selection="leverage" with
         a kernel of one's own. Takes arrays in memory. fit discards what partial_fit
         accumulated and starts afresh.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The batch's rows, dense (a sparse X is taken by fit only); the same features as
-            the first batch's.
-        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
-            Its targets; the same number of outputs as the first batch's.
-        sample_weight : array-like of shape (n_samples,) or None
-            As fit's: the loss weights the rows, the hold-out RMSE its rows.
-
-        Returns
-        -------
-        self : NytroRegressor
         """
         return _partial.partial_fit(self, X, y, sample_weight)
 

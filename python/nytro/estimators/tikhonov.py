@@ -8,6 +8,7 @@ import numpy as np
 from .. import _checks as chk
 from .. import options as opt
 from .._api import krls_path
+from . import _partial
 from ._base import KernelRegressorBase
 from .nytro import NytroRegressor
 
@@ -87,6 +88,38 @@ class NystromKRLSRegressor(KernelRegressorBase):
             return backend.nkrls_path(split.all_rows(), fit.centers, sigma, lambdas=[self.lambda_],
                                       **shared).result.coef
         return fit.result.coef
+
+    @_partial.batch_documented("NystromKRLSRegressor")
+    def partial_fit(self, X, y, sample_weight=None):
+        """Fit on one more batch of rows: the model is then the one fit on every batch
+        given since the first call (or since the last fit), to rounding.
+
+        The same sums as NytroRegressor.partial_fit (nytro._batches): A^T A and A^T y over
+        the training rows, and a triangular factor of the hold-out rows' kernel and
+        targets, (m + q + 1)^2 numbers at most whatever the rows seen. Each call adds its
+        batch, then solves alpha = R (A^T A + lambda n I)^-1 A^T y for every lambda of the
+        grid by one eigendecomposition of A^T A, n the training rows seen, and selects
+        lambda anew on every hold-out row seen. A call costs one pass over its batch
+        (O(b m^2) for b rows) and O(m^3) for the solve, whatever the rows seen before.
+
+        The first call fixes the centres, the bandwidths and the split's seed as
+        NytroRegressor.partial_fit does (the same rules: `centers`, or n_centers drawn by
+        center_selection from its training rows; sigma="auto" by the distance heuristic
+        alone; row i of the concatenation of the batches held out by a hash of i and the
+        seed), so k calls equal one call on the concatenation. The default grid is the
+        paper's times the kernel's bound max k(x, x) over the training rows seen, as fit
+        scales it. While no hold-out row has come, the model is the grid's first
+        lambda's (a UserWarning says so); without a hold-out set (validation_fraction=None)
+        exactly one lambda is needed, as for fit. The intercept is the weighted mean of
+        every row's targets seen.
+
+        Takes solver "eigh", storage None and a number of centres (not "auto"): another
+        value, as a keyword or in `options`, is refused by name with a ValueError (also a
+        NotImplementedError). Takes arrays in memory (a sparse X is refused with
+        scikit-learn's TypeError). fit discards what partial_fit accumulated and starts
+        afresh.
+        """
+        return _partial.partial_fit(self, X, y, sample_weight)
 
 
 @opt.documented
