@@ -108,6 +108,26 @@ def test_verbose_zero_prints_nothing(cls, capfd):
     assert capfd.readouterr() == ("", "")
 
 
+@pytest.mark.parametrize("cls", [NytroRegressor, NystromKRLSRegressor, NytroClassifier, NystromKRLSClassifier])
+def test_verbose_partial_fit_ends_each_call_with_its_summary(cls, capfd):
+    # verbose is read by partial_fit as by fit: one summary line a call at verbose=1
+    # (of the model selected at that call), nothing at verbose=0.
+    X, y = _data(300)
+    labels = "Classifier" in cls.__name__
+    target, extra = (y > 0, dict(classes=[False, True])) if labels else (y, {})
+    est = cls(n_centers=20, sigma=1.0, random_state=0, verbose=1)
+    for rows in (slice(0, 150), slice(150, 300)):
+        est.partial_fit(X[rows], target[rows], **extra)
+        out, err = capfd.readouterr()
+        assert out == ""
+        summary = _summary(err, cls)
+        assert f"m={est.n_centers_} (rank {est.rank_})" in summary
+        selected = f"t={est.n_iter_}" if hasattr(est, "n_iter_") else f"lambda={float(est.lambda_):.3g}"
+        assert summary.startswith(selected), summary
+    cls(n_centers=20, sigma=1.0, random_state=0).partial_fit(X, target, **extra)
+    assert capfd.readouterr() == ("", "")
+
+
 def test_bars_show_each_stage_with_elapsed_time_and_estimate(capsys):
     """A bar per stage: a new stage name, a new total or a count that goes back starts the
     next; each shows done/total and tqdm's [elapsed<remaining]."""

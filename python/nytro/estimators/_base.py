@@ -305,11 +305,17 @@ class KernelRegressorBase(RegressorMixin, BaseEstimator):
             zero, or a wrong length are refused (ValueError).
         """
         self._check_parameters()
+        with self._reporting():
+            return self._fit_rows(X, y, sample_weight)
+
+    @contextlib.contextmanager
+    def _reporting(self):
+        """The progress display of verbose while a fit (or partial_fit) runs, and its
+        summary line once it has completed (_start_progress, _stop_progress)."""
         started, display, fitted = time.perf_counter(), self._start_progress(), False
         try:
-            result = self._fit_rows(X, y, sample_weight)
+            yield
             fitted = True
-            return result
         finally:
             self._stop_progress(display, started, fitted)
             if self.__dict__.get("_progress_display") is display:  # not a concurrent, refused fit's

@@ -90,7 +90,7 @@ def partial_fit(est, X, y, sample_weight=None, classes=None):
                                     "first batch; give a number of centres, or centers")
     if callable(est.kernel):
         refuse_leverage(est.center_selection, est.centers)
-    with est._exclusive():
+    with est._reporting(), est._exclusive():  # verbose: fit's bars and summary line
         state = est.__dict__.get("_partial_fit_state")
         first = state is None
         dtype = chk.compute_dtype(getattr(est, "dtype", None), X if hasattr(X, "dtype") else None) if first \

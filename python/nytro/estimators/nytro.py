@@ -170,7 +170,8 @@ class NytroRegressor(KernelRegressorBase):
         the seed, drawn from random_state), so the split does not depend on the batches'
         sizes: k calls equal one call on the concatenation. While no hold-out row has
         come, the model is the path's last iterate (a UserWarning says so). The intercept
-        is the weighted mean of every row's targets seen.
+        is the weighted mean of every row's targets seen. verbose reads as in fit: each
+        call ends with its summary line.
 
         Takes solver "auto" or "gram", storage None and a number of centres (not
         "auto"): another value, as a keyword or in `options`, is refused by name with a
