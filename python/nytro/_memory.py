@@ -224,7 +224,7 @@ def capped_n_centers(estimator: str, n_centers, n_train: int) -> int:
     m = int(n_centers)
     if m <= n_train:
         return m
-    # stacklevel: the caller of fit (through fit, _fit_rows, _fit_path, _centers_and_sigma
+    # stacklevel: the caller of fit (through fit, _fit_rows, _fit_path, centers_and_sigma
     # and InMemory.centers).
     warnings.warn(
         f"{estimator}: n_centers={m} is more than the {n_train} training rows left after the "

@@ -38,6 +38,7 @@ import numpy as np
 from .. import _checks as chk
 from .. import options as opt
 from .._memory import feature_deviations
+from ._growth import is_auto as is_auto_size
 
 # The screening fits' centres at most, and the rows whose pairwise distances give s0.
 SCREEN_CENTERS = 200
@@ -198,3 +199,24 @@ def holdout_resolution(split) -> float:
         w = w / w.max() if w.max() > 0 else w
         n = float(w.sum() ** 2 / max((w * w).sum(), np.finfo(np.float64).tiny))
     return 1.0 / np.sqrt(2.0 * max(n, 1.0))
+
+
+def centers_and_sigma(est, backend, split, rng, options):
+    """(centers, sigma_) of a Nystrom estimator's fit and first partial_fit batch (every
+    one draws here): `centers`, or n_centers drawn by center_selection (leverage scores
+    under the bandwidths), at most every training row in memory
+    (nytro._memory.capped_n_centers). Uniform or given centres are drawn first, as
+    with an explicit sigma, so that sigma="auto" and sigma=<its sigma_> with the same
+    random_state fit the same model; leverage scores need the bandwidths, so there
+    sigma is selected first. The screening fits take at most as many centres as the
+    fit."""
+    n_screen = (None if is_auto_size(est.n_centers) else int(est.n_centers)) if est.centers is None \
+        else len(est.centers)
+    drawn = dict(n_centers=est.n_centers, centers=est.centers, center_selection=est.center_selection,
+                 kernel=est.kernel, matern_nu=est.matern_nu, n_threads=options.n_threads,
+                 estimator=type(est).__name__)
+    if is_auto(est.sigma) and est.centers is None and est.center_selection == "leverage":
+        sigma = est._fit_sigma(backend, split, rng, n_screen)
+        return backend.centers(split, rng, sigma=sigma, **drawn), sigma
+    centers = backend.centers(split, rng, sigma=est.sigma, **drawn)
+    return centers, est._fit_sigma(backend, split, rng, n_screen)

@@ -29,6 +29,7 @@ from .._holdout import holdout_mask
 from .._labels import check_classes, check_label_kinds, coded_labels, label_kinds, plain_label
 from .._memory import InMemory, Split
 from ..centers import check_centers
+from ._bandwidth import centers_and_sigma
 from ._calibration import calibration_logits, fit_scale, smoothed_targets
 from ._growth import is_auto as is_auto_size
 
@@ -155,8 +156,7 @@ def _start(est, X, Y, w, options, values):
     train, val = ~held, held
     split = Split(X, Y, w, X[train], Y[train], X[val], Y[val], None if w is None else w[train],
                   None if w is None else w[val], X)
-    from .nytro import NytroRegressor  # its draw is every Nystrom estimator's (imported here: it imports this module)
-    centers, sigma = NytroRegressor._centers_and_sigma(est, FIRST_BATCH, split, rng, options)  # sets sigma_ as fit
+    centers, sigma = centers_and_sigma(est, FIRST_BATCH, split, rng, options)  # sets sigma_ as fit
     return _batches.start(X, Y, w, centers, sigma, kernel=est.kernel, matern_nu=est.matern_nu, fraction=fraction,
                           seed=seed, fit_intercept=getattr(est, "fit_intercept", False), factor=values["factor"],
                           rank_tol=values["rank_tol"], jitter=values["jitter"], n_threads=options.n_threads,

@@ -10,11 +10,11 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .. import options as opt
+from ._bandwidth import centers_and_sigma
 from ._base import KernelRegressorBase, _is_dask_array, threads_of_jobs
 from ._calibration import log_softmax, softmax
 from ._growth import is_auto as is_auto_size
 from .classifiers import KernelClassifierMixin, _check_weighted_classes
-from .nytro import NytroRegressor
 
 
 @opt.documented
@@ -155,7 +155,7 @@ class NytroLogisticClassifier(KernelClassifierMixin, KernelRegressorBase):
         if is_auto_size(self.n_centers) and self.centers is None:
             raise ValueError("n_centers='auto' is not supported by NytroLogisticClassifier: give a number of "
                              "centres (or centers)")
-        centers, sigma = NytroRegressor._centers_and_sigma(self, backend, split, rng, options)
+        centers, sigma = centers_and_sigma(self, backend, split, rng, options)
         params = dict(n_classes=len(self.classes_), kernel=self.kernel, matern_nu=self.matern_nu,
                       method=self.method, factor=self.factor, n_threads=options.n_threads)
         fit = backend.logistic_path(split, centers, sigma, max_iter=self.max_iter,

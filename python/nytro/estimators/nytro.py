@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .. import options as opt
 from . import _partial
-from ._bandwidth import is_auto
+from ._bandwidth import centers_and_sigma
 from ._base import KernelRegressorBase
 from ._growth import grow_centers, is_auto as is_auto_size
 
@@ -189,24 +189,5 @@ class NytroRegressor(KernelRegressorBase):
         self.n_centers_candidates_ = self.n_centers_scores_ = None
         if is_auto_size(self.n_centers) and self.centers is None:
             return grow_centers(self, backend, split, rng, options, fit_at)
-        centers, sigma = NytroRegressor._centers_and_sigma(self, backend, split, rng, options)  # NKRLS's too
+        centers, sigma = centers_and_sigma(self, backend, split, rng, options)
         return fit_at(centers, sigma), sigma
-
-    def _centers_and_sigma(self, backend, split, rng, options):
-        """(centers, sigma_) of the fit: `centers`, or n_centers drawn by center_selection
-        (leverage scores under the bandwidths), at most every training row in memory
-        (nytro._memory.capped_n_centers). Uniform or given centres are drawn first, as
-        with an explicit sigma, so that sigma="auto" and sigma=<its sigma_> with the same
-        random_state fit the same model; leverage scores need the bandwidths, so there
-        sigma is selected first. The screening fits take at most as many centres as the
-        fit."""
-        n_screen = (None if is_auto_size(self.n_centers) else int(self.n_centers)) if self.centers is None \
-            else len(self.centers)
-        drawn = dict(n_centers=self.n_centers, centers=self.centers, center_selection=self.center_selection,
-                     kernel=self.kernel, matern_nu=self.matern_nu, n_threads=options.n_threads,
-                     estimator=type(self).__name__)
-        if is_auto(self.sigma) and self.centers is None and self.center_selection == "leverage":
-            sigma = self._fit_sigma(backend, split, rng, n_screen)
-            return backend.centers(split, rng, sigma=sigma, **drawn), sigma
-        centers = backend.centers(split, rng, sigma=self.sigma, **drawn)
-        return centers, self._fit_sigma(backend, split, rng, n_screen)
