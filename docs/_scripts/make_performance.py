@@ -29,6 +29,8 @@ CLAIMS = [
     ("bench_stages", "Covertype's stages against the machine's limits", "(engineering)"),
     ("bench_stages_float16", "Covertype's stages with float16 storage", "(engineering)"),
     ("bench_stages_ijcnn1", "Ijcnn's stages against the machine's limits", "(engineering)"),
+    ("default_stages", "The default fit's stages at Ijcnn's shape, per solver, against GD-500 and the limits",
+     "(engineering; issue 46)"),
     ("spectral", "The spectral solver's stages, with the BLAS pool as set and capped", "(engineering)"),
     ("bench_scaling", "OpenMP scaling on 2 cores", "(engineering)"),
     ("bench_scaling_16core", "OpenMP scaling on a lent 16-core machine", "(engineering)"),
