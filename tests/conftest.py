@@ -76,6 +76,14 @@ def pytest_xdist_make_scheduler(config, log):
     return None
 
 
+def pytest_collection_modifyitems(config, items):
+    """The tests marked slow first (a stable sort: the rest keep their order). Each worker's
+    queue is taken from its front, and only queued tests can be stolen: a minute-long test
+    at the end of a queue would run alone while the other worker, with nothing left to
+    take, waits for it."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture
 def process_blas_pool():
     """The BLAS pool as the process started with, for a test about that pool: the xdist
