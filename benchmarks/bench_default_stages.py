@@ -146,7 +146,7 @@ def format_report(report: dict) -> str:
              "| rep | fit | s | t* | lambda | products | test RMSE | x GD-500's time |",
              "|---|---|---|---|---|---|---|---|"]
     for i, rep in enumerate(report["reps"]):
-        gd = rep["gd500"]["seconds"]
+        gd = rep["fits"]["gd500"]["seconds"]
         for name, fit in rep["fits"].items():
             lam = "" if fit["lambda"] is None else f"{fit['lambda']:.3g}"
             lines.append(f"| {i + 1} | {name} | {fit['seconds']:.2f} | {fit['t']} | {lam} | {fit['products']} "
@@ -224,7 +224,7 @@ def main(argv=None) -> int:
             print(f"rep {rep + 1} {solver}: {fit['seconds']:.2f} s (GD-500 {gd['seconds']:.2f} s), "
                   + ", ".join(f"{k} {v:.2f}" for k, v in fit["stages"].items()), flush=True)
         gd.pop("events")
-        report["reps"].append({"limits": lim, "gd500": gd, "fits": {"gd500": gd, **fits}})
+        report["reps"].append({"limits": lim, "fits": {"gd500": gd, **fits}})
     write_report(args.out, "default_stages", P.json_ready(report), format_report(report))
     return 0
 

@@ -36,7 +36,7 @@ import scipy.linalg
 from . import _checks as chk
 from . import options as opt
 from ._api import _block_normal_equations, _nystrom_factor_parts, kernel_matrix
-from ._engine import engine_path, pooled_rmse, unscaled
+from ._engine import best_lambda, engine_path, pooled_rmse, shifted_solves, unscaled
 from ._holdout import holdout_mask
 from ._labels import class_index
 from ._results import PathResult, TikhonovResult
@@ -430,24 +430,17 @@ def tikhonov_path(state: Batches, lambdas, *, metric: str, refit_lambda=None) ->
     every row seen (n all of them), without a hold-out set."""
     refit = refit_lambda is not None
     mu, shift_scaled, H, c, rows = _sums(state, every_row=refit)
-    dtype = state.dtype
     grid = [float(refit_lambda)] if refit else [float(lam) for lam in lambdas]
     # In the compute dtype, as the in-memory fit solves (float32 X: a float32 eigh).
-    w, V = scipy.linalg.eigh(H.astype(dtype), check_finite=False)
-    w = np.maximum(w.astype(np.float64), 0.0)
-    projected = (V.T @ c.astype(dtype)).astype(np.float64)
-    R = state.R_dense.astype(dtype)
-    coefs = [R @ (V @ (projected / (w + lam * rows)[:, None]).astype(dtype)) for lam in grid]
+    R = state.R_dense.astype(state.dtype)
+    alphas = R @ shifted_solves(H, c, [lam * rows for lam in grid], "eigh", state.dtype)
+    q = c.shape[1]
     n_val = 0 if refit else state.val.rows
     if n_val == 0:
-        coef, _ = unscaled(coefs[0], np.zeros(0), state.scales, metric)
+        coef, _ = unscaled(alphas[:, :q], np.zeros(0), state.scales, metric)
         return TikhonovResult(coef, np.zeros(0), grid[0], 0, R.shape[1]), mu
     validate = _holdout_error(state) if metric == "error" else _holdout_rmse(state, shift_scaled)
-    path_values = np.asarray(validate(np.hstack(coefs)), dtype=np.float64)
-    finite = np.where(np.isfinite(path_values), path_values, np.nan)
-    if metric == "error":
-        best = max(np.flatnonzero(finite == np.nanmin(finite)), key=lambda i: grid[i])
-    else:
-        best = int(np.nanargmin(finite))
-    coef, validation = unscaled(coefs[best], path_values, state.scales, metric)
-    return TikhonovResult(coef, validation, grid[best], int(best), R.shape[1]), mu
+    path_values = np.asarray(validate(alphas), dtype=np.float64)
+    best = best_lambda(path_values, grid, metric)
+    coef, validation = unscaled(alphas[:, best * q:(best + 1) * q], path_values, state.scales, metric)
+    return TikhonovResult(coef, validation, grid[best], best, R.shape[1]), mu

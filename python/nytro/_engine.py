@@ -2,10 +2,14 @@
 in-memory fits' own: step, stopping rule, certified Lanczos iterates, Krylov bases,
 hybrid's lambda grid) fed products with A^T A and hold-out errors from Python. Its
 callers supply only the operators: nytro.dask (passes over the chunks) and the
-estimators' partial_fit (sums kept between calls, nytro._batches)."""
+estimators' partial_fit (sums kept between calls, nytro._batches). Nystrom KRLS from a
+held A^T A (shifted_solves, best_lambda) is theirs in common too."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
+import scipy.linalg
 
 from . import _checks as chk
 from . import options as opt
@@ -85,3 +89,49 @@ def unscaled(coef, path, scales: chk.TargetScales, metric="rmse"):
         with np.errstate(over="ignore"):
             path = np.ldexp(path, scales.top)
     return _scaled_coef(coef, scales), path
+
+
+def shifted_solves(H, c, shifts, solver, dtype):
+    """(H + shift I)^-1 c for every shift, side by side (k x q L, shift l's output j in
+    column l q + j), as the core's Tikhonov solves, for the callers that hold H
+    (nytro.dask, nytro._batches): "eigh", one eigendecomposition of H, its eigenvalues
+    clipped at 0 (so that the tiny end of a grid keeps pseudo-inverse semantics); "cholesky", one Cholesky
+    factorisation per shift in dtype, falling back to the eigendecomposition for a shift
+    whose factorisation fails or whose solution is not finite."""
+    H, c = H.astype(dtype, copy=False), c.astype(dtype, copy=False)
+
+    @functools.cache
+    def eigen():
+        w, V = np.linalg.eigh(H)
+        return np.maximum(w.astype(np.float64), 0), V, V.T @ c
+
+    M = np.empty_like(H) if solver == "cholesky" else None  # factored in place, shift after shift
+
+    def solve(shift):
+        if solver == "cholesky":
+            np.copyto(M, H)
+            M[np.diag_indices_from(M)] += dtype.type(shift)
+            try:
+                factor = scipy.linalg.cho_factor(M, lower=True, overwrite_a=True, check_finite=False)
+                solution = scipy.linalg.cho_solve(factor, c, check_finite=False)
+                if np.all(np.isfinite(solution)):
+                    return solution
+            except np.linalg.LinAlgError:
+                pass  # not positive definite: the eigendecomposition, as the core
+        w, V, projected = eigen()
+        return V @ (projected / (w + shift)[:, None]).astype(dtype)
+
+    return np.hstack([solve(shift) for shift in shifts])
+
+
+def best_lambda(path, lambdas, metric) -> int:
+    """The core's selection along the grid: the smallest finite value, a tie of error
+    rates going to the larger lambda (the stronger regularisation), of RMSEs to the first."""
+    best = -1
+    for i, value in enumerate(path):
+        if np.isfinite(value) and (best < 0 or value < path[best]
+                                   or (metric == "error" and value == path[best] and lambdas[i] > lambdas[best])):
+            best = i
+    if best < 0:
+        raise RuntimeError("the solution is not finite for any lambda of the grid (overflow)")
+    return best

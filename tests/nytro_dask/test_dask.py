@@ -24,6 +24,7 @@ import dask.array as da  # noqa: E402
 import nytro  # noqa: E402
 import nytro.dask as nd  # noqa: E402
 from conftest import make_problem, relative_error  # noqa: E402
+from nytro._engine import shifted_solves  # noqa: E402
 
 RTOL = {np.dtype(np.float64): 1e-10, np.dtype(np.float32): 1e-4}
 SEED = 7
@@ -416,10 +417,10 @@ def test_shifted_solves_follow_the_cores_solvers():
     c = rng.standard_normal((6, 2))
     shifts = [1e-2, 1e-4]
     clipped = [V @ ((V.T @ c) / (np.maximum(w, 0) + s)[:, None]) for s in shifts]
-    np.testing.assert_allclose(nd._fit._shifted_solves(H, c, shifts, "eigh", np.dtype(np.float64)),
+    np.testing.assert_allclose(shifted_solves(H, c, shifts, "eigh", np.dtype(np.float64)),
                                np.hstack(clipped), rtol=1e-10)
     exact = np.linalg.solve(H + shifts[0] * np.eye(6), c)
-    np.testing.assert_allclose(nd._fit._shifted_solves(H, c, shifts, "cholesky", np.dtype(np.float64)),
+    np.testing.assert_allclose(shifted_solves(H, c, shifts, "cholesky", np.dtype(np.float64)),
                                np.hstack([exact, clipped[1]]), rtol=1e-10)
     assert relative_error(exact, clipped[0]) > 0.01
 

@@ -2,11 +2,9 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 
 import dask.array as da
 
@@ -14,7 +12,7 @@ from .. import _checks as chk
 from .. import _dask_options as dopt
 from .. import options as opt
 from .._api import _nystrom_factor_parts, kernel_predict
-from .._engine import engine_path, pooled_rmse, unscaled
+from .._engine import best_lambda, engine_path, pooled_rmse, shifted_solves, unscaled
 from .._results import PathResult, TikhonovResult
 from ._centres import _center_seed, _centers, _checked_centers, _early_draw, _given_centers, _kernel_bound, _picked_rows
 from ._cluster import _auto_mode, _broadcast, _client_product, _CORE_LOCK, _task_threads
@@ -255,7 +253,7 @@ def nkrls_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
     H, c = _normal_equations(data, fraction, seed, C, factor, kern, n_threads, split_every, exponents, n_train)
     report("gram", 1, 1)
     q = c.shape[1]
-    alphas = R @ _shifted_solves(H, c, [lam * n_train for lam in lambdas], values["solver"], data.dtype)
+    alphas = R @ shifted_solves(H, c, [lam * n_train for lam in lambdas], values["solver"], data.dtype)
     if n_val == 0:
         best, path = 0, np.zeros(0)
     else:
@@ -263,56 +261,11 @@ def nkrls_path(X, y, sigma, *, n_centers=None, kernel="gaussian", matern_nu=1.5,
                                  metric)
         report("validation", 1, 1)
         path = errors if metric == "error" else pooled_rmse(errors, scales, n_val)
-        best = _best_lambda(path, lambdas, metric)
+        best = best_lambda(path, lambdas, metric)
     coef, path = unscaled(alphas[:, best * q:(best + 1) * q], path, scales, metric)
     result = TikhonovResult(coef=coef[:, 0] if data.one_d else coef, validation_rmse=path,
                             lambda_=float(lambdas[best]), selected=best, rank=R.shape[1])
     return DaskFit(result, C, rows, n_train, n_val, np.asarray(lambdas))
-
-
-def _shifted_solves(H, c, shifts, solver, dtype):
-    """(H + shift I)^-1 c for every shift, side by side (k x q L), as the core's Tikhonov
-    solves: "eigh", one eigendecomposition of H, its eigenvalues clipped at 0 (so that the
-    tiny end of a grid keeps pseudo-inverse semantics); "cholesky", one Cholesky
-    factorisation per shift in dtype, falling back to the eigendecomposition for a shift
-    whose factorisation fails or whose solution is not finite."""
-    H, c = H.astype(dtype, copy=False), c.astype(dtype, copy=False)
-
-    @functools.cache
-    def eigen():
-        w, V = np.linalg.eigh(H)
-        return np.maximum(w.astype(np.float64), 0), V, V.T @ c
-
-    M = np.empty_like(H) if solver == "cholesky" else None  # factored in place, shift after shift
-
-    def solve(shift):
-        if solver == "cholesky":
-            np.copyto(M, H)
-            M[np.diag_indices_from(M)] += dtype.type(shift)
-            try:
-                factor = scipy.linalg.cho_factor(M, lower=True, overwrite_a=True, check_finite=False)
-                solution = scipy.linalg.cho_solve(factor, c, check_finite=False)
-                if np.all(np.isfinite(solution)):
-                    return solution
-            except np.linalg.LinAlgError:
-                pass  # not positive definite: the eigendecomposition, as the core
-        w, V, projected = eigen()
-        return V @ (projected / (w + shift)[:, None]).astype(dtype)
-
-    return np.hstack([solve(shift) for shift in shifts])
-
-
-def _best_lambda(path, lambdas, metric) -> int:
-    """The core's selection along the grid: the smallest finite value, a tie of error
-    rates going to the larger lambda (the stronger regularisation), of RMSEs to the first."""
-    best = -1
-    for i, value in enumerate(path):
-        if np.isfinite(value) and (best < 0 or value < path[best]
-                                   or (metric == "error" and value == path[best] and lambdas[i] > lambdas[best])):
-            best = i
-    if best < 0:
-        raise RuntimeError("the solution is not finite for any lambda of the grid (overflow)")
-    return best
 
 
 def predict(X, centers, coef, sigma, *, kernel="gaussian", matern_nu=1.5, n_threads=None):
