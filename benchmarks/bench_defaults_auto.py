@@ -1,10 +1,14 @@
 """The estimators' defaults on raw data (issue 44): NytroRegressor() / NytroClassifier() with
 sigma="auto" and fit_intercept=True, against a tuned GridSearchCV pipeline (StandardScaler
 and a sigma grid over the same estimator) and scikit-learn's HistGradientBoosting with its
-defaults, on scikit-learn's bundled data sets, test error and time in one run.
+defaults, on scikit-learn's bundled data sets and, with the NYTRO data kit (--data-dir or
+$NYTRO_DATA), the paper's data sets, test error and time in one run.
 
-Each data set is split 75/25 (stratified for the classifiers) by each seed; every fit sees
-the training part only, raw (the grid's pipeline standardises inside each fold). The rows:
+Each bundled set is split 75/25 (stratified for the classifiers) by each seed; a paper set
+keeps its official split (cpuSmall: file order), its rows cut to --max-train / --max-test by
+a fixed draw, and the seeds vary only the estimators' random_state. The paper's sets are read
+with the kit's own load.py, unscaled, as the user would have them. Every fit sees the
+training part only, raw (the grid's pipeline standardises inside each fold). The rows:
 
 * defaults: the estimator with its defaults, random_state=seed;
 * old defaults: sigma=1.0 and fit_intercept=False, the defaults before sigma="auto";
@@ -45,6 +49,9 @@ DATASETS = {
     "digits": (lambda: skd.load_digits(return_X_y=True), "classification"),
     "wine": (lambda: skd.load_wine(return_X_y=True), "classification"),
 }
+# name: task, for the paper's sets read from the data kit (its load.py, unscaled features)
+PAPER = {"cpusmall": "regression", "insurance": "classification", "adult": "classification",
+         "ijcnn1": "classification", "covtype_binary": "classification"}
 GRID = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)  # sigma on standardised features
 QUICK_GRID = (1.0, 4.0)
 ROWS = ("defaults", "old defaults", "grid", "hgb")
@@ -87,14 +94,47 @@ def models(task, seed, threads, grid, cv):
             "grid": search, "hgb": hgb}
 
 
-def run_dataset(name, seeds, threads, grid, cv):
-    loader, task = DATASETS[name]
-    X, y = loader()
+def data_kit(data_dir):
+    """The data kit's own load.py (it reads the files unscaled), imported from data_dir."""
+    import importlib.util
+    path = Path(data_dir, "load.py")
+    if not path.is_file():
+        raise SystemExit(f"--data-dir {data_dir!r} has no load.py: the paper's sets need the NYTRO data kit")
+    spec = importlib.util.spec_from_file_location("nytro_data_kit", path)
+    kit = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kit)
+    return kit
+
+
+def paper_split(kit, name, max_train, max_test):
+    """The official split, each part cut to its cap by a fixed draw (the same for every seed)."""
+    X_tr, y_tr, X_te, y_te = getattr(kit, f"load_{name}")()
+
+    def cut(X, y, n, salt):
+        if n is None or n >= len(X):
+            return X, y
+        rows = np.sort(np.random.RandomState(salt).permutation(len(X))[:n])
+        return X[rows], y[rows]
+
+    return (*cut(X_tr, y_tr, max_train, 0), *cut(X_te, y_te, max_test, 1))
+
+
+def run_dataset(name, seeds, threads, grid, cv, kit=None, max_train=None, max_test=None):
+    if name in PAPER:
+        task = PAPER[name]
+        parts = paper_split(kit, name, max_train, max_test)
+        X, y = np.concatenate([parts[0], parts[2]]), np.concatenate([parts[1], parts[3]])
+    else:
+        loader, task = DATASETS[name]
+        X, y = loader()
     X = np.asarray(X, dtype=np.float64)
     fits = {row: [] for row in ROWS}
     for seed in seeds:
-        X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.25, random_state=seed,
-                                                  stratify=y if task == "classification" else None)
+        if name in PAPER:
+            X_tr, y_tr, X_te, y_te = parts
+        else:
+            X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.25, random_state=seed,
+                                                      stratify=y if task == "classification" else None)
         classes = np.unique(y_tr)
         for row, model in models(task, seed, threads, grid, cv).items():
             with warnings.catch_warnings():
@@ -115,7 +155,7 @@ def run_dataset(name, seeds, threads, grid, cv):
                                             for a, b in zip(fits[row], fits["grid"])])),
                     "time": float(np.mean([a["seconds"] / b["seconds"] for a, b in zip(fits[row], fits["grid"])]))}
               for row in ROWS}
-    return {"dataset": name, "task": task, "n": int(X.shape[0]), "d": int(X.shape[1]),
+    return {"dataset": name, "task": task, "n": int(X.shape[0]), "n_train": int(len(X_tr)), "d": int(X.shape[1]),
             "classes": None if task == "regression" else int(len(np.unique(y))), "metric": metric, "fits": fits,
             "vs_grid": ratios}
 
@@ -131,17 +171,16 @@ def markdown(result):
              "", f"Seeds: {result['seeds']}; grid: StandardScaler + sigma in {list(result['grid'])}, "
              f"cv={result['cv']}. Means over the seeds; ratios are to the grid's, same seed.",
              "",
-             "| data set | n x d | row | test RMSE / error | log loss | ECE | fit (s) | error / grid's | "
+             "| data set | n (train) x d | row | test RMSE / error | log loss | ECE | fit (s) | error / grid's | "
              "time / grid's |",
              "|---|---|---|---|---|---|---|---|---|"]
     for ds in result["datasets"]:
         for row in ROWS:
             fits = ds["fits"][row]
             clf = ds["task"] == "classification"
-            lines.append(
-                f"| {ds['dataset']} | {ds['n']} x {ds['d']} | {row} | {_mean(fits, ds['metric']):.4g} | "
-                f"{_mean(fits, 'log_loss'):.4g} | {_mean(fits, 'ece'):.3f} | " if clf else
-                f"| {ds['dataset']} | {ds['n']} x {ds['d']} | {row} | {_mean(fits, ds['metric']):.4g} | - | - | ")
+            head = (f"| {ds['dataset']} | {ds['n']} ({ds['n_train']}) x {ds['d']} | {row} | "
+                    f"{_mean(fits, ds['metric']):.4g} | ")
+            lines.append(head + (f"{_mean(fits, 'log_loss'):.4g} | {_mean(fits, 'ece'):.3f} | " if clf else "- | - | "))
             lines[-1] += (f"{_mean(fits, 'seconds'):.2f} | {ds['vs_grid'][row]['error']:.3f} | "
                           f"{ds['vs_grid'][row]['time']:.3f} |")
     return "\n".join(lines)
@@ -149,8 +188,13 @@ def markdown(result):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--datasets", default=",".join(DATASETS), help="comma-separated (default: all four)")
-    parser.add_argument("--seeds", type=int, default=3, help="splits (seeds 0..k-1; default 3)")
+    parser.add_argument("--datasets", default=None,
+                        help="comma-separated (default: the four bundled sets, and the paper's with --data-dir)")
+    parser.add_argument("--data-dir", default=os.environ.get("NYTRO_DATA"),
+                        help="the NYTRO data kit (default: $NYTRO_DATA), for the paper's sets")
+    parser.add_argument("--max-train", type=int, default=50000, help="a paper set's training rows (default 50000)")
+    parser.add_argument("--max-test", type=int, default=50000, help="a paper set's test rows (default 50000)")
+    parser.add_argument("--seeds", type=int, default=3, help="seeds 0..k-1: splits and random_state (default 3)")
     parser.add_argument("--cv", type=int, default=3, help="the grid's folds (default 3)")
     parser.add_argument("--threads", type=int, default=None, help="nytro's threads (and the peers' BLAS)")
     parser.add_argument("--quick", action="store_true", help="diabetes and wine, 1 seed, a 2-value grid, cv=2 (CI)")
@@ -158,22 +202,32 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error("--seeds must be >= 1")
-    names = args.datasets.split(",")
-    unknown = [n for n in names if n not in DATASETS]
+    if args.max_train < 2 or args.max_test < 1:
+        parser.error("--max-train must be >= 2 and --max-test >= 1")
+    names = (args.datasets.split(",") if args.datasets else
+             list(DATASETS) + (list(PAPER) if args.data_dir else []))
+    unknown = [n for n in names if n not in DATASETS and n not in PAPER]
     if unknown:
-        parser.error(f"unknown data sets {unknown}; known: {', '.join(DATASETS)}")
+        parser.error(f"unknown data sets {unknown}; known: {', '.join([*DATASETS, *PAPER])}")
+    kit = None
+    if any(n in PAPER for n in names) and not args.quick:
+        if not args.data_dir:
+            parser.error("the paper's sets need the NYTRO data kit: set NYTRO_DATA or --data-dir")
+        kit = data_kit(args.data_dir)
     seeds, grid, cv = (list(range(args.seeds)), GRID, args.cv)
     if args.quick:
-        names = [n for n in names if n in ("diabetes", "wine")] or names[:1]
+        names = [n for n in names if n in ("diabetes", "wine")] or ["wine"]
         seeds, grid, cv = [0], QUICK_GRID, 2
     threads = args.threads or nytro.default_n_threads()
     result = {"machine": P.machine_info(threads),
               "command": "python benchmarks/bench_defaults_auto.py " + " ".join(argv if argv is not None else
                                                                                  sys.argv[1:]),
-              "seeds": seeds, "grid": list(grid), "cv": cv}
+              "seeds": seeds, "grid": list(grid), "cv": cv, "max_train": args.max_train,
+              "max_test": args.max_test}
     from threadpoolctl import threadpool_limits
     with threadpool_limits(threads):
-        result["datasets"] = [run_dataset(name, seeds, threads, grid, cv) for name in names]
+        result["datasets"] = [run_dataset(name, seeds, threads, grid, cv, kit, args.max_train, args.max_test)
+                              for name in names]
     result["load_average_at_end"] = list(os.getloadavg())
     if args.out:
         write(result, args.out)
