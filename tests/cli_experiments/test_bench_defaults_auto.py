@@ -40,3 +40,26 @@ def test_unknown_datasets_and_seeds_are_refused(bench, tmp_path):
         bench.main(["--datasets", "iris", "--out", str(tmp_path)])
     with pytest.raises(SystemExit):
         bench.main(["--seeds", "0", "--out", str(tmp_path)])
+
+
+def test_test_from_train_draws_the_test_rows_from_the_official_training_rows(bench):
+    """--test-from-train: train and test are disjoint parts of the official training rows,
+    stratified, and the official test rows are not read."""
+    from types import SimpleNamespace
+    rng = np.random.default_rng(0)
+    X_tr, X_te = rng.normal(size=(400, 3)), np.full((50, 3), np.nan)
+    y_tr = np.where(np.arange(400) < 40, 1.0, -1.0)  # 10% positives, sorted as files often are
+    kit = SimpleNamespace(load_ijcnn1=lambda: (X_tr, y_tr, X_te, np.ones(50)))
+    A, ya, B, yb = bench.paper_split(kit, "ijcnn1", 1000, 1000, test_from_train=0.25)
+    assert len(B) == 100 and len(A) == 300 and np.isfinite(B).all()
+    rows = {tuple(r) for r in X_tr}
+    assert all(tuple(r) in rows for r in B) and not {tuple(r) for r in A} & {tuple(r) for r in B}
+    assert np.mean(yb == 1) == pytest.approx(0.1) and np.mean(ya == 1) == pytest.approx(0.1)
+    _, _, official, _ = bench.paper_split(kit, "ijcnn1", 1000, 1000)
+    assert np.isnan(official).all()
+
+
+def test_test_from_train_is_a_fraction(bench, tmp_path):
+    for bad in ("0", "1", "1.5"):
+        with pytest.raises(SystemExit):
+            bench.main(["--quick", "--test-from-train", bad, "--out", str(tmp_path)])
