@@ -279,10 +279,14 @@ sigma : "auto", float or array-like of shape (n_features,)
     to 2, widened one step at a time while the best is at the edge, up to a factor 16
     either way), each candidate screened by a NYTRO "hybrid" fit (t and lambda of the
     paper's grid) at at most 200 centres, by the hold-out RMSE (of the +-1 codes for the
-    classifiers, whose error rate ties across candidates on a small hold-out set); the
-    fit then runs once at the winner. The same search runs with each feature's range in
-    place of std_j, and the ranges win only where their best hold-out RMSE is lower by
-    more than that RMSE's standard error (sigma_spread_). Without a hold-out set
+    classifiers, whose error rate ties across candidates on a small hold-out set). The
+    same search runs with each feature's range in place of std_j, and the ranges win
+    only where their best hold-out RMSE is lower by more than that RMSE's standard
+    error (sigma_spread_). Where the fit has at least twice as many centres, a second
+    round screens the winning spreads' scales again at up to 800 (at most n_centers),
+    from the narrowest first-round candidate within that standard error of the best,
+    widened while the best is at an edge: few centres favour wide kernels. The fit then
+    runs once at the winner. Without a hold-out set
     (validation_fraction=None, KOLSRegressor) s = s0. On Dask arrays the spreads are
     those of all rows and s = s0 (no screening). The bandwidths used are sigma_, the
     candidates and their hold-out errors sigma_candidates_ and sigma_scores_.""", read_when=_WITH_BANDWIDTH)
@@ -437,14 +441,17 @@ sigma_ : float, ndarray of shape (n_features,) or None
     kernel="linear"."""),
     Attribute("sigma_candidates_", """\
 sigma_candidates_ : ndarray of shape (n_candidates,) or None
-    With sigma="auto": the overall scales s tried, increasing (each candidate's
-    bandwidths are s times the features' spreads; sigma_ is the winner's); one, the
-    distance heuristic s0, without a hold-out set. None with an explicit sigma."""),
+    With sigma="auto": the overall scales s of the last screening round, increasing
+    (each candidate's bandwidths are s times the features' spreads; sigma_ is the
+    winner's): the second round's where the fit has at least twice the first round's
+    200 centres, else the first's; one, the distance heuristic s0, without a hold-out
+    set. None with an explicit sigma."""),
     Attribute("sigma_scores_", """\
 sigma_scores_ : ndarray of shape (n_candidates,) or None
     The hold-out RMSE of each of sigma_candidates_ (of the +-1 codes for the
-    classifiers; the best over t and the lambda grid of a screening fit at few centres);
-    NaN without a hold-out set. None with an explicit sigma."""),
+    classifiers; the best over t and the lambda grid of a screening fit at that round's
+    centres: 200 at most in the first, 800 at most in the second); sigma_ is the
+    argmin's. NaN without a hold-out set. None with an explicit sigma."""),
     Attribute("sigma_spread_", """\
 sigma_spread_ : {"deviation", "range"} or None
     With sigma="auto": the features' spreads that sigma_ is s times: their standard

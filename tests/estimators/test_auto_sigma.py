@@ -161,6 +161,86 @@ def test_one_feature_screens_one_kind_of_spreads():
     assert len(calls) == 5  # k = -2..2 (all tie: k = 0 wins, no widening), for the deviations only
 
 
+# ------------------------------------------------------- the second round
+class _Centred(_Screened):
+    """_Screened whose sample has the rows asked for, and whose score also sees how many
+    centres the screening fit had: score(n_centres, s) for the bandwidths s * spreads."""
+
+    def bandwidth_inputs(self, split, rng, n_rows):
+        return self.X.std(axis=0), np.abs(self.X).max(axis=0), self.X[:n_rows], None
+
+    def nytro_path(self, split, sample, sigma, **params):
+        s = float(np.asarray(sigma)[0] / self.X.std(axis=0)[0])
+        self.calls.append((len(sample), s))
+        result = type("Result", (), {"validation_rmse": np.array([self.score(len(sample), s)])})()
+        return type("Fit", (), {"result": result})()
+
+
+def _round_backend(score, n_rows=1000, n_val=10000):
+    X = np.random.default_rng(1).standard_normal((n_rows, 1))  # one feature: one kind of spreads
+    backend = _Centred(X, score, n_val)
+    backend.calls = []
+    return backend
+
+
+def test_a_second_round_at_more_centres_selects_among_what_the_first_could_not_tell_apart():
+    """At 200 centres the wide kernels tie within the hold-out's resolution (scores flat
+    from s0 up); at 800 the best is s0 / 2. The second round starts at the narrowest
+    candidate within the resolution of the first round's best (k = 0 here, 0.5% above
+    the best at k = 2), widens towards the better edge, and its candidates and scores are
+    the ones kept."""
+    def score(m, s):
+        k = np.log2(s / s0)
+        if m == 200:
+            return 1.0 + 0.005 * max(0.0, 2.0 - k) / 2 + (1.0 if k < -0.5 else 0.0)
+        return 1.0 + 0.1 * abs(k + 1)
+
+    backend = _round_backend(score)
+    s0 = distance_scale(backend.X[:800][np.sort(np.random.RandomState(0).permutation(800)[:200])],
+                        feature_spreads(backend.X))
+    est = NytroRegressor()
+    sigma, candidates, scores, kind = select_bandwidth(est, backend, backend.split, np.random.RandomState(0), 1000)
+    sizes = [m for m, _ in backend.calls]
+    assert sizes == sorted(sizes) and sizes.count(200) == 6  # k = -2..2, widened once (the tie at k = 2, 3)
+    assert len(candidates) == sizes.count(800)
+    ks = np.round(np.log2(candidates / candidates[0])).astype(int)
+    assert_array_equal(ks, np.arange(len(ks)))
+    assert np.log2(candidates[np.argmin(scores)] / s0) == pytest.approx(-1)
+    assert_allclose(sigma / feature_spreads(backend.X), candidates[np.argmin(scores)])
+    # the second round began at k = -1, 0, 1 (k = 0: the narrowest within 1 / sqrt(2e4)
+    # of the best) and widened once to k = -2
+    assert sorted(np.round(np.log2(np.array([s for m, s in backend.calls if m == 800]) / s0)).astype(int)) == \
+        [-2, -1, 0, 1]
+
+
+@pytest.mark.parametrize("n_screen, n_rows", [(300, 1000), (1000, 300), (200, 1000)])
+def test_no_second_round_without_twice_the_centres(n_screen, n_rows):
+    """The second round needs the fit's centres and the training rows to reach twice the
+    first round's 200: otherwise the first round decides, as before."""
+    backend = _round_backend(lambda m, s: 1.0 + abs(np.log2(s)), n_rows=n_rows)
+    select_bandwidth(NytroRegressor(), backend, backend.split, np.random.RandomState(0), n_screen)
+    assert {m for m, _ in backend.calls} == {min(200, n_screen, n_rows)}
+
+
+def test_digits_screens_twice_and_keeps_the_second_rounds_scores(monkeypatch):
+    """On digits (1078 training rows, n_centers=1000) the first round screens at 200
+    centres and the second at 800; sigma_ is the second round's best."""
+    from nytro._memory import MEMORY
+    X, y = load_digits(return_X_y=True)
+    sizes = []
+    original = type(MEMORY).nytro_path
+
+    def spy(self, split, centers, sigma, **params):
+        sizes.append(len(centers))
+        return original(self, split, centers, sigma, **params)
+
+    monkeypatch.setattr(type(MEMORY), "nytro_path", spy)
+    est = NytroClassifier(random_state=0).fit(X[:1347], y[:1347])
+    assert sizes[-1] == est.n_centers_ and {200, 800} <= set(sizes[:-1])
+    assert len(est.sigma_candidates_) == sizes.count(800)
+    assert est.score(X[1347:], y[1347:]) > 0.9
+
+
 # ------------------------------------------------------------- equivariance
 def test_sigma_scales_with_each_features_unit_and_ignores_offsets():
     """x_j -> a_j x_j + b_j: the spreads are deviations from the mean, the rows compared

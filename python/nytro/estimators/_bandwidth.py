@@ -16,6 +16,13 @@ deviations, then with the ranges as the spreads; the ranges win only by more tha
 hold-out RMSE's standard error (holdout_resolution), so that a small hold-out set keeps
 the deviations. A heavy-tailed feature's deviation understates the distances the kernel
 must reach; its range does not.
+Where the fit has at least twice the first round's centres, a second round screens the
+winning kind's scales again at up to REFINE_FACTOR times as many (at most the fit's):
+from the narrowest first-round candidate within the hold-out's resolution of the best,
+and its neighbours, widened while the best is at an edge. Few centres represent smooth
+functions well and sharp ones badly, so a first round at few centres favours wide
+kernels, and where it cannot tell several apart the fit's own centres may do better
+with a narrower one.
 The screening scores the hold-out RMSE, with the sample weights, for the classifiers too
 (of their +-1 codes): their error rate is a step function that ties across candidates on a
 small hold-out set, where the RMSE still ranks them; a tie goes to the candidate nearest
@@ -52,6 +59,8 @@ SCREEN_PATIENCE = 50
 # per-feature spreads can be far from the scale a target varies at.
 FIRST_EXPONENT = 2
 MAX_EXPONENT = 4
+# The second round's centres: REFINE_FACTOR times the first's (at most the fit's).
+REFINE_FACTOR = 4
 
 
 def is_auto(sigma) -> bool:
@@ -130,58 +139,91 @@ def weighted_median(values, counts) -> float:
 def select_bandwidth(est, backend, split, rng, n_screen):
     """(sigma_, candidates, scores, spread) for the estimator `est` with sigma="auto": the
     ARD bandwidths s * spreads, with s selected on the split's hold-out rows (none: s0
-    alone, and NaN scores) from the candidates' screening fits at the sample of rows
-    that gave s0 as centres, and the kind of spreads used ("deviation" or "range", see
-    SPREADS). The backend (nytro._backends) gives the spreads and the sample: in memory
-    the training rows', min(n_screen, SCREEN_CENTERS) of them (n_screen: the fit's
-    centres, None where every training row is one); a backend that does not screen
-    (Dask) takes SCREEN_CENTERS rows for s0 alone, with the deviations."""
-    n_rows = SCREEN_CENTERS if n_screen is None or not backend.screens_bandwidth else min(int(n_screen),
-                                                                                           SCREEN_CENTERS)
-    deviations, magnitudes, sample, weights = backend.bandwidth_inputs(split, rng, n_rows)
+    alone, and NaN scores), and the kind of spreads used ("deviation" or "range"). The
+    candidates are screened at the first round's centres, min(n_screen, SCREEN_CENTERS)
+    training rows (n_screen: the fit's centres, None where every training row may be
+    one), which also give s0. Where the fit has at least twice as many centres, a second
+    round screens the chosen kind's scales again at min(n_screen, REFINE_FACTOR times
+    as many centres), from the narrowest first-round candidate within the hold-out's
+    resolution of the best (holdout_resolution) and its two neighbours, widened while
+    the best is at an edge; the second round's candidates and scores are then the ones
+    returned, and its best wins. A bandwidth's hold-out error depends on the centres:
+    few centres favour wide kernels, whose smooth functions they represent well, and the
+    fit's own centres may do better with a narrower one. The backend (nytro._backends)
+    gives the spreads and the rows; one that does not screen (Dask) takes SCREEN_CENTERS
+    rows for s0 alone, with the deviations."""
+    screens = backend.screens_bandwidth and split.n_val > 0
+    first = SCREEN_CENTERS if n_screen is None or not screens else min(int(n_screen), SCREEN_CENTERS)
+    second = REFINE_FACTOR * first if n_screen is None else min(int(n_screen), REFINE_FACTOR * first)
+    refines = screens and second >= 2 * first
+    deviations, magnitudes, sample, weights = backend.bandwidth_inputs(split, rng, second if refines else first)
+    refines = refines and len(sample) >= 2 * first  # not with fewer training rows
+    if len(sample) > first:  # the first round's rows: a uniform draw from the sample
+        rows = np.sort(rng.permutation(len(sample))[:first])
+        centers, centers_weights = sample[rows], None if weights is None else weights[rows]
+    else:
+        centers, centers_weights = sample, weights
     spreads = spreads_of(deviations, magnitudes)
-    if not backend.screens_bandwidth or split.n_val == 0:
-        s0 = distance_scale(sample, spreads, weights)
+    if not screens:
+        s0 = distance_scale(centers, spreads, centers_weights)
         return s0 * spreads, np.array([s0]), np.array([np.nan]), "deviation"
     options = opt.NytroOptions(n_threads=est._n_threads())
 
-    def search(spreads):
-        """(best s, the scales tried, their scores) for one kind of spreads."""
-        s0 = distance_scale(sample, spreads, weights)
-        scores = {}
+    def screen(rows, bandwidths):
+        fit = backend.nytro_path(split, rows, bandwidths, kernel=est.kernel, matern_nu=est.matern_nu,
+                                 method="hybrid", max_iter=SCREEN_ITERATIONS, n_iter_no_change=SCREEN_PATIENCE,
+                                 options=options, metric="rmse")
+        return float(np.min(fit.result.validation_rmse))
 
-        def screen(k):
-            if k not in scores:
-                fit = backend.nytro_path(split, sample, s0 * 2.0 ** k * spreads, kernel=est.kernel,
-                                         matern_nu=est.matern_nu, method="hybrid", max_iter=SCREEN_ITERATIONS,
-                                         n_iter_no_change=SCREEN_PATIENCE, options=options, metric="rmse")
-                scores[k] = float(np.min(fit.result.validation_rmse))
-            return scores[k]
+    def rank(scores):
+        """Best first; a tie goes to the candidate nearest s0."""
+        return sorted(scores, key=lambda k: (scores[k], abs(k), k))
 
-        for k in range(-FIRST_EXPONENT, FIRST_EXPONENT + 1):
-            screen(k)
+    def widen(scores, bandwidths):
+        """Screens s0 2^k for the k around the best of `scores` ({k: score}) while the best is
+        at an edge, within |k| <= MAX_EXPONENT; returns `scores`."""
         while True:
-            best = min(scores, key=lambda k: (scores[k], abs(k), k))
-            lo, hi = min(scores), max(scores)
+            best, lo, hi = rank(scores)[0], min(scores), max(scores)
             if best == lo and lo > -MAX_EXPONENT:
-                screen(lo - 1)
+                scores[lo - 1] = screen(*bandwidths(lo - 1))
             elif best == hi and hi < MAX_EXPONENT:
-                screen(hi + 1)
+                scores[hi + 1] = screen(*bandwidths(hi + 1))
             else:
-                break
-        ks = sorted(scores)
-        return s0 * 2.0 ** best, s0 * 2.0 ** np.array(ks, dtype=np.float64), np.array([scores[k] for k in ks])
+                return scores
+
+    def search(spreads):
+        """(s0, {k: score of s0 2^k}) at the first round's centres, for one kind of spreads."""
+        s0 = distance_scale(centers, spreads, centers_weights)
+
+        def bandwidths(k):
+            return centers, s0 * 2.0 ** k * spreads
+
+        scores = {k: screen(*bandwidths(k)) for k in range(-FIRST_EXPONENT, FIRST_EXPONENT + 1)}
+        return s0, widen(scores, bandwidths)
 
     chosen = (spreads, *search(spreads), "deviation")
     ranges = backend.feature_ranges(split)
     if ranges is not None:
         by_range = spreads_of(ranges, magnitudes)
         if not np.allclose(by_range / np.median(by_range), spreads / np.median(spreads), rtol=1e-12, atol=0.0):
-            scale, candidates, scores = search(by_range)
-            if scores.min() < chosen[3].min() * (1.0 - holdout_resolution(split)):
-                chosen = (by_range, scale, candidates, scores, "range")
-    spreads, scale, candidates, scores, kind = chosen
-    return scale * spreads, candidates, scores, kind
+            s0, scores = search(by_range)
+            if min(scores.values()) < min(chosen[2].values()) * (1.0 - holdout_resolution(split)):
+                chosen = (by_range, s0, scores, "range")
+    spreads, s0, scores, kind = chosen
+    if refines:  # the second round: around the first's best, at the sample's centres
+
+        def bandwidths(k):
+            return sample, s0 * 2.0 ** k * spreads
+
+        # From the narrowest first-round candidate within the hold-out's resolution of the
+        # best: the first round cannot tell those apart, and its few centres favour the wide.
+        best = min(scores.values())
+        start = min(k for k in scores if scores[k] <= best * (1.0 + holdout_resolution(split)))
+        scores = widen({k: screen(*bandwidths(k)) for k in range(max(start - 1, -MAX_EXPONENT),
+                                                                  min(start + 1, MAX_EXPONENT) + 1)}, bandwidths)
+    ks = sorted(scores)
+    return (s0 * 2.0 ** rank(scores)[0] * spreads, s0 * 2.0 ** np.array(ks, dtype=np.float64),
+            np.array([scores[k] for k in ks]), kind)
 
 
 def holdout_resolution(split) -> float:

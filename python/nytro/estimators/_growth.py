@@ -48,7 +48,7 @@ def grow_centers(est, backend, split, rng, options, fit_at):
     """(fit, sigma_): fit_at(centers, sigma) at each size of `sizes` in turn, the best
     kept by the rule above; sets n_centers_candidates_ and n_centers_scores_ (the sizes
     tried and their selected hold-out errors). sigma="auto" is selected first, by its
-    screening fits at at most 200 centres; the centres of every size are then drawn from
+    screening fits (at most 200 centres, then 800); the centres of every size are then drawn from
     one seed of rng. Refused without a hold-out set (nothing to grow m on) and on other
     backends than memory (each size would be passes over the chunks)."""
     name = type(est).__name__
