@@ -112,13 +112,15 @@ struct HoldoutImages {
         squared += weight * (top.colwise().squaredNorm().transpose().array() + residual[std::size_t(k)]);
     }
 
-    // The predictions P_k z_l = Q_k (S_k z_l) themselves (n_val x L), which the error rate
-    // (Metric::error) needs: O(n_val k L), against the RMSE's O(k^2 L).
-    void predict(const Eigen::Ref<const Eigen::MatrixXd>& Z, Eigen::MatrixXd& work, Eigen::MatrixXd& out) const {
+    // The predictions P_k z_l = Q_k (S_k z_l) counted by `tally` as output column
+    // `column`'s, which the error rate (Metric::error) needs: O(n_val k L), against the
+    // RMSE's O(k^2 L), so formed in parallel row blocks.
+    void tally_predictions(const Eigen::Ref<const Eigen::MatrixXd>& Z, Eigen::MatrixXd& work, ErrorTally& tally,
+                           Index column, int n_threads) const {
         const Index k = Z.rows();
         auto top = work.topRows(k);
         top.noalias() = S.topLeftCorner(k, k).triangularView<Eigen::Upper>() * Z;
-        out.noalias() = Q.leftCols(k) * top;
+        tally.add_product(column, Q, top, n_threads);
     }
 };
 
@@ -294,7 +296,6 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
     // the unscaled targets and weighs the rows itself).
     std::optional<ErrorTally> tally;
     if (validation && validation->metric() == Metric::error) tally = validation->error_tally();
-    Eigen::MatrixXd predictions;
     std::vector<KrylovColumn*> growing;
     Matrix<T> vectors, out, alphas;
     std::vector<double> values;
@@ -319,8 +320,7 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
                 solve_projected(columns[c], invariant[c], kc, grid[std::size_t(l)] * double(n), Z.col(l).data(),
                                 work);
             if (tally) {
-                images[c].predict(Z.topRows(kc), errors, predictions);
-                tally->add(Index(c), predictions);
+                images[c].tally_predictions(Z.topRows(kc), errors, *tally, Index(c), options.n_threads);
             } else {
                 images[c].add_errors(Z.topRows(kc), weight(Index(c)), squared, errors);
             }

@@ -2,6 +2,7 @@
 
 #include "passes/dense.hpp"
 #include "runtime/machine_rates.hpp"
+#include "runtime/parallel.hpp"
 #include "runtime/input_checks.hpp"
 #include "runtime/task_interruption.hpp"
 #include "nytro/errors.hpp"
@@ -38,8 +39,9 @@ ErrorTally::ErrorTally(const Eigen::Ref<const Eigen::MatrixXd>& targets,
 }
 
 void ErrorTally::reset(Index models) {
+    models_ = models;
     if (outputs_ == 1) {
-        wrong_.assign(std::size_t(models), 0.0);
+        wrong_.assign(std::size_t(std::max<Index>(1, (rows_ + kBlockRows - 1) / kBlockRows) * models), 0.0);
     } else {
         best_.resize(rows_, models);
         argmax_.setZero(rows_, models);
@@ -48,11 +50,12 @@ void ErrorTally::reset(Index models) {
 
 void ErrorTally::add(Index column, const Eigen::Ref<const Eigen::MatrixXd>& P, Index r0) {
     if (outputs_ == 1) {
-        for (Index k = 0; k < P.cols(); ++k) {
-            double& wrong = wrong_[std::size_t(k)];
-            for (Index i = 0; i < P.rows(); ++i)
-                if ((P(i, k) > 0) != (truth_[std::size_t(r0 + i)] == 1)) wrong += weight(r0 + i);
-        }
+        for (Index k = 0; k < P.cols(); ++k)
+            for (Index i = 0; i < P.rows(); ++i) {
+                const Index row = r0 + i;
+                if ((P(i, k) > 0) != (truth_[std::size_t(row)] == 1))
+                    wrong_[std::size_t((row / kBlockRows) * models_ + k)] += weight(row);
+            }
         return;
     }
     auto best = best_.middleRows(r0, P.rows());
@@ -70,8 +73,24 @@ void ErrorTally::add(Index column, const Eigen::Ref<const Eigen::MatrixXd>& P, I
             }
 }
 
+void ErrorTally::add_product(Index column, const Eigen::Ref<const Eigen::MatrixXd>& Q,
+                             const Eigen::Ref<const Eigen::MatrixXd>& W, int n_threads) {
+    const Index k = W.rows(), blocks = (rows_ + kBlockRows - 1) / kBlockRows;
+    const int threads = threads_for(2.0 * double(rows_) * double(k) * double(W.cols()), n_threads);
+    parallel_for(blocks, threads, [&](Index block, int) {
+        const Index r0 = block * kBlockRows, rows = std::min(kBlockRows, rows_ - r0);
+        const Eigen::MatrixXd P = Q.block(r0, 0, rows, k) * W;
+        add(column, P, r0);
+    });
+}
+
 double ErrorTally::misclassified(Index model) const {
-    if (outputs_ == 1) return wrong_[std::size_t(model)];
+    if (outputs_ == 1) {
+        double wrong = 0.0;
+        for (std::size_t b = 0; b * std::size_t(models_) < wrong_.size(); ++b)
+            wrong += wrong_[b * std::size_t(models_) + std::size_t(model)];
+        return wrong;
+    }
     double wrong = 0.0;
     for (Index i = 0; i < rows_; ++i)
         if (argmax_(i, model) != truth_[std::size_t(i)]) wrong += weight(i);

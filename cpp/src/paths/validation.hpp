@@ -42,7 +42,20 @@ public:
     void reset(Index models);
 
     // P(i, k): model k's prediction of output column `column` for hold-out row r0 + i.
+    // Calls for disjoint row blocks of kBlockRows rows (r0 a multiple of it) may run on
+    // different threads at once.
     void add(Index column, const Eigen::Ref<const Eigen::MatrixXd>& P, Index r0 = 0);
+
+    // add(column, Q W) for Q's first W.rows() columns (Q: rows() x at least that many), the
+    // product formed and counted block by block of rows, in parallel on up to n_threads:
+    // the predictions of many models never held at once, and the same count whatever the
+    // thread count.
+    void add_product(Index column, const Eigen::Ref<const Eigen::MatrixXd>& Q,
+                     const Eigen::Ref<const Eigen::MatrixXd>& W, int n_threads);
+
+    // Rows of one block of the binary count: each block's misclassified rows are summed
+    // apart, then the blocks in order, so that parallel blocks give the serial value.
+    static constexpr Index kBlockRows = 1024;
 
     // Model k's misclassified rows, weighted (after every column of every row was added).
     // Summed in row order: models that misclassify the same rows get the same value.
@@ -57,7 +70,8 @@ private:
     Eigen::VectorXd weights_;         // empty: all 1
     double total_ = 1.0;              // sum of the weights (1 for no rows: a rate of 0)
     std::vector<Index> truth_;        // each row's class: 0 / 1 (binary) or its column
-    std::vector<double> wrong_;       // binary: weighted misclassified rows per model
+    Index models_ = 0;
+    std::vector<double> wrong_;       // binary: weighted misclassified rows per block and model
     Eigen::MatrixXd best_;            // one-vs-all: the largest prediction so far (rows x models)
     Eigen::Matrix<Index, Eigen::Dynamic, Eigen::Dynamic> argmax_;  // and its column
 };
