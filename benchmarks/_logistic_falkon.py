@@ -2,8 +2,9 @@
 regression on Nystrom centres, a decreasing sequence of penalties, Newton steps solved by
 Nystrom-preconditioned conjugate gradients.
 
-Written for this benchmark in NumPy/SciPy after the method of Meanti et al.'s
-LogisticFalkon (Falkon's logistic variant); no code of theirs is used.
+Written for this benchmark in NumPy/SciPy after the method (Marteau-Ferey, Bach and
+Rudi's Newton path over decreasing penalties, NeurIPS 2019, as Falkon's LogisticFalkon of
+Meanti et al., NeurIPS 2020, runs it); no code of theirs is used.
 """
 from __future__ import annotations
 
