@@ -55,6 +55,12 @@ class Split:
     def n_val(self) -> int:
         return int(self.X_val.shape[0])
 
+    def training_sample(self, rows) -> Split:
+        """The split with only `rows` (indices) of its training part, the hold-out part as
+        it is: the bandwidth screening's (nytro.estimators._bandwidth)."""
+        return Split(self.X, self.Y, self.sample_weight, self.X_train[rows], self.Y_train[rows], self.X_val,
+                     self.Y_val, None if self.w_train is None else self.w_train[rows], self.w_val, self.given)
+
     def all_rows(self) -> Split:
         """Every row for training, no hold-out set (a refit's)."""
         return Split(self.X, self.Y, self.sample_weight, self.X, self.Y, self.X[:0], self.Y[:0], self.sample_weight,

@@ -278,7 +278,7 @@ sigma : "auto", float or array-like of shape (n_features,)
     random_state), and is selected on the fit's hold-out set among s0 * 2^k (k from -2
     to 2, widened one step at a time while the best is at the edge, up to a factor 16
     either way), each candidate screened by a NYTRO "hybrid" fit (t and lambda of the
-    paper's grid) at at most 200 centres, by the hold-out RMSE (of the +-1 codes for the
+    paper's grid) at at most 200 centres and 10000 training rows, by the hold-out RMSE (of the +-1 codes for the
     classifiers, whose error rate ties across candidates on a small hold-out set). The
     same search runs with each feature's range in place of std_j, and the ranges win
     only where their best hold-out RMSE is lower by more than that RMSE's standard

@@ -103,7 +103,7 @@ class _Screened:
 
     def __init__(self, X, score, n_val, w_val=None):
         self.X, self.score = X, score
-        self.split = type("Split", (), {"n_val": n_val, "w_val": w_val})()
+        self.split = type("Split", (), {"n_val": n_val, "w_val": w_val, "X_train": X})()
 
     def bandwidth_inputs(self, split, rng, n_rows):
         return self.X.std(axis=0), np.abs(self.X).max(axis=0), self.X, None
@@ -239,6 +239,30 @@ def test_digits_screens_twice_and_keeps_the_second_rounds_scores(monkeypatch):
     assert sizes[-1] == est.n_centers_ and {200, 800} <= set(sizes[:-1])
     assert len(est.sigma_candidates_) == sizes.count(800)
     assert est.score(X[1347:], y[1347:]) > 0.9
+
+
+def test_screening_fits_train_on_a_sample_of_rows_and_score_every_holdout_row(monkeypatch):
+    """Past SCREEN_ROWS training rows (lowered here to 300) the screening fits train on a
+    uniform draw of that many, scored on the whole hold-out part; the fit itself trains
+    on every training row."""
+    from nytro._memory import MEMORY
+    from nytro.estimators import _bandwidth
+    monkeypatch.setattr(_bandwidth, "SCREEN_ROWS", 300)
+    X, y = load_digits(return_X_y=True)
+    seen = []
+    original = type(MEMORY).nytro_path
+
+    def spy(self, split, centers, sigma, **params):
+        seen.append((split.X_train.shape[0], split.n_val, split.X_train))
+        return original(self, split, centers, sigma, **params)
+
+    monkeypatch.setattr(type(MEMORY), "nytro_path", spy)
+    est = NytroClassifier(n_centers=250, random_state=0).fit(X, y)
+    *screens, (n_fit, n_val, X_fit) = seen
+    assert n_fit > 300 and all(n == 300 and v == n_val for n, v, _ in screens)
+    fit_rows = {r.tobytes() for r in X_fit}
+    assert all(r.tobytes() in fit_rows for r in screens[0][2])  # drawn from the fit's training rows
+    assert est.score(X, y) > 0.9
 
 
 # ------------------------------------------------------------- equivariance

@@ -16,6 +16,8 @@ deviations, then with the ranges as the spreads; the ranges win only by more tha
 hold-out RMSE's standard error (holdout_resolution), so that a small hold-out set keeps
 the deviations. A heavy-tailed feature's deviation understates the distances the kernel
 must reach; its range does not.
+The screening fits train on at most SCREEN_ROWS of the training rows, drawn once, and
+are scored on every hold-out row.
 Where the fit has at least twice the first round's centres, a second round screens the
 winning kind's scales again at up to REFINE_FACTOR times as many (at most the fit's):
 from the narrowest first-round candidate within the hold-out's resolution of the best,
@@ -61,6 +63,10 @@ FIRST_EXPONENT = 2
 MAX_EXPONENT = 4
 # The second round's centres: REFINE_FACTOR times the first's (at most the fit's).
 REFINE_FACTOR = 4
+# The screening fits' training rows at most (a uniform draw; every hold-out row scores
+# them): their Gram passes cost n m^2, and the candidates' ranking is the same on a
+# sample of rows many times larger than the second round's centres.
+SCREEN_ROWS = 10000
 
 
 def is_auto(sigma) -> bool:
@@ -153,7 +159,8 @@ def select_bandwidth(est, backend, split, rng, n_screen):
     gives the spreads and the rows; one that does not screen (Dask) takes SCREEN_CENTERS
     rows for s0 alone, with the deviations."""
     screens = backend.screens_bandwidth and split.n_val > 0
-    first = SCREEN_CENTERS if n_screen is None or not screens else min(int(n_screen), SCREEN_CENTERS)
+    first = SCREEN_CENTERS if n_screen is None or not backend.screens_bandwidth else min(int(n_screen),
+                                                                                          SCREEN_CENTERS)
     second = REFINE_FACTOR * first if n_screen is None else min(int(n_screen), REFINE_FACTOR * first)
     refines = screens and second >= 2 * first
     deviations, magnitudes, sample, weights = backend.bandwidth_inputs(split, rng, second if refines else first)
@@ -168,9 +175,12 @@ def select_bandwidth(est, backend, split, rng, n_screen):
         s0 = distance_scale(centers, spreads, centers_weights)
         return s0 * spreads, np.array([s0]), np.array([np.nan]), "deviation"
     options = opt.NytroOptions(n_threads=est._n_threads())
+    n_train = split.X_train.shape[0]
+    screened = split if n_train <= SCREEN_ROWS else split.training_sample(
+        np.sort(rng.permutation(n_train)[:SCREEN_ROWS]))
 
     def screen(rows, bandwidths):
-        fit = backend.nytro_path(split, rows, bandwidths, kernel=est.kernel, matern_nu=est.matern_nu,
+        fit = backend.nytro_path(screened, rows, bandwidths, kernel=est.kernel, matern_nu=est.matern_nu,
                                  method="hybrid", max_iter=SCREEN_ITERATIONS, n_iter_no_change=SCREEN_PATIENCE,
                                  options=options, metric="rmse")
         return float(np.min(fit.result.validation_rmse))
