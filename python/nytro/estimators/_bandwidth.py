@@ -179,8 +179,9 @@ def select_bandwidth(est, backend, split, rng, n_screen):
     screened = split if n_train <= SCREEN_ROWS else split.training_sample(
         np.sort(rng.permutation(n_train)[:SCREEN_ROWS]))
 
-    def screen(rows, bandwidths):
-        fit = backend.nytro_path(screened, rows, bandwidths, kernel=est.kernel, matern_nu=est.matern_nu,
+    def screen(points, bandwidths):
+        """The best hold-out RMSE of a screening fit with centres `points`."""
+        fit = backend.nytro_path(screened, points, bandwidths, kernel=est.kernel, matern_nu=est.matern_nu,
                                  method="hybrid", max_iter=SCREEN_ITERATIONS, n_iter_no_change=SCREEN_PATIENCE,
                                  options=options, metric="rmse")
         return float(np.min(fit.result.validation_rmse))
