@@ -40,8 +40,9 @@ ErrorTally::ErrorTally(const Eigen::Ref<const Eigen::MatrixXd>& targets,
 
 void ErrorTally::reset(Index models) {
     models_ = models;
+    blocks_ = std::max<Index>(1, (rows_ + kBlockRows - 1) / kBlockRows);
     if (outputs_ == 1) {
-        wrong_.assign(std::size_t(std::max<Index>(1, (rows_ + kBlockRows - 1) / kBlockRows) * models), 0.0);
+        wrong_.assign(std::size_t(blocks_ * models), 0.0);
     } else {
         best_.resize(rows_, models);
         argmax_.setZero(rows_, models);
@@ -50,12 +51,17 @@ void ErrorTally::reset(Index models) {
 
 void ErrorTally::add(Index column, const Eigen::Ref<const Eigen::MatrixXd>& P, Index r0) {
     if (outputs_ == 1) {
-        for (Index k = 0; k < P.cols(); ++k)
-            for (Index i = 0; i < P.rows(); ++i) {
-                const Index row = r0 + i;
-                if ((P(i, k) > 0) != (truth_[std::size_t(row)] == 1))
-                    wrong_[std::size_t((row / kBlockRows) * models_ + k)] += weight(row);
+        // Block by block of the count, each block's sums accumulated in place.
+        for (Index begin = 0; begin < P.rows();) {
+            const Index block = (r0 + begin) / kBlockRows;
+            const Index end = std::min(P.rows(), (block + 1) * kBlockRows - r0);
+            for (Index k = 0; k < P.cols(); ++k) {
+                double& wrong = wrong_[std::size_t(block * models_ + k)];
+                for (Index i = begin; i < end; ++i)
+                    if ((P(i, k) > 0) != (truth_[std::size_t(r0 + i)] == 1)) wrong += weight(r0 + i);
             }
+            begin = end;
+        }
         return;
     }
     auto best = best_.middleRows(r0, P.rows());
@@ -76,10 +82,19 @@ void ErrorTally::add(Index column, const Eigen::Ref<const Eigen::MatrixXd>& P, I
 void ErrorTally::add_product(Index column, const Eigen::Ref<const Eigen::MatrixXd>& Q,
                              const Eigen::Ref<const Eigen::MatrixXd>& W, int n_threads) {
     const Index k = W.rows(), blocks = (rows_ + kBlockRows - 1) / kBlockRows;
-    const int threads = threads_for(2.0 * double(rows_) * double(k) * double(W.cols()), n_threads);
-    parallel_for(blocks, threads, [&](Index block, int) {
+    const int threads = std::min<int>(resolve_threads(threads_for(2.0 * double(rows_) * double(k) * double(W.cols()),
+                                                                  n_threads)),
+                                      int(std::max<Index>(blocks, 1)));
+    // One block of predictions per thread, kept from call to call: the path calls this at
+    // every k.
+    if (Index(scratch_.size()) < threads) scratch_.resize(std::size_t(threads));
+    for (int t = 0; t < threads; ++t)
+        if (scratch_[std::size_t(t)].rows() != kBlockRows || scratch_[std::size_t(t)].cols() != W.cols())
+            scratch_[std::size_t(t)].resize(kBlockRows, W.cols());
+    parallel_for(blocks, threads, [&](Index block, int thread) {
         const Index r0 = block * kBlockRows, rows = std::min(kBlockRows, rows_ - r0);
-        const Eigen::MatrixXd P = Q.block(r0, 0, rows, k) * W;
+        auto P = scratch_[std::size_t(thread)].topRows(rows);
+        P.noalias() = Q.block(r0, 0, rows, k) * W;
         add(column, P, r0);
     });
 }
@@ -87,8 +102,7 @@ void ErrorTally::add_product(Index column, const Eigen::Ref<const Eigen::MatrixX
 double ErrorTally::misclassified(Index model) const {
     if (outputs_ == 1) {
         double wrong = 0.0;
-        for (std::size_t b = 0; b * std::size_t(models_) < wrong_.size(); ++b)
-            wrong += wrong_[b * std::size_t(models_) + std::size_t(model)];
+        for (Index b = 0; b < blocks_; ++b) wrong += wrong_[std::size_t(b * models_ + model)];
         return wrong;
     }
     double wrong = 0.0;

@@ -58,7 +58,8 @@ public:
     static constexpr Index kBlockRows = 1024;
 
     // Model k's misclassified rows, weighted (after every column of every row was added).
-    // Summed in row order: models that misclassify the same rows get the same value.
+    // Summed in row order within a block, then block by block: models that misclassify
+    // the same rows get the same value.
     double misclassified(Index model) const;
     double rate(Index model) const { return misclassified(model) / total_; }
     Index rows() const { return rows_; }
@@ -70,8 +71,9 @@ private:
     Eigen::VectorXd weights_;         // empty: all 1
     double total_ = 1.0;              // sum of the weights (1 for no rows: a rate of 0)
     std::vector<Index> truth_;        // each row's class: 0 / 1 (binary) or its column
-    Index models_ = 0;
+    Index models_ = 0, blocks_ = 0;
     std::vector<double> wrong_;       // binary: weighted misclassified rows per block and model
+    std::vector<Eigen::MatrixXd> scratch_;  // add_product's predictions, one block per thread
     Eigen::MatrixXd best_;            // one-vs-all: the largest prediction so far (rows x models)
     Eigen::Matrix<Index, Eigen::Dynamic, Eigen::Dynamic> argmax_;  // and its column
 };
