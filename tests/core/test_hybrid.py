@@ -134,6 +134,30 @@ def test_hybrid_path_past_the_holdout_rows_matches_a_direct_evaluation(case):
     assert ours.validation_rmse[ours.n_iter - 1] == pytest.approx(direct, rel=1e-9)
 
 
+# Many stretches of basis vectors (16 each): each stretch's hold-out images are
+# orthogonalised as a block against the earlier ones, then column by column, on the fit's
+# threads. The path must follow the reference's direct sums at every t, give the same bits
+# on one thread and two, and keep the two-term formula where the hold-out set fills up.
+@pytest.mark.parametrize("case", [{"n": 600, "m": 128, "n_val": 300},
+                                  {"n": 600, "m": 128, "n_val": 90, "n_outputs": 2},
+                                  {"n": 600, "m": 112, "n_val": 40, "sigma": 0.3}],
+                         ids=["wide", "q=2-fills", "few-narrow"])
+def test_hybrid_holdout_images_over_many_stretches(case):
+    p = make_problem(d=6, **case)
+    args = (p.X, p.y, p.centers, p.sigma)
+    runs = [nytro.nytro_path(*args, **p.holdout, method="hybrid", max_iter=case["m"], n_threads=threads)
+            for threads in (1, 2)]
+    theirs = ref.nytro_path(*args, **p.holdout, method="hybrid", max_iter=case["m"])
+    ours = runs[0]
+    assert ours.iterations_run == theirs.iterations_run > 3 * 16
+    assert np.array_equal(runs[0].validation_rmse, runs[1].validation_rmse)
+    assert_close(ours.validation_rmse, theirs.validation_rmse, np.float64, what="validation_rmse")
+    assert (ours.n_iter, ours.lambda_) == (theirs.n_iter, theirs.lambda_)
+    predictions = nytro.gaussian_kernel(p.X_val, p.centers, p.sigma) @ ours.coef
+    direct = np.sqrt(np.mean((predictions - p.y_val) ** 2))
+    assert ours.validation_rmse[ours.n_iter - 1] == pytest.approx(direct, rel=1e-9)
+
+
 @pytest.mark.parametrize("case", FEW_HOLDOUT_ROWS, ids=["q=1", "q=2"])
 def test_hybrid_landweber_past_the_holdout_rows_matches_a_direct_evaluation(case):
     p = make_problem(**case)

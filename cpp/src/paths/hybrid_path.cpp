@@ -1,6 +1,7 @@
 #include "paths/hybrid_path.hpp"
 
 #include "paths/lanczos_path.hpp"
+#include "passes/dense.hpp"
 #include "nytro/errors.hpp"
 #include "runtime/input_checks.hpp"
 #include "paths/stopping.hpp"
@@ -48,40 +49,89 @@ struct HoldoutImages {
         residual.reserve(std::size_t(capacity + 1));
     }
 
-    void append(const Eigen::MatrixXd& P, const Eigen::VectorXd& y) {
+    void append(const Eigen::MatrixXd& P, const Eigen::VectorXd& y, int n_threads) {
         // Gram-Schmidt twice, and Kahan and Parlett's test of what it leaves: a pass that
         // keeps more than 1/sqrt(2) of its input's norm has removed no more than rounding
         // can corrupt, while two passes that each keep less show the image in the span of
-        // the previous ones to rounding (what remains is noise, not a direction).
+        // the previous ones to rounding (what remains is noise, not a direction). The
+        // stretch is orthogonalised as a block against the columns it finds (two passes,
+        // each two matrix products: Q is read four times per stretch, not four times per
+        // column), then column by column within the block, each stage with its own test.
+        // The second stage's subtraction moves a column along the block's earlier
+        // columns, which are orthogonal to the first stage's to rounding: by at most
+        // rounding of what it keeps where its first pass keeps 1/sqrt(2) or more.
+        // Otherwise (the column mostly in the span of the block's earlier columns) it is
+        // orthogonalised again against every column in use, as one column at a time.
         const double keep = std::sqrt(0.5);
-        const Index have = size;
-        for (Index i = 0; i < P.cols(); ++i) {
-            const Index k = have + i;
-            Eigen::VectorXd w = P.col(i);
-            Eigen::VectorXd r = Eigen::VectorXd::Zero(k);
-            double norm = w.norm();
-            bool dependent = k > 0;
-            for (int pass = 0; pass < 2 && k > 0; ++pass) {
-                const Eigen::VectorXd h = Q.leftCols(k).transpose() * w;
-                w.noalias() -= Q.leftCols(k) * h;
-                r += h;
-                const double before = norm;
-                norm = w.norm();
-                if (norm >= keep * before) dependent = false;
+        const Index have = size, b = P.cols();
+        Matrix<double> W = P;  // row-major, as the core's parallel products take their operands
+        Eigen::MatrixXd top = Eigen::MatrixXd::Zero(have, b);  // the stretch's components on Q_have
+        Eigen::ArrayXd norm = W.colwise().norm().transpose().array();
+        std::vector<char> kept(std::size_t(b), have == 0);
+        if (have > 0) {
+            // Q_have^T as a row-major have x n_val matrix: the same memory as Q's first columns.
+            const Eigen::Map<const Matrix<double>, 0, Eigen::OuterStride<>> Qt(Q.data(), have, Q.rows(),
+                                                                              Eigen::OuterStride<>(Q.rows()));
+            Matrix<double> H(have, b), QH(W.rows(), b);
+            for (int pass = 0; pass < 2; ++pass) {
+                multiply<double>(Qt, W, H, n_threads);
+                multiply_left_transposed<double>(Qt, false, H, QH, n_threads);
+                W -= QH;
+                top += H;
+                const Eigen::ArrayXd after = W.colwise().norm().transpose().array();
+                for (Index i = 0; i < b; ++i)
+                    if (after[i] >= keep * norm[i]) kept[std::size_t(i)] = 1;
+                norm = after;
             }
-            if (!(norm > 0)) dependent = true;
+        }
+        for (Index i = 0; i < b; ++i) {
+            const Index k = have + i;
+            Eigen::VectorXd w = W.col(i);
+            Eigen::VectorXd r = Eigen::VectorXd::Zero(k);
+            r.head(have) = top.col(i);
+            double current = norm[i];
+            bool dependent = !kept[std::size_t(i)];
+            if (i > 0) {  // within the block
+                const auto Qb = Q.middleCols(have, i);
+                bool kept_here = false, moved = false;
+                for (int pass = 0; pass < 2; ++pass) {
+                    const Eigen::VectorXd h = Qb.transpose() * w;
+                    w.noalias() -= Qb * h;
+                    r.tail(i) += h;
+                    const double before = current;
+                    current = w.norm();
+                    if (current >= keep * before) kept_here = true;
+                    else if (pass == 0) moved = true;
+                }
+                dependent = dependent || !kept_here;
+                if (moved && !dependent && have > 0) {  // as one column at a time, against every column in use
+                    w = P.col(i);
+                    r.setZero();
+                    current = w.norm();
+                    dependent = true;
+                    for (int pass = 0; pass < 2; ++pass) {
+                        const Eigen::VectorXd h = Q.leftCols(k).transpose() * w;
+                        w.noalias() -= Q.leftCols(k) * h;
+                        r += h;
+                        const double before = current;
+                        current = w.norm();
+                        if (current >= keep * before) dependent = false;
+                    }
+                }
+            }
+            if (!(current > 0)) dependent = true;
             S.col(k).head(k) = r;
             if (dependent) {
                 S(k, k) = 0;
                 Q.col(k).setZero();
                 g[k] = 0;
             } else {
-                S(k, k) = norm;
-                Q.col(k) = w / norm;
+                S(k, k) = current;
+                Q.col(k) = w / current;
                 g[k] = Q.col(k).dot(y);
             }
         }
-        size = have + P.cols();
+        size = have + b;
         // ||y - Q g||^2 at the new size computed directly, then back to the first new size
         // by adding the squares of g (nonnegative terms).
         residual.resize(std::size_t(size + 1));
@@ -385,7 +435,7 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
             if (!validation) continue;
             Eigen::MatrixXd predicted = validation->predict(added, options.n_threads).template cast<double>();
             validation->weigh_rows(predicted);
-            images[c].append(predicted, targets.col(Index(c)));
+            images[c].append(predicted, targets.col(Index(c)), options.n_threads);
         }
         if (!holdout || factored) {
             k = reached;
