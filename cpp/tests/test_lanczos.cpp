@@ -7,6 +7,7 @@
 #include "support.hpp"
 
 #include "paths/gradient_path.hpp"
+#include "paths/holdout_images.hpp"
 #include "paths/validation.hpp"
 
 #include <cmath>
@@ -330,4 +331,81 @@ NYTRO_TEST(paths_validate_coefficients_where_the_holdout_set_has_no_images) {
         CHECK_EQ(by_coefficients.products, in_memory.products);
         CHECK_CLOSE(by_coefficients.coef, in_memory.coef, 1e-9);
     }
+}
+
+// The hybrid path's hold-out images, kept as P = Q S with Q's columns orthonormal or zero:
+// stretches appended as the path appends them (a block of 16 at a time), including a
+// stretch whose columns each nearly repeat the block's previous column plus a part in the
+// earlier stretches' span, where the block's in-block pass removes almost all of a column
+// (it must then be redone against every column, or Q loses orthogonality by far more than
+// rounding), and an exact repeat (rounding left: a zero column or a tiny one, never a
+// column off orthogonal). The same bits on one thread and two.
+namespace {
+
+struct Images {
+    Eigen::MatrixXd P;  // every image appended, in order
+    nytro::detail::HoldoutImages one, two;  // on one thread and on two
+};
+
+void append(Images& images, const Eigen::MatrixXd& block, const Eigen::VectorXd& y) {
+    const Eigen::Index have = images.P.cols();
+    images.P.conservativeResize(block.rows(), have + block.cols());
+    images.P.rightCols(block.cols()) = block;
+    images.one.append(block, y, 1);
+    images.two.append(block, y, 2);
+}
+
+}  // namespace
+
+NYTRO_TEST(holdout_images_stay_orthonormal_by_blocks) {
+    const Eigen::Index rows = 400, width = 16, capacity = 5 * width;
+    std::srand(7);
+    const Eigen::VectorXd y = Eigen::VectorXd::Random(rows);
+    Images images;
+    images.P.resize(rows, 0);
+    images.one.reserve(rows, capacity);
+    images.two.reserve(rows, capacity);
+    append(images, Eigen::MatrixXd::Random(rows, width), y);
+    append(images, Eigen::MatrixXd::Random(rows, width), y);
+    Eigen::MatrixXd near(rows, width), repeat(rows, width);
+    near.col(0) = Eigen::VectorXd::Random(rows);
+    for (Eigen::Index j = 1; j < width; ++j)
+        near.col(j) = near.col(j - 1) + images.P.leftCols(2 * width) * Eigen::VectorXd::Random(2 * width) +
+                      1e-9 * Eigen::VectorXd::Random(rows);
+    append(images, near, y);
+    repeat.col(0) = Eigen::VectorXd::Random(rows);
+    for (Eigen::Index j = 1; j < width; ++j) repeat.col(j) = repeat.col(0);
+    append(images, repeat, y);
+    append(images, Eigen::MatrixXd::Random(rows, width), y);
+
+    const auto& im = images.one;
+    REQUIRE(im.size == capacity);
+    const Eigen::MatrixXd Q = im.Q.leftCols(capacity);
+    const Eigen::MatrixXd S = im.S.topLeftCorner(capacity, capacity).triangularView<Eigen::Upper>();
+    // The columns in use are orthonormal, or zero with a zero row of S.
+    Eigen::MatrixXd expected = Eigen::MatrixXd::Zero(capacity, capacity);
+    for (Eigen::Index k = 0; k < capacity; ++k) {
+        if (Q.col(k).squaredNorm() > 0) {
+            expected(k, k) = 1.0;
+        } else {
+            CHECK_EQ(S(k, k), 0.0);
+            CHECK(S.row(k).cwiseAbs().maxCoeff() == 0.0);
+        }
+    }
+    const double orthogonality = (Q.transpose() * Q - expected).cwiseAbs().maxCoeff();
+    CHECK_MSG(orthogonality <= 64 * capacity * std::numeric_limits<double>::epsilon(),
+              "max |Q^T Q - I| = " + check::str(orthogonality));
+    // P = Q S, column by column relative to the column.
+    for (Eigen::Index k = 0; k < capacity; ++k) {
+        const double error = (Q * S.col(k) - images.P.col(k)).norm() / images.P.col(k).norm();
+        CHECK_MSG(error <= 64 * capacity * std::numeric_limits<double>::epsilon(),
+                  "column " + check::str(k) + ": ||Q S - P|| / ||P|| = " + check::str(error));
+    }
+    // g = Q^T y, and the residuals ||y - Q_k g_k||^2.
+    CHECK_CLOSE(im.g.head(capacity), (Q.transpose() * y).eval(), 1e-12);
+    for (Eigen::Index k = 0; k <= capacity; k += width)
+        CHECK_NEAR(im.residual[std::size_t(k)], (y - Q.leftCols(k) * im.g.head(k)).squaredNorm(),
+                   1e-12 * y.squaredNorm());
+    CHECK_BITWISE(images.two.Q, images.one.Q);
+    CHECK_BITWISE(images.two.S, images.one.S);
 }
