@@ -656,6 +656,7 @@ def test_a_worker_killed_mid_fit_changes_nothing(client, tmp_path):
     assert result.n_iter == expected.n_iter
     assert_close(result.validation_rmse, expected.validation_rmse, X.dtype, "validation path")
     assert_close(result.coef, expected.coef, X.dtype, "coef")
+    client.wait_for_workers(2, timeout=60)  # the nanny's new worker, for the tests after this one
 
 
 def _direct_fit_disturbed(monkeypatch, disturb):
@@ -686,6 +687,11 @@ def test_a_worker_killed_between_direct_products_changes_nothing(client, monkeyp
     repeated, never summed from the surviving workers' parts). On the code without the
     rebuild, the product failed with distributed's FutureCancelledError."""
     import os
+
+    # Both workers up first: the test before this one kills a worker too, and its
+    # replacement may still be registering. Seen once in CI under load: that worker
+    # registered during this fit, and the fit failed as a loss twice in one product.
+    client.wait_for_workers(2, timeout=60)
 
     def kill_a_holder(operator):
         holders = {w for ws in client.who_has(list(operator.blocks)).values() for w in ws}
