@@ -351,8 +351,9 @@ void append(Images& images, const Eigen::MatrixXd& block, const Eigen::VectorXd&
     const Eigen::Index have = images.P.cols();
     images.P.conservativeResize(block.rows(), have + block.cols());
     images.P.rightCols(block.cols()) = block;
-    images.one.append(block, y, 1);
-    images.two.append(block, y, 2);
+    const Matrix<double> rows = block;  // row-major, as the path gives its predictions
+    images.one.append(rows, y, 1);
+    images.two.append(rows, y, 2);
 }
 
 }  // namespace

@@ -39,7 +39,7 @@ struct HoldoutImages {
         residual.reserve(std::size_t(capacity + 1));
     }
 
-    void append(const Eigen::MatrixXd& P, const Eigen::VectorXd& y, int n_threads) {
+    void append(const Matrix<double>& P, const Eigen::VectorXd& y, int n_threads) {
         // Gram-Schmidt twice, and Kahan and Parlett's test of what it leaves: a pass that
         // keeps more than 1/sqrt(2) of its input's norm has removed no more than rounding
         // can corrupt, while two passes that each keep less show the image in the span of
@@ -57,7 +57,6 @@ struct HoldoutImages {
         const double keep = std::sqrt(0.5);
         const Index have = size, b = P.cols();
         Matrix<double> W = P;  // row-major, as the core's parallel products take their operands
-        Eigen::MatrixXd top = Eigen::MatrixXd::Zero(have, b);  // the stretch's components on Q_have
         Eigen::ArrayXd norm = W.colwise().norm().transpose().array();
         std::vector<char> kept(std::size_t(b), have == 0);
         if (have > 0) {
@@ -69,50 +68,50 @@ struct HoldoutImages {
                 multiply<double>(Qt, W, H, n_threads);
                 multiply_left_transposed<double>(Qt, false, H, QH, n_threads);
                 W -= QH;
-                top += H;
+                S.block(0, have, have, b) += H;  // the stretch's components on the columns it found
                 const Eigen::ArrayXd after = W.colwise().norm().transpose().array();
                 for (Index i = 0; i < b; ++i)
                     if (after[i] >= keep * norm[i]) kept[std::size_t(i)] = 1;
                 norm = after;
             }
         }
+        // Two passes of w against the columns [first, first + count) of Q, their components
+        // added to S's column k; current: w's norm, updated. Returns whether a pass kept at
+        // least 1/sqrt(2) of its input, and what the first pass kept of it.
+        struct Passes {
+            bool kept;
+            double first;
+        };
+        auto twice = [&](Eigen::VectorXd& w, Index k, Index first, Index count, double& current) {
+            const auto basis = Q.middleCols(first, count);
+            Passes out{false, 1.0};
+            for (int pass = 0; pass < 2; ++pass) {
+                const Eigen::VectorXd h = basis.transpose() * w;
+                w.noalias() -= basis * h;
+                S.col(k).segment(first, count) += h;
+                const double before = current;
+                current = w.norm();
+                if (current >= keep * before) out.kept = true;
+                if (pass == 0 && before > 0) out.first = current / before;
+            }
+            return out;
+        };
         for (Index i = 0; i < b; ++i) {
             const Index k = have + i;
             Eigen::VectorXd w = W.col(i);
-            Eigen::VectorXd r = Eigen::VectorXd::Zero(k);
-            r.head(have) = top.col(i);
             double current = norm[i];
             bool dependent = !kept[std::size_t(i)];
             if (i > 0) {  // within the block
-                const auto Qb = Q.middleCols(have, i);
-                bool kept_here = false, moved = false;
-                for (int pass = 0; pass < 2; ++pass) {
-                    const Eigen::VectorXd h = Qb.transpose() * w;
-                    w.noalias() -= Qb * h;
-                    r.tail(i) += h;
-                    const double before = current;
+                const Passes within = twice(w, k, have, i, current);
+                dependent = dependent || !within.kept;
+                if (!dependent && have > 0 && within.first * double(k) < 1.0) {
+                    w = P.col(i);  // as one column at a time, against every column in use
+                    S.col(k).head(k).setZero();
                     current = w.norm();
-                    if (current >= keep * before) kept_here = true;
-                    if (pass == 0 && current * double(k) < before) moved = true;
-                }
-                dependent = dependent || !kept_here;
-                if (moved && !dependent && have > 0) {  // as one column at a time, against every column in use
-                    w = P.col(i);
-                    r.setZero();
-                    current = w.norm();
-                    dependent = true;
-                    for (int pass = 0; pass < 2; ++pass) {
-                        const Eigen::VectorXd h = Q.leftCols(k).transpose() * w;
-                        w.noalias() -= Q.leftCols(k) * h;
-                        r += h;
-                        const double before = current;
-                        current = w.norm();
-                        if (current >= keep * before) dependent = false;
-                    }
+                    dependent = !twice(w, k, 0, k, current).kept;
                 }
             }
             if (!(current > 0)) dependent = true;
-            S.col(k).head(k) = r;
             if (dependent) {
                 S(k, k) = 0;
                 Q.col(k).setZero();

@@ -282,7 +282,8 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
             coefficients[c].middleCols(have, size - have) = added;
             described[c] = size;
             if (!validation) continue;
-            Eigen::MatrixXd predicted = validation->predict(added, options.n_threads).template cast<double>();
+            // Row-major, as append's block products take it.
+            Matrix<double> predicted = validation->predict(added, options.n_threads).template cast<double>();
             validation->weigh_rows(predicted);
             images[c].append(predicted, targets.col(Index(c)), options.n_threads);
         }

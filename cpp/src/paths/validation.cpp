@@ -81,17 +81,17 @@ void ErrorTally::add(Index column, const Eigen::Ref<const Eigen::MatrixXd>& P, I
 
 void ErrorTally::add_product(Index column, const Eigen::Ref<const Eigen::MatrixXd>& Q,
                              const Eigen::Ref<const Eigen::MatrixXd>& W, int n_threads) {
-    const Index k = W.rows(), blocks = (rows_ + kBlockRows - 1) / kBlockRows;
+    const Index k = W.rows();
     const int threads = std::min<int>(resolve_threads(threads_for(2.0 * double(rows_) * double(k) * double(W.cols()),
                                                                   n_threads)),
-                                      int(std::max<Index>(blocks, 1)));
+                                      int(blocks_));
     // One block of predictions per thread, kept from call to call: the path calls this at
     // every k.
     if (Index(scratch_.size()) < threads) scratch_.resize(std::size_t(threads));
     for (int t = 0; t < threads; ++t)
         if (scratch_[std::size_t(t)].rows() != kBlockRows || scratch_[std::size_t(t)].cols() != W.cols())
             scratch_[std::size_t(t)].resize(kBlockRows, W.cols());
-    parallel_for(blocks, threads, [&](Index block, int thread) {
+    parallel_for(blocks_, threads, [&](Index block, int thread) {
         const Index r0 = block * kBlockRows, rows = std::min(kBlockRows, rows_ - r0);
         auto P = scratch_[std::size_t(thread)].topRows(rows);
         P.noalias() = Q.block(r0, 0, rows, k) * W;

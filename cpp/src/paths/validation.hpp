@@ -166,7 +166,8 @@ public:
     // Rows of a hold-out matrix (targets or predictions, n_val rows) multiplied by the
     // square roots of the row weights, for the paths that sum their own squared errors
     // (hybrid, gd's Lanczos iterates): their plain sums are then the weighted ones.
-    void weigh_rows(Eigen::MatrixXd& rows) const {
+    template <class Rows>
+    void weigh_rows(Rows& rows) const {
         if (row_weights_.size() > 0) rows.array().colwise() *= row_weights_.array().sqrt();
     }
 
