@@ -164,7 +164,7 @@ def test_compact_factor_on_its_support_matches_long_double(dtype, low, kernel_fi
 @pytest.mark.parametrize("dtype,low", CASES)
 def test_no_factor_is_the_kernel_gram_over_several_row_blocks(dtype, low):
     """R None: K^T K and K^T Y on all the given centres (no factor, duplicates kept), over
-    2 row blocks of the core's streamed pass (6990 rows of 600 centres each), against
+    the row blocks of the core's streamed pass (8 of 938 rows at 600 centres), against
     NumPy's products of the kernel matrix in float64 (nytro.kernel_matrix from the same
     rounded inputs: float32 ones for the float32 accumulation)."""
     rng = np.random.default_rng(4)

@@ -16,10 +16,21 @@ namespace nytro::detail {
 
 namespace {
 
-// Row blocks of at most about 32 MiB of kernel, of equal size: a short last block (270
-// of 4658 rows at m = 2000) runs its rank update at a fraction of the GEMM rate.
+// The row blocks' buffers (the kernel block and A = K R) are allocated once per pass, fresh
+// memory at every call whose first touch is paid page by page: a fit's screening calls
+// paid more for it than for their Gram pass. Blocks of max(kFewestRows, k) rows, where
+// 32 MiB would hold more, keep them small (and in cache from the kernel to the rank
+// update), while each block's rank update still has an inner dimension of k or more: it
+// reads and writes H (k x k) once per block, which for large k costs a share of the
+// block's k^2 rows multiply-adds that grows as the blocks shrink.
+constexpr Index kFewestRows = 1024;
+
+// Row blocks of at most about 32 MiB of kernel (and max(kFewestRows, k) rows), of equal
+// size: a short last block (270 of 4658 rows at m = 2000) runs its rank update at a
+// fraction of the GEMM rate.
 Index block_rows(Index n, Index m, Index k) {
-    const Index most = std::min(std::max<Index>(256, (Index(1) << 22) / std::max(m, k)), n);
+    const Index widest = std::max<Index>(256, (Index(1) << 22) / std::max(m, k));
+    const Index most = std::min({widest, std::max(kFewestRows, k), n});
     const Index blocks = (n + most - 1) / most;
     return (n + blocks - 1) / blocks;
 }
