@@ -32,6 +32,12 @@ def test_quick_run_reports_every_row(bench, tmp_path):
     assert len(defaults["sigma_candidates"]) == len(defaults["sigma_scores"]) >= 5
     assert dataset["fits"]["grid"][0]["best_sigma"] in bench.QUICK_GRID
     assert dataset["vs_grid"]["grid"]["time"] == pytest.approx(1.0)
+    # The error ratio is of the means over the seeds: defined wherever the grid errs at all.
+    made = {row: np.mean([fit["error"] for fit in dataset["fits"][row]]) for row in ("defaults", "grid")}
+    if made["grid"] > 0:
+        assert dataset["vs_grid"]["defaults"]["error"] == pytest.approx(made["defaults"] / made["grid"])
+    else:
+        assert dataset["vs_grid"]["defaults"]["error"] is None  # NaN, written as null
     assert "| wine |" in (tmp_path / "defaults_auto.md").read_text()
 
 
