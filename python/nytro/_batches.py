@@ -44,7 +44,7 @@ from ._sparse_kernel import block as sparse_block, is_sparse, prepared, row_squa
 from ._user_kernel import block as user_block, diagonal_max, is_user_kernel, rows_per_block
 
 # Hold-out rows per block while their factor is updated: the kernel block and the QR's
-# copy within about 32 MiB of float64, as the core's streamed passes.
+# copy within about 32 MiB of float64, the core's streamed passes' largest blocks.
 _BLOCK_ELEMENTS = 1 << 22
 
 

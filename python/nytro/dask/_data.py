@@ -17,8 +17,9 @@ from .._holdout import _check_fraction, _check_seed, holdout_mask  # noqa: F401 
 
 
 
-# Kernel rows per block inside a chunk: about 32 MiB of float64 kernel, as the core's
-# streamed gram solver uses, so a chunk of any size costs O(block x m) memory on a worker.
+# Kernel rows per block inside a chunk: about 32 MiB of float64 kernel, the largest block
+# of the core's streamed gram solver, so a chunk of any size costs O(block x m) memory on a
+# worker.
 _BLOCK_ELEMENTS = 1 << 22
 
 
