@@ -16,13 +16,14 @@ namespace nytro::detail {
 
 namespace {
 
-// The row blocks' buffers (the kernel block and A = K R) are allocated once per pass, fresh
-// memory at every call whose first touch is paid page by page: a fit's screening calls
-// paid more for it than for their Gram pass. Blocks of max(kFewestRows, k) rows, where
-// 32 MiB would hold more, keep them small (and in cache from the kernel to the rank
-// update), while each block's rank update still has an inner dimension of k or more: it
-// reads and writes H (k x k) once per block, which for large k costs a share of the
-// block's k^2 rows multiply-adds that grows as the blocks shrink.
+// The row blocks' buffers (the kernel block and A = K R) are allocated once per pass: fresh
+// memory at every call, whose first touch is paid page by page, which for a small k can
+// cost as much as the pass (benchmarks/results/bench_kernels/history.md, "the Gram pass's
+// row blocks").
+// Blocks of max(kFewestRows, k) rows, where 32 MiB would hold more, keep them small (and
+// in cache from the kernel to the rank update), while each block's rank update still has
+// an inner dimension of k or more: it reads and writes H (k x k) once per block, which for
+// large k costs a share of the block's multiply-adds that grows as the blocks shrink.
 constexpr Index kFewestRows = 1024;
 
 // Row blocks of at most about 32 MiB of kernel (and max(kFewestRows, k) rows), of equal
