@@ -44,6 +44,34 @@ void solve_shifted(const LanczosProcess& process, Index k, double shift, double 
     for (Index i = k - 2; i >= 0; --i) z[i] -= upper[std::size_t(i)] * z[i + 1];
 }
 
+// Z.col(l).head(k) = (T_k + grid[l] scale I)^-1 norm e_1 for every l: solve_shifted's
+// elimination, each shift's operations the same and in the same order, with the shifts
+// innermost (U and W are L x k, a column per step), so that the divisions of the whole
+// grid are vector operations rather than one dependent chain per shift.
+void solve_shifted_grid(const LanczosProcess& process, Index k, const std::vector<double>& grid, double scale,
+                        double norm, Eigen::MatrixXd& Z, Eigen::MatrixXd& U, Eigen::MatrixXd& W) {
+    const auto& a = process.diagonal();
+    const auto& b = process.off_diagonal();
+    const Index L = Index(grid.size());
+    for (Index l = 0; l < L; ++l) {
+        const double pivot = a[0] + grid[std::size_t(l)] * scale;
+        U(l, 0) = k > 1 ? b[0] / pivot : 0.0;
+        W(l, 0) = norm / pivot;
+    }
+    for (Index i = 1; i < k; ++i) {
+        const std::size_t u = std::size_t(i);
+        const double next = i + 1 < k ? b[u] : 0.0;
+        for (Index l = 0; l < L; ++l) {
+            const double pivot = a[u] + grid[std::size_t(l)] * scale - b[u - 1] * U(l, i - 1);
+            U(l, i) = next / pivot;
+            W(l, i) = -b[u - 1] * W(l, i - 1) / pivot;
+        }
+    }
+    for (Index i = k - 2; i >= 0; --i)
+        for (Index l = 0; l < L; ++l) W(l, i) -= U(l, i) * W(l, i + 1);
+    Z.topRows(k) = W.leftCols(k).transpose();
+}
+
 // z = (T_k + shift I)^+ norm e_1 on the Ritz values of T_k above rounding, for a process
 // whose Krylov space is invariant (k = its size). A singular H (duplicate rows) with c
 // outside its range puts c's null-space part in the invariant space, and T_k then has a
@@ -111,6 +139,17 @@ void solve_projected(const KrylovColumn& column, const std::optional<InvariantSo
         invariant->solve(shift, z);
     else
         solve_shifted(column.process, k, shift, column.norm_c, z, upper);
+}
+
+// solve_projected for every lambda of the grid at once, into Z's columns.
+void solve_projected_grid(const KrylovColumn& column, const std::optional<InvariantSolve>& invariant, Index k,
+                          const std::vector<double>& grid, double scale, Eigen::MatrixXd& Z, Eigen::MatrixXd& U,
+                          Eigen::MatrixXd& W) {
+    if (invariant && invariant->singular() && k == column.size()) {
+        for (std::size_t l = 0; l < grid.size(); ++l) invariant->solve(grid[l] * scale, Z.col(Index(l)).data());
+        return;
+    }
+    solve_shifted_grid(column.process, k, grid, scale, column.norm_c, Z, U, W);
 }
 
 }  // namespace
@@ -187,7 +226,7 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
     Index selected_lambda = 0, products = 0, k = 0;
     // The projected solutions for every lambda at one k, and the work of their errors: sized
     // once for the largest k (the first kc rows are used).
-    Eigen::MatrixXd Z(capacity, L), errors(capacity, L);
+    Eigen::MatrixXd Z(capacity, L), errors(capacity, L), pivots(L, capacity), solved(L, capacity);
     Eigen::ArrayXd squared(L);
     std::vector<double> work;
     // Metric::error: the misclassified rows of every lambda at one k, from the predictions
@@ -215,9 +254,7 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
                 if (tally) tally->add(Index(c), Eigen::MatrixXd::Zero(targets.rows(), L));
                 continue;
             }
-            for (Index l = 0; l < L; ++l)
-                solve_projected(columns[c], invariant[c], kc, grid[std::size_t(l)] * double(n), Z.col(l).data(),
-                                work);
+            solve_projected_grid(columns[c], invariant[c], kc, grid, double(n), Z, pivots, solved);
             if (tally) {
                 images[c].tally_predictions(Z.topRows(kc), errors, *tally, Index(c), options.n_threads);
             } else {
@@ -297,12 +334,10 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
                 for (std::size_t c = 0; c < columns.size(); ++c) {
                     const Index kc = std::min(size, columns[c].size());
                     if (kc == 0) continue;  // c = 0: every prediction is 0
-                    for (Index l = 0; l < L; ++l) {
-                        solve_projected(columns[c], invariant[c], kc, grid[std::size_t(l)] * double(n),
-                                        Z.col(l).data(), work);
+                    solve_projected_grid(columns[c], invariant[c], kc, grid, double(n), Z, pivots, solved);
+                    for (Index l = 0; l < L; ++l)
                         alphas.col(((size - k - 1) * L + l) * q + Index(c)) =
                             coefficients[c].leftCols(kc) * Z.col(l).head(kc).cast<T>();
-                    }
                 }
             values.clear();
             holdout->rmse(alphas, q, values, options.n_threads);
