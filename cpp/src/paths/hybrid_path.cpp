@@ -23,38 +23,20 @@ namespace {
 // stop wastes at most a stretch of products.
 constexpr Index kStretch = 16;
 
-// z = (T_k + shift I)^-1 norm e_1 for the tridiagonal T_k of a Lanczos process (its first
-// k steps), by elimination without pivoting: T_k + shift I is symmetric positive definite
-// for shift > 0 (T_k is H's compression), so the pivots stay positive; so is T_k itself
-// (shift 0, cg) while the space is not invariant: no vector of it is in H's null space.
-void solve_shifted(const LanczosProcess& process, Index k, double shift, double norm, double* z,
-                   std::vector<double>& upper) {
+// Z.col(l).head(k) = (T_k + shifts[l] I)^-1 norm e_1 for every l, for the tridiagonal T_k
+// of a Lanczos process (its first k steps), by elimination without pivoting:
+// T_k + shift I is symmetric positive definite for shift > 0 (T_k is H's compression), so
+// the pivots stay positive; so is T_k itself (shift 0, cg) while the space is not
+// invariant: no vector of it is in H's null space. The shifts are innermost (U and W are
+// L x k or larger, a column per step), so that the divisions of a whole grid are vector
+// operations rather than one dependent chain per shift.
+void solve_shifted(const LanczosProcess& process, Index k, const std::vector<double>& shifts, double norm,
+                   Eigen::MatrixXd& Z, Eigen::MatrixXd& U, Eigen::MatrixXd& W) {
     const auto& a = process.diagonal();
     const auto& b = process.off_diagonal();
-    upper.resize(std::size_t(k));
-    double pivot = a[0] + shift;
-    upper[0] = k > 1 ? b[0] / pivot : 0.0;
-    z[0] = norm / pivot;
-    for (Index i = 1; i < k; ++i) {
-        const std::size_t u = std::size_t(i);
-        pivot = a[u] + shift - b[u - 1] * upper[u - 1];
-        upper[u] = i + 1 < k ? b[u] / pivot : 0.0;
-        z[i] = -b[u - 1] * z[i - 1] / pivot;
-    }
-    for (Index i = k - 2; i >= 0; --i) z[i] -= upper[std::size_t(i)] * z[i + 1];
-}
-
-// Z.col(l).head(k) = (T_k + grid[l] scale I)^-1 norm e_1 for every l: solve_shifted's
-// elimination, each shift's operations the same and in the same order, with the shifts
-// innermost (U and W are L x k, a column per step), so that the divisions of the whole
-// grid are vector operations rather than one dependent chain per shift.
-void solve_shifted_grid(const LanczosProcess& process, Index k, const std::vector<double>& grid, double scale,
-                        double norm, Eigen::MatrixXd& Z, Eigen::MatrixXd& U, Eigen::MatrixXd& W) {
-    const auto& a = process.diagonal();
-    const auto& b = process.off_diagonal();
-    const Index L = Index(grid.size());
+    const Index L = Index(shifts.size());
     for (Index l = 0; l < L; ++l) {
-        const double pivot = a[0] + grid[std::size_t(l)] * scale;
+        const double pivot = a[0] + shifts[std::size_t(l)];
         U(l, 0) = k > 1 ? b[0] / pivot : 0.0;
         W(l, 0) = norm / pivot;
     }
@@ -62,14 +44,14 @@ void solve_shifted_grid(const LanczosProcess& process, Index k, const std::vecto
         const std::size_t u = std::size_t(i);
         const double next = i + 1 < k ? b[u] : 0.0;
         for (Index l = 0; l < L; ++l) {
-            const double pivot = a[u] + grid[std::size_t(l)] * scale - b[u - 1] * U(l, i - 1);
+            const double pivot = a[u] + shifts[std::size_t(l)] - b[u - 1] * U(l, i - 1);
             U(l, i) = next / pivot;
             W(l, i) = -b[u - 1] * W(l, i - 1) / pivot;
         }
     }
     for (Index i = k - 2; i >= 0; --i)
         for (Index l = 0; l < L; ++l) W(l, i) -= U(l, i) * W(l, i + 1);
-    Z.topRows(k) = W.leftCols(k).transpose();
+    Z.topLeftCorner(k, L) = W.topLeftCorner(L, k).transpose();
 }
 
 // z = (T_k + shift I)^+ norm e_1 on the Ritz values of T_k above rounding, for a process
@@ -131,25 +113,25 @@ private:
     Eigen::MatrixXd U_;
 };
 
-// The projected solution at k steps: through InvariantSolve where the column's space is
-// invariant at k and T_k singular, else solve_shifted.
+// The projected solutions at k steps for every shift, into Z's columns: through
+// InvariantSolve where the column's space is invariant at k and T_k singular, else
+// solve_shifted.
 void solve_projected(const KrylovColumn& column, const std::optional<InvariantSolve>& invariant, Index k,
-                     double shift, double* z, std::vector<double>& upper) {
-    if (invariant && invariant->singular() && k == column.size())
-        invariant->solve(shift, z);
-    else
-        solve_shifted(column.process, k, shift, column.norm_c, z, upper);
-}
-
-// solve_projected for every lambda of the grid at once, into Z's columns.
-void solve_projected_grid(const KrylovColumn& column, const std::optional<InvariantSolve>& invariant, Index k,
-                          const std::vector<double>& grid, double scale, Eigen::MatrixXd& Z, Eigen::MatrixXd& U,
-                          Eigen::MatrixXd& W) {
+                     const std::vector<double>& shifts, Eigen::MatrixXd& Z, Eigen::MatrixXd& U,
+                     Eigen::MatrixXd& W) {
     if (invariant && invariant->singular() && k == column.size()) {
-        for (std::size_t l = 0; l < grid.size(); ++l) invariant->solve(grid[l] * scale, Z.col(Index(l)).data());
+        for (std::size_t l = 0; l < shifts.size(); ++l) invariant->solve(shifts[l], Z.col(Index(l)).data());
         return;
     }
-    solve_shifted_grid(column.process, k, grid, scale, column.norm_c, Z, U, W);
+    solve_shifted(column.process, k, shifts, column.norm_c, Z, U, W);
+}
+
+// One shift's projected solution at k steps, into z (k entries).
+void solve_projected(const KrylovColumn& column, const std::optional<InvariantSolve>& invariant, Index k,
+                     double shift, Eigen::VectorXd& z) {
+    Eigen::MatrixXd Z(k, 1), U(1, k), W(1, k);
+    solve_projected(column, invariant, k, std::vector<double>{shift}, Z, U, W);
+    z = Z.col(0);
 }
 
 }  // namespace
@@ -227,8 +209,9 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
     // The projected solutions for every lambda at one k, and the work of their errors: sized
     // once for the largest k (the first kc rows are used).
     Eigen::MatrixXd Z(capacity, L), errors(capacity, L), pivots(L, capacity), solved(L, capacity);
+    std::vector<double> shifts(grid.size());  // lambda n, each lambda of the grid
+    for (std::size_t l = 0; l < grid.size(); ++l) shifts[l] = grid[l] * n;
     Eigen::ArrayXd squared(L);
-    std::vector<double> work;
     // Metric::error: the misclassified rows of every lambda at one k, from the predictions
     // (scaled as the targets are, which changes no class; the tally reads the classes from
     // the unscaled targets and weighs the rows itself).
@@ -254,7 +237,7 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
                 if (tally) tally->add(Index(c), Eigen::MatrixXd::Zero(targets.rows(), L));
                 continue;
             }
-            solve_projected_grid(columns[c], invariant[c], kc, grid, double(n), Z, pivots, solved);
+            solve_projected(columns[c], invariant[c], kc, shifts, Z, pivots, solved);
             if (tally) {
                 images[c].tally_predictions(Z.topRows(kc), errors, *tally, Index(c), options.n_threads);
             } else {
@@ -280,8 +263,7 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
                 const Index kc = std::min(size, columns[c].size());
                 selected[c].resize(kc);
                 if (kc > 0)
-                    solve_projected(columns[c], invariant[c], kc, grid[std::size_t(best)] * double(n),
-                                    selected[c].data(), work);
+                    solve_projected(columns[c], invariant[c], kc, shifts[std::size_t(best)], selected[c]);
             }
         }
         stop = verdict.stop;
@@ -334,7 +316,7 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
                 for (std::size_t c = 0; c < columns.size(); ++c) {
                     const Index kc = std::min(size, columns[c].size());
                     if (kc == 0) continue;  // c = 0: every prediction is 0
-                    solve_projected_grid(columns[c], invariant[c], kc, grid, double(n), Z, pivots, solved);
+                    solve_projected(columns[c], invariant[c], kc, shifts, Z, pivots, solved);
                     for (Index l = 0; l < L; ++l)
                         alphas.col(((size - k - 1) * L + l) * q + Index(c)) =
                             coefficients[c].leftCols(kc) * Z.col(l).head(kc).cast<T>();
@@ -393,8 +375,7 @@ void run_projected_path(const LinearProblem<T>& problem, const std::vector<doubl
         for (std::size_t c = 0; c < columns.size(); ++c) {
             selected[c].resize(columns[c].size());
             if (columns[c].size() > 0)
-                solve_projected(columns[c], invariant[c], columns[c].size(), fixed_lambda * double(n),
-                                selected[c].data(), work);
+                solve_projected(columns[c], invariant[c], columns[c].size(), fixed_lambda * double(n), selected[c]);
         }
     }
     Matrix<T> alpha = Matrix<T>::Zero(problem.alpha_rows, q);
